@@ -1,0 +1,139 @@
+# memclaims: one non-recursive Makefile. `make help` lists the targets.
+#
+# Host code (common/*.c, tools/*.c, tests/*.c, experiments/*.c) is built with
+# $(CC) -Wall -Wextra; CUDA code (*.cu) with nvcc for $(CUDA_ARCH). SAN=1 puts
+# every object, CUDA host code included, under AddressSanitizer and
+# UndefinedBehaviorSanitizer in build/san/ (what `make test` runs).
+
+CUDA_HOME ?= /usr/local/cuda
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+CC        ?= gcc
+CXX       ?= g++
+# Default: Hopper (sm_90) machine code plus compute_90 PTX. nvcc needs no GPU
+# to build it, so CI builds the same binaries that run on an H100.
+CUDA_ARCH ?= sm_90
+SAN       ?= 0
+V         ?= 0
+
+ifeq ($(SAN),1)
+BUILD    := build/san
+SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+OPT      := -O1 -g
+else
+BUILD    := build
+SANFLAGS :=
+OPT      := -O2 -g
+endif
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+CPPFLAGS  := -Icommon -I$(CUDA_HOME)/include -MMD -MP
+CFLAGS    := -std=c11 -Wall -Wextra $(OPT) $(SANFLAGS)
+NVCCFLAGS := -arch=$(CUDA_ARCH) -std=c++17 $(OPT) -Icommon -MMD -MP \
+             -Xcompiler "-Wall -Wextra $(SANFLAGS)"
+LDFLAGS   := $(SANFLAGS) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
+LDLIBS    := -lcublasLt -lcublas -lcudart_static -lm -lpthread -ldl -lrt
+
+COMMON_SRC := $(wildcard common/*.c common/*.cu)
+COMMON_OBJ := $(patsubst %,$(BUILD)/obj/%.o,$(COMMON_SRC))
+EXP_SRC    := $(sort $(wildcard experiments/c[0-9][0-9]_*.c experiments/c[0-9][0-9]_*.cu))
+EXP_BIN    := $(patsubst experiments/%,$(BUILD)/%,$(basename $(EXP_SRC)))
+TOOL_SRC   := $(wildcard tools/*.c)
+TOOL_BIN   := $(patsubst tools/%.c,$(BUILD)/%,$(TOOL_SRC))
+TEST_SRC   := $(wildcard tests/test_*.c)
+TEST_BIN   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+LIB        := $(BUILD)/libmemclaims.a
+
+.PHONY: all help test test-build test-gpu run-all plots report bench fuzz deps clean
+.DEFAULT_GOAL := all
+
+all: $(EXP_BIN) $(TOOL_BIN)
+
+help:
+	@echo "make            build every experiment into build/cNN_<slug> and the tools"
+	@echo "make run-all    build, run every experiment, write results/<run>/ with charts and REPORT.md"
+	@echo "make test       everything that needs no GPU (unit tests, sanitizers, waivers, scripts)"
+	@echo "make test-gpu   every experiment with --quick and its verification on this machine's GPU"
+	@echo "make plots RUN=results/<run>   charts for a run;  make report RUN=...   its REPORT.md"
+	@echo "make bench      the allocator model's replay speed;  make fuzz   the trace parser under libFuzzer"
+	@echo "make deps       install the Debian packages (gnuplot, hyperfine, cmocka, clang)"
+	@echo "Variables: CUDA_ARCH=$(CUDA_ARCH) CUDA_HOME=$(CUDA_HOME) SAN=1 V=1"
+
+# ------------------------------------------------------------------ build
+
+$(BUILD)/obj/%.c.o: %.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC    $<")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.cu.o: %.cu
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  NVCC  $<")
+	$(Q)$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(LIB): $(COMMON_OBJ)
+	@$(if $(Q),echo "  AR    $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/c%: $(BUILD)/obj/experiments/c%.o $(LIB)
+	@$(if $(Q),echo "  LINK  $@")
+	$(Q)$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/%: $(BUILD)/obj/tools/%.c.o $(LIB)
+	@$(if $(Q),echo "  LINK  $@")
+	$(Q)$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.c.o $(LIB)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LINK  $@")
+	$(Q)$(CXX) $(LDFLAGS) $^ -lcmocka $(LDLIBS) -o $@
+
+# An experiment's object, whichever of .c or .cu it came from.
+$(BUILD)/obj/experiments/%.o: $(BUILD)/obj/experiments/%.c.o
+	$(Q)cp $< $@
+$(BUILD)/obj/experiments/%.o: $(BUILD)/obj/experiments/%.cu.o
+	$(Q)cp $< $@
+
+.SECONDARY:
+
+test-build: $(EXP_BIN) $(TOOL_BIN) $(TEST_BIN)
+
+# ------------------------------------------------------------------ tests
+
+# Everything that needs no GPU, all host code under ASan+UBSan.
+test:
+	$(Q)$(MAKE) --no-print-directory SAN=1 test-build
+	$(Q)scripts/test build/san
+
+test-gpu: all
+	$(Q)scripts/test-gpu build
+
+# ------------------------------------------------------------------ runs
+
+run-all: all
+	$(Q)scripts/run-all
+
+RUN ?= results/latest
+plots:
+	$(Q)scripts/plot $(RUN)
+
+report:
+	$(Q)scripts/report $(RUN)
+
+bench: $(BUILD)/replay $(BUILD)/gen_trace
+	$(Q)scripts/bench $(BUILD)
+
+fuzz:
+	$(Q)scripts/fuzz
+
+deps:
+	$(Q)scripts/deps
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

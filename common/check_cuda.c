@@ -1,0 +1,18 @@
+#include "check_cuda.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+void mc_die_cuda(const char *file, int line, const char *call, cudaError_t err)
+{
+    fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", file, line, call,
+            cudaGetErrorName(err), cudaGetErrorString(err));
+    exit(MC_EXIT_CUDA);
+}
+
+void mc_die_cublas(const char *file, int line, const char *call, cublasStatus_t st)
+{
+    fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", file, line, call,
+            cublasGetStatusName(st), cublasGetStatusString(st));
+    exit(MC_EXIT_CUDA);
+}

@@ -1,0 +1,105 @@
+/* experiment.h: the descriptor at the top of every experiment, and the run
+ * that carries it through the fixed skeleton:
+ *
+ *   static const mc_experiment EXP = { .claim = "C03", .key = "...", ... };
+ *   int main(int argc, char **argv) {
+ *       mc_run run;
+ *       mc_run_begin(&run, &EXP, argc, argv);   // parse, --help/--list, waive
+ *       ... set up, warm up, measure, verify, mc_emit ...
+ *       mc_emit_verdict(&run, verdict, "figures behind it");
+ *       return mc_run_end(&run);                // commit CSV, exit code
+ *   }
+ *
+ * --help and --list print from the descriptor, so nothing is said twice. */
+#ifndef MC_EXPERIMENT_H
+#define MC_EXPERIMENT_H
+
+#include <stdbool.h>
+
+#include "csv.h"
+#include "options.h"
+#include "stats.h"
+#include "verdict.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+    MC_EXP_MODEL_ONLY = 1u << 0  /* accepts --model-only (host allocator backend) */
+};
+
+typedef struct {
+    const char *claim;         /* "C03" */
+    const char *key;           /* "pinned_vs_pageable": CSV, chart and binary name */
+    const char *title;         /* one line: what the experiment does */
+    const char *seed_claim;    /* what the seeds say, paraphrased */
+    const char *method;        /* what is measured, and with which clock */
+    const char *verdict_rule;  /* how the verdict is computed from the figures */
+    unsigned flags;            /* MC_EXP_* */
+    int default_repeats;       /* --repeats default (>= 1) */
+    int default_warmup;        /* --warmup default (>= 0) */
+    const mc_extra_opt *extra; /* options of its own, or NULL */
+} mc_experiment;
+
+typedef struct {
+    const mc_experiment *exp;
+    mc_options opt;
+    mc_file out;
+    bool on_gpu;          /* false in --model-only */
+    int verify_failures;  /* > 0 makes mc_run_end return MC_EXIT_VERIFY */
+    int rows;
+} mc_run;
+
+/* Parses argv. --help and --list print and exit 0; a usage error prints one
+ * line and exits 2. Opens the output (stdout or --out DIR/<key>.csv, written
+ * atomically) and installs SIGINT/SIGTERM handlers that remove the temporary
+ * file. Unless --model-only, opens the GPU; without one, writes a `waived`
+ * verdict row with the reason and exits 77. Returns only to run. */
+void mc_run_begin(mc_run *run, const mc_experiment *exp, int argc, char **argv);
+
+/* One measured figure. variant/param/note may be "" or NULL. */
+void mc_emit(mc_run *run, const char *variant, const char *param, double param_value,
+             const char *metric, const char *unit, mc_stats stats, const char *status,
+             const char *note);
+
+/* One single-valued figure (n = 1), status "ok". */
+void mc_emit_value(mc_run *run, const char *variant, const char *param, double param_value,
+                   const char *metric, const char *unit, double value, const char *note);
+
+/* The verdict row: metric "verdict", the word in status, the figures behind
+ * it (printf-style) in note. Also printed to stderr. */
+void mc_emit_verdict(mc_run *run, mc_verdict v, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* A "why" line for the report: metric "finding", text in note. */
+void mc_emit_finding(mc_run *run, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* A verification failed: logs it, writes a row with status "failed" and makes
+ * the exit code MC_EXIT_VERIFY. The run goes on. */
+void mc_verify_failed(mc_run *run, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* This GPU cannot show the claim: writes the waived verdict row, commits the
+ * CSV and exits 77. */
+void mc_run_waive(mc_run *run, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 2, 3)));
+
+/* Progress and diagnostics to stderr, prefixed with the claim ID. */
+void mc_log(const mc_run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Commits the CSV. Returns MC_EXIT_OK, MC_EXIT_VERIFY, or MC_EXIT_USAGE if
+ * the output could not be written. */
+int mc_run_end(mc_run *run);
+
+/* Prints --help text (descriptor, options) to fp. */
+void mc_print_help(const mc_experiment *exp, const char *argv0, FILE *fp);
+/* Prints the descriptor as one line: claim, key, title, seed_claim, method,
+ * verdict_rule, separated by tabs (the runner's experiments.tsv). */
+void mc_print_list(const mc_experiment *exp, FILE *fp);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
