@@ -17,7 +17,7 @@ V         ?= 0
 
 ifeq ($(SAN),1)
 BUILD    := build/san
-SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+SANFLAGS := -fsanitize=address -fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 OPT      := -O1 -g
 else
 BUILD    := build
@@ -33,8 +33,11 @@ endif
 
 CPPFLAGS  := -Icommon -I$(CUDA_HOME)/include -MMD -MP
 CFLAGS    := -std=c11 -Wall -Wextra $(OPT) $(SANFLAGS)
+comma     := ,
+empty     :=
+space     := $(empty) $(empty)
 NVCCFLAGS := -arch=$(CUDA_ARCH) -std=c++17 $(OPT) -Icommon -MMD -MP \
-             -Xcompiler "-Wall -Wextra $(SANFLAGS)"
+             -Xcompiler $(subst $(space),$(comma),-Wall -Wextra $(strip $(SANFLAGS)))
 LDFLAGS   := $(SANFLAGS) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
 LDLIBS    := -lcublasLt -lcublas -lcudart_static -lm -lpthread -ldl -lrt
 

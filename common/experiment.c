@@ -49,6 +49,13 @@ void mc_print_list(const mc_experiment *e, FILE *fp)
 
 /* ----------------------------------------------------------------- rows */
 
+/* Notes become one CSV line each: the report's scripts read line by line. */
+static void flatten(char *s)
+{
+    for (; *s; s++)
+        if (*s == '\n' || *s == '\r') *s = ' ';
+}
+
 static void write_row(mc_run *run, const char *variant, const char *param, double pv,
                       const char *metric, const char *unit, mc_stats st, const char *status,
                       const char *note)
@@ -78,6 +85,7 @@ void mc_emit_verdict(mc_run *run, mc_verdict v, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(note, sizeof note, fmt, ap);
     va_end(ap);
+    flatten(note);
     mc_stats none = {0};
     write_row(run, "", "", 0, "verdict", "", none, mc_verdict_word(v), note);
     mc_log(run, "verdict %s: %s", mc_verdict_word(v), note);
@@ -90,6 +98,7 @@ void mc_emit_finding(mc_run *run, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(note, sizeof note, fmt, ap);
     va_end(ap);
+    flatten(note);
     mc_stats none = {0};
     write_row(run, "", "", 0, "finding", "", none, "ok", note);
 }

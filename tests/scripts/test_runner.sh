@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# The runner, report and plot scripts: on fixture CSVs, on fake experiments
+# (progress lines, atomic results, earlier runs untouched, an interrupted run
+# marked in the report) and on the real experiments without a GPU.
+#   tests/scripts/test_runner.sh BUILD_DIR
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+. "$here/lib.sh"
+build=${1:-build/san}
+export CUDA_VISIBLE_DEVICES=""
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fixtures=$root/tests/fixtures/results
+
+# ---------------------------------------------------------- report on fixtures
+run=$tmp/fixture-run
+mkdir -p "$run"
+cp "$fixtures"/*.csv "$run"/
+: > "$run/experiments.tsv"
+for csv in "$fixtures"/*.csv; do
+    key=$(basename "$csv" .csv)
+    [ "$key" = meta ] && continue
+    exe=$(ls "$build"/c[0-9][0-9]_"$key" 2>/dev/null | head -1)
+    if [ -n "$exe" ]; then "$exe" --list >> "$run/experiments.tsv"
+    else printf 'C%s\t%s\tfixture\tseed\tmethod\trule\n' "$(sed -n 2p "$csv" | cut -c2-3)" "$key" >> "$run/experiments.tsv"; fi
+done
+printf 'C98\tplanned_only\tnever ran\tseed text\tmethod\trule\n' >> "$run/experiments.tsv"
+check "report writes REPORT.md from fixtures" "$root/scripts/report" "$run"
+check "report names the GPU from meta.csv" grep -q "^# memclaims report: NVIDIA H100" "$run/REPORT.md"
+for csv in "$fixtures"/*.csv; do
+    key=$(basename "$csv" .csv)
+    [ "$key" = meta ] && continue
+    id=$(sed -n 2p "$csv" | cut -d, -f1)
+    word=$(awk -f "$root/scripts/lib/csv.awk" -f "$root/scripts/lib/verdict.awk" "$csv")
+    check "report table gives $id the fixture's verdict ($word)" grep -q "^| $id | .* | \*\*$word\*\* |$" "$run/REPORT.md"
+done
+check "report marks a planned experiment without CSV as not run" grep -q "^| C98 | seed text | - | \*\*not run\*\* |$" "$run/REPORT.md"
+check "report counts the experiments without a verdict" grep -q "1 of .* experiments have no verdict" "$run/REPORT.md"
+check_eq "report leaves no temporary file" "$(ls -A "$run" | grep -c tmp)" 0
+check "report refuses a folder that is not a run" bash -c "! '$root/scripts/report' '$tmp'"
+
+# ---------------------------------------------------------- plot on fixtures
+out=$(GNUPLOT=/nonexistent/gnuplot "$root/scripts/plot" "$run"); rc=$?
+check_eq "plot without gnuplot exits 0" "$rc" 0
+check "plot without gnuplot says what it skipped and how to draw later" \
+    grep -q "gnuplot not found: charts skipped.*make plots RUN=" <<<"$out"
+if command -v gnuplot >/dev/null; then
+    "$root/scripts/plot" "$run" >/dev/null 2>"$tmp/plot.err"
+    check_eq "plot draws every fixture without error" "$(cat "$tmp/plot.err")" ""
+    for gp in "$root"/plots/*.gp; do
+        key=$(basename "$gp" .gp)
+        [ -f "$run/$key.csv" ] || { failure "plots/$key.gp has a fixture CSV in tests/fixtures/results"; continue; }
+        check "plot draws $key.png (a PNG file)" bash -c "head -c 4 '$run/$key.png' | grep -q PNG"
+    done
+    "$root/scripts/report" "$run" >/dev/null
+    check "report links the charts" grep -q '!\[.*\](.*\.png)' "$run/REPORT.md"
+else
+    echo "SKIP: gnuplot not installed: charts not drawn (make deps)"
+fi
+
+# ---------------------------------------------------------- fake experiments
+fake=$tmp/fake-build
+mkdir -p "$fake"
+cp "$build/meta" "$fake/meta"
+# A fake experiment: --list, and --out DIR writes its CSV via a temp + rename
+# after sleeping $2 seconds; the temp file exists while it sleeps.
+make_fake() { # NAME CLAIM SECONDS VERDICT
+    cat > "$fake/$1" <<FAKE
+#!/usr/bin/env bash
+[ "\$1" = --list ] && { printf '$2\t${1#c[0-9][0-9]_}\tfake\tseed says $2\tmethod\trule\n'; exit 0; }
+out=\${2:-.}; [ "\$1" = --quick ] && out=\$3
+echo partial > "\$out/.${1#c[0-9][0-9]_}.csv.tmp.\$\$"
+trap 'rm -f "\$out/.${1#c[0-9][0-9]_}.csv.tmp.\$\$"; exit 143' TERM
+sleep $3 & wait
+printf '%s\n%s\n' "claim,experiment,variant,param,param_value,metric,unit,n,median,min,max,mean,stdev,status,note" \
+    "$2,${1#c[0-9][0-9]_},,,,verdict,,0,,,,,,$4,fake figures" > "\$out/.${1#c[0-9][0-9]_}.csv.tmp.\$\$"
+mv "\$out/.${1#c[0-9][0-9]_}.csv.tmp.\$\$" "\$out/${1#c[0-9][0-9]_}.csv"
+FAKE
+    chmod +x "$fake/$1"
+}
+make_fake c01_fast C01 0 holds
+make_fake c02_slow C02 30 holds-partly
+results=$tmp/results
+
+out=$("$root/scripts/run-all" --build "$fake" --results "$results" --only C01 2>&1); rc=$?
+check_eq "run-all on a fake experiment exits 0" "$rc" 0
+check "run-all prints one progress line per experiment" grep -Eq '^\[1/1\] C01 fast \.\.\. [0-9.]+ s holds$' <<<"$out"
+first=$(readlink "$results/latest")
+check "run-all points results/latest at the run" test -f "$results/$first/REPORT.md"
+check "run-all writes meta.csv, experiments.tsv, runs.tsv and the CSV" \
+    test -f "$results/$first/meta.csv" -a -f "$results/$first/experiments.tsv" -a -f "$results/$first/runs.tsv" -a -f "$results/$first/fast.csv"
+sum_before=$(cd "$results/$first" && find . -type f -exec md5sum {} + | sort)
+sleep 1
+
+"$root/scripts/run-all" --build "$fake" --results "$results" >"$tmp/interrupted.out" 2>&1 &
+runner=$!
+for _ in $(seq 100); do ls "$results"/*/.slow.csv.tmp.* >/dev/null 2>&1 && break; sleep 0.1; done
+second=$(readlink "$results/latest")
+kill -TERM "$runner"
+wait "$runner"; rc=$?
+check_eq "an interrupted run-all exits 130" "$rc" 130
+second=$(readlink "$results/latest")
+check "results/latest points to the interrupted, newest run" test "$second" != "$first"
+check "the interrupted experiment left no CSV under its final name" test ! -e "$results/$second/slow.csv"
+check_eq "the interrupted run left no temporary file" "$(ls -A "$results/$second" | grep -c tmp)" 0
+check "the report marks the interrupted experiment" grep -q '^| C02 | seed says C02 | - | \*\*interrupted\*\* |$' "$results/$second/REPORT.md"
+check "the experiment that finished keeps its verdict" grep -q '^| C01 .*\*\*holds\*\* |$' "$results/$second/REPORT.md"
+sum_after=$(cd "$results/$first" && find . -type f -exec md5sum {} + | sort)
+check_eq "the earlier run is untouched" "$sum_after" "$sum_before"
+
+out=$("$root/scripts/run-all" --build "$fake" --results "$results" --bogus 2>&1); rc=$?
+check_eq "run-all refuses an unknown option with exit 2" "$rc" 2
+out=$("$root/scripts/run-all" --build "$tmp/empty" --results "$results" 2>&1); rc=$?
+check_eq "run-all without built experiments exits 2" "$rc" 2
+
+# ---------------------------------------------------------- the real ones, no GPU
+out=$("$root/scripts/run-all" --build "$build" --results "$results" --quick 2>&1); rc=$?
+check_eq "run-all of the real experiments without a GPU exits 0" "$rc" 0
+real=$(readlink "$results/latest")
+check "its report says why everything was waived" grep -q "Every experiment was waived" "$results/$real/REPORT.md"
+n=$(ls "$build"/c[0-9][0-9]_* | wc -l)
+check_eq "every experiment has a waived row" "$(grep -l ',verdict,,0,,,,,,waived,' "$results/$real"/*.csv | wc -l)" "$n"
+summary
