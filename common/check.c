@@ -15,6 +15,17 @@ void mc_die(int code, const char *file, int line, const char *fmt, ...)
     exit(code);
 }
 
+void mc_die_check(const char *file, int line, const char *cond, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "%s:%d: CHECK(%s) failed: ", file, line, cond);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(MC_EXIT_VERIFY);
+}
+
 void *mc_xmalloc(unsigned long long bytes)
 {
     void *p = malloc(bytes ? (size_t)bytes : 1);

@@ -20,12 +20,16 @@ enum mc_exit {
 void mc_die(int code, const char *file, int line, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 4, 5)));
 
+/* Prints "file:line: CHECK(cond) failed: message" and exits MC_EXIT_VERIFY. */
+void mc_die_check(const char *file, int line, const char *cond, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 4, 5)));
+
 /* Host check: if cond is false, print the condition's text and the message
- * and exit with MC_EXIT_VERIFY. For invariants and host allocations. */
+ * (printf-style, required) and exit with MC_EXIT_VERIFY. For invariants and
+ * host allocations. The condition's text is an argument, never a format. */
 #define CHECK(cond, ...)                                                     \
     do {                                                                     \
-        if (!(cond)) mc_die(MC_EXIT_VERIFY, __FILE__, __LINE__,             \
-                            "CHECK(" #cond ") failed: " __VA_ARGS__);        \
+        if (!(cond)) mc_die_check(__FILE__, __LINE__, #cond, __VA_ARGS__);   \
     } while (0)
 
 /* malloc that exits (MC_EXIT_VERIFY) on failure; size in bytes. */

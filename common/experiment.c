@@ -33,7 +33,10 @@ void mc_print_help(const mc_experiment *e, const char *argv0, FILE *fp)
                         : x->kind == MC_OPT_COUNT ? " N" : " VALUE";
         char left[64];
         snprintf(left, sizeof left, "--%s%s", x->name, arg);
-        fprintf(fp, "  %-14s %s\n", left, x->help);
+        if (strlen(left) > 14)
+            fprintf(fp, "  %s\n  %-14s %s\n", left, "", x->help);
+        else
+            fprintf(fp, "  %-14s %s\n", left, x->help);
     }
     fprintf(fp, "  --list         print this experiment's descriptor as one tab-separated line\n"
                 "  --help         this text\n\n"
