@@ -36,8 +36,10 @@ CFLAGS    := -std=c11 -Wall -Wextra $(OPT) $(SANFLAGS)
 comma     := ,
 empty     :=
 space     := $(empty) $(empty)
+# C++ warns when a designated initializer leaves a member out; descriptors
+# (mc_experiment) leave optional members out by design, as C allows.
 NVCCFLAGS := -arch=$(CUDA_ARCH) -std=c++17 $(OPT) -Icommon -MMD -MP \
-             -Xcompiler $(subst $(space),$(comma),-Wall -Wextra $(strip $(SANFLAGS)))
+             -Xcompiler $(subst $(space),$(comma),-Wall -Wextra -Wno-missing-field-initializers $(strip $(SANFLAGS)))
 LDFLAGS   := $(SANFLAGS) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
 LDLIBS    := -lcublasLt -lcublas -lcudart_static -lm -lpthread -ldl -lrt
 
@@ -45,8 +47,8 @@ COMMON_SRC := $(wildcard common/*.c common/*.cu)
 COMMON_OBJ := $(patsubst %,$(BUILD)/obj/%.o,$(COMMON_SRC))
 EXP_SRC    := $(sort $(wildcard experiments/c[0-9][0-9]_*.c experiments/c[0-9][0-9]_*.cu))
 EXP_BIN    := $(patsubst experiments/%,$(BUILD)/%,$(basename $(EXP_SRC)))
-TOOL_SRC   := $(wildcard tools/*.c)
-TOOL_BIN   := $(patsubst tools/%.c,$(BUILD)/%,$(TOOL_SRC))
+TOOL_SRC   := $(wildcard tools/*.c tools/*.cu)
+TOOL_BIN   := $(patsubst tools/%,$(BUILD)/%,$(basename $(TOOL_SRC)))
 TEST_SRC   := $(wildcard tests/test_*.c)
 TEST_BIN   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 LIB        := $(BUILD)/libmemclaims.a
@@ -86,7 +88,7 @@ $(BUILD)/c%: $(BUILD)/obj/experiments/c%.o $(LIB)
 	@$(if $(Q),echo "  LINK  $@")
 	$(Q)$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(BUILD)/%: $(BUILD)/obj/tools/%.c.o $(LIB)
+$(BUILD)/%: $(BUILD)/obj/tools/%.o $(LIB)
 	@$(if $(Q),echo "  LINK  $@")
 	$(Q)$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
@@ -95,10 +97,14 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.c.o $(LIB)
 	@$(if $(Q),echo "  LINK  $@")
 	$(Q)$(CXX) $(LDFLAGS) $^ -lcmocka $(LDLIBS) -o $@
 
-# An experiment's object, whichever of .c or .cu it came from.
+# An experiment's or tool's object, whichever of .c or .cu it came from.
 $(BUILD)/obj/experiments/%.o: $(BUILD)/obj/experiments/%.c.o
 	$(Q)cp $< $@
 $(BUILD)/obj/experiments/%.o: $(BUILD)/obj/experiments/%.cu.o
+	$(Q)cp $< $@
+$(BUILD)/obj/tools/%.o: $(BUILD)/obj/tools/%.c.o
+	$(Q)cp $< $@
+$(BUILD)/obj/tools/%.o: $(BUILD)/obj/tools/%.cu.o
 	$(Q)cp $< $@
 
 .SECONDARY:

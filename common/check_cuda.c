@@ -16,3 +16,13 @@ void mc_die_cublas(const char *file, int line, const char *call, cublasStatus_t 
             cublasGetStatusName(st), cublasGetStatusString(st));
     exit(MC_EXIT_CUDA);
 }
+
+int mc_cuda_ok_or_oom(const char *file, int line, const char *call, cudaError_t err)
+{
+    if (err == cudaSuccess) return 1;
+    if (err == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    mc_die_cuda(file, line, call, err);
+}

@@ -32,6 +32,12 @@ void mc_die_cublas(const char *file, int line, const char *call, cublasStatus_t 
             mc_die_cublas(__FILE__, __LINE__, #call, mc_st_);                \
     } while (0)
 
+/* For allocations where out-of-memory is a result to record: returns 1 on
+ * success, 0 on cudaErrorMemoryAllocation (the sticky error is cleared), and
+ * exits like CHECK_CUDA on any other error. */
+#define CUDA_OK_OR_OOM(call) mc_cuda_ok_or_oom(__FILE__, __LINE__, #call, (call))
+int mc_cuda_ok_or_oom(const char *file, int line, const char *call, cudaError_t err);
+
 /* After every kernel launch: catches launch-configuration errors. */
 #define CHECK_LAUNCH() CHECK_CUDA(cudaGetLastError())
 

@@ -181,6 +181,11 @@ void mc_run_begin(mc_run *run, const mc_experiment *e, int argc, char **argv)
         mc_print_list(e, stdout);
         exit(MC_EXIT_OK);
     }
+    const char *bad = e->validate ? e->validate(&run->opt) : NULL;
+    if (bad) {
+        fprintf(stderr, "%s: %s\n", argv[0], bad);
+        exit(MC_EXIT_USAGE);
+    }
     char name[256];
     snprintf(name, sizeof name, "%s.csv", e->key);
     if (mc_file_open(&run->out, run->opt.out_dir, name) != 0) {

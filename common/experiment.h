@@ -40,6 +40,10 @@ typedef struct {
     int default_repeats;       /* --repeats default (>= 1) */
     int default_warmup;        /* --warmup default (>= 0) */
     const mc_extra_opt *extra; /* options of its own, or NULL */
+    /* Checks the parsed options together (e.g. an extra option's range);
+     * returns NULL, or a one-line message that mc_run_begin prints before
+     * exiting with MC_EXIT_USAGE, before any output or GPU work. May be NULL. */
+    const char *(*validate)(const mc_options *opt);
 } mc_experiment;
 
 typedef struct {

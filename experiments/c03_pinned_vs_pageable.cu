@@ -27,6 +27,12 @@ static const mc_extra_opt EXTRA[] = {
     {NULL, MC_OPT_FLAG, NULL, NULL},
 };
 
+static const char *validate_options(const mc_options *opt)
+{
+    (void)opt;
+    return max_bytes_opt && max_bytes_opt < (4ull << 10) ? "--max-bytes must be at least 4 KiB" : NULL;
+}
+
 static const mc_experiment EXP = {
     .claim = "C03",
     .key = "pinned_vs_pageable",
@@ -53,6 +59,7 @@ static const mc_experiment EXP = {
     .default_repeats = 7,
     .default_warmup = 2,
     .extra = EXTRA,
+    .validate = validate_options,
 };
 
 enum { PAGEABLE, PINNED, REGISTERED, NKIND };
@@ -84,16 +91,6 @@ typedef struct {
 
 /* ------------------------------------------------------------ buffers */
 
-/* Out of memory is a result; any other error is fatal. Returns 1 if e is success. */
-static int got(cudaError_t e)
-{
-    if (e == cudaErrorMemoryAllocation) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    CHECK_CUDA(e);
-    return 1;
-}
 
 static void free_buffers(bench *b)
 {
@@ -125,15 +122,15 @@ static const char *alloc_buffers(bench *b, uint64_t cap)
     void *dd = NULL, *ds = NULL, *pin = NULL;
     unsigned char *reg = NULL;
     b->cap = cap;
-    if (got(cudaMalloc(&dd, cap))) b->d_dst = dd;
+    if (CUDA_OK_OR_OOM(cudaMalloc(&dd, cap))) b->d_dst = dd;
     else fail = "device";
-    if (!fail && got(cudaMalloc(&ds, cap))) b->d_src = ds;
+    if (!fail && CUDA_OK_OR_OOM(cudaMalloc(&ds, cap))) b->d_src = ds;
     else if (!fail) fail = "device";
     if (!fail && !(b->host[PAGEABLE] = pageable_alloc(cap))) fail = "pageable";
-    if (!fail && got(cudaMallocHost(&pin, cap))) b->host[PINNED] = (unsigned char *)pin;
+    if (!fail && CUDA_OK_OR_OOM(cudaMallocHost(&pin, cap))) b->host[PINNED] = (unsigned char *)pin;
     else if (!fail) fail = "pinned";
     if (!fail && !(reg = pageable_alloc(cap))) fail = "registered";
-    if (!fail && got(cudaHostRegister(reg, cap, cudaHostRegisterDefault))) b->host[REGISTERED] = reg;
+    if (!fail && CUDA_OK_OR_OOM(cudaHostRegister(reg, cap, cudaHostRegisterDefault))) b->host[REGISTERED] = reg;
     else if (!fail) fail = "registered";
     if (fail) {
         if (reg && !b->host[REGISTERED]) free(reg);
@@ -222,11 +219,6 @@ int main(int argc, char **argv)
     uint64_t sizes[MAX_SIZES];
     int nsizes = 0;
     for (uint64_t s = MIN_BYTES; s <= max_bytes && nsizes < MAX_SIZES; s *= 4) sizes[nsizes++] = s;
-    if (nsizes == 0) {
-        fprintf(stderr, "%s: --max-bytes must be at least 4 KiB\n", argv[0]);
-        mc_file_abort(&run.out);
-        return MC_EXIT_USAGE;
-    }
 
     bench b;
     memset(&b, 0, sizeof b);

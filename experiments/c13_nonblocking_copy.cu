@@ -26,6 +26,12 @@ static const mc_extra_opt EXTRA[] = {
     {NULL, MC_OPT_FLAG, NULL, NULL},
 };
 
+static const char *validate_options(const mc_options *opt)
+{
+    (void)opt;
+    return max_bytes_opt && max_bytes_opt < (4ull << 10) ? "--max-bytes must be at least 4 KiB" : NULL;
+}
+
 static const mc_experiment EXP = {
     .claim = "C13",
     .key = "nonblocking_copy",
@@ -54,6 +60,7 @@ static const mc_experiment EXP = {
     .default_repeats = 5,
     .default_warmup = 1,
     .extra = EXTRA,
+    .validate = validate_options,
 };
 
 enum { PAGEABLE, PINNED, NKIND };
@@ -85,16 +92,6 @@ typedef struct {
 
 static result R[NDIR][MAX_SIZES][NKIND];
 
-/* Out of memory is a result; any other error is fatal. */
-static int got(cudaError_t e)
-{
-    if (e == cudaErrorMemoryAllocation) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    CHECK_CUDA(e);
-    return 1;
-}
 
 static void free_buffers(bench *b)
 {
@@ -110,10 +107,10 @@ static void free_buffers(bench *b)
 static int alloc_buffers(bench *b, uint64_t cap)
 {
     void *p = NULL, *dd = NULL, *ds = NULL;
-    if (got(cudaMalloc(&dd, cap))) b->d_dst = dd;
-    if (b->d_dst && got(cudaMalloc(&ds, cap))) b->d_src = ds;
+    if (CUDA_OK_OR_OOM(cudaMalloc(&dd, cap))) b->d_dst = dd;
+    if (b->d_dst && CUDA_OK_OR_OOM(cudaMalloc(&ds, cap))) b->d_src = ds;
     if (b->d_src && posix_memalign(&p, 4096, cap) == 0) b->host[PAGEABLE] = (unsigned char *)p;
-    if (b->host[PAGEABLE] && got(cudaMallocHost(&p, cap))) b->host[PINNED] = (unsigned char *)p;
+    if (b->host[PAGEABLE] && CUDA_OK_OR_OOM(cudaMallocHost(&p, cap))) b->host[PINNED] = (unsigned char *)p;
     if (!b->host[PINNED]) {
         free_buffers(b);
         return -1;
@@ -193,11 +190,6 @@ int main(int argc, char **argv)
     uint64_t sizes[MAX_SIZES];
     int nsizes = 0;
     for (uint64_t s = MIN_BYTES; s <= max_bytes && nsizes < MAX_SIZES; s *= 4) sizes[nsizes++] = s;
-    if (nsizes == 0) {
-        fprintf(stderr, "%s: --max-bytes must be at least 4 KiB\n", argv[0]);
-        mc_file_abort(&run.out);
-        return MC_EXIT_USAGE;
-    }
 
     bench b;
     memset(&b, 0, sizeof b);

@@ -203,16 +203,6 @@ static mc_stats compute_stats(ctx *c, int reps, double *x)
     return mc_stats_of(x, (size_t)reps);
 }
 
-/* Out of memory is a result; any other error is fatal. Returns 1 if e is success. */
-static int got(cudaError_t e)
-{
-    if (e == cudaErrorMemoryAllocation) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    CHECK_CUDA(e);
-    return 1;
-}
 
 static void free_buffers(ctx *c)
 {
@@ -231,9 +221,9 @@ static int alloc_buffers(ctx *c)
     uint64_t total = (uint64_t)c->n * c->bytes;
     void *p = NULL, *d0 = NULL, *d1 = NULL;
     if (posix_memalign(&p, 4096, total) == 0) c->host[PAGEABLE] = (unsigned char *)p;
-    if (c->host[PAGEABLE] && got(cudaMallocHost(&p, total))) c->host[PINNED] = (unsigned char *)p;
-    if (c->host[PINNED] && got(cudaMalloc(&d0, c->bytes))) c->buf[0] = d0;
-    if (c->buf[0] && got(cudaMalloc(&d1, c->bytes))) c->buf[1] = d1;
+    if (c->host[PAGEABLE] && CUDA_OK_OR_OOM(cudaMallocHost(&p, total))) c->host[PINNED] = (unsigned char *)p;
+    if (c->host[PINNED] && CUDA_OK_OR_OOM(cudaMalloc(&d0, c->bytes))) c->buf[0] = d0;
+    if (c->buf[0] && CUDA_OK_OR_OOM(cudaMalloc(&d1, c->bytes))) c->buf[1] = d1;
     if (!c->buf[1]) {
         free_buffers(c);
         return -1;
