@@ -114,16 +114,19 @@ test-build: $(EXP_BIN) $(TOOL_BIN) $(TEST_BIN)
 # ------------------------------------------------------------------ tests
 
 # Everything that needs no GPU, all host code under ASan+UBSan.
+NPROC := $(shell nproc 2>/dev/null || echo 2)
 test:
-	$(Q)$(MAKE) --no-print-directory SAN=1 test-build
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) SAN=1 test-build
 	$(Q)scripts/test build/san
 
-test-gpu: all
+test-gpu:
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) all
 	$(Q)scripts/test-gpu build
 
 # ------------------------------------------------------------------ runs
 
-run-all: all
+run-all:
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) all
 	$(Q)scripts/run-all
 
 RUN ?= results/latest
