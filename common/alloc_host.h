@@ -1,5 +1,22 @@
 /* alloc_host.h: the host backend, a simulated device of a given capacity for
- * tests, build/replay and --model-only. No GPU, no memory behind addresses. */
+ * tests, build/replay and --model-only. No GPU, no memory behind addresses.
+ *
+ * Placement rule (used where no hint applies), after the CUDA driver's
+ * habits on an H100 (read from the addresses PyTorch got in
+ * tests/fixtures/traces): segments are placed in regions that grow downward
+ * from CA_HOST_TOP. A request takes the lowest free range within the regions
+ * made so far that fits it (the unused top of a region, or a freed
+ * segment's place); if none fits, a new region of its size rounded up to
+ * CA_HOST_REGION is made directly below the lowest region, and the segment
+ * takes that region's bottom. A freed segment's range is free again at once
+ * and merges with free ranges around it. Segment sizes from the model are
+ * multiples of 2 MiB, so every segment starts on a 2 MiB boundary. The
+ * driver's placement is its own and varies from run to run; this rule is a
+ * stand-in, and tests/replay-fixtures.sh measures how often it leads to
+ * PyTorch's figures (rows that agree in every column without addresses).
+ *
+ * Capacity: a request fails (the model's OOM path) when the bytes in live
+ * segments plus the request would exceed the capacity. */
 #ifndef MC_ALLOC_HOST_H
 #define MC_ALLOC_HOST_H
 
@@ -11,20 +28,30 @@
 extern "C" {
 #endif
 
+#define CA_HOST_SPACE_LO (1ULL << 21)           /* 2 MiB: no segment at or near 0 */
+#define CA_HOST_SPACE_HI (1ULL << 63)           /* hints may go anywhere in [LO, HI) */
+#define CA_HOST_TOP      0x7f0000000000ULL      /* regions grow down from here */
+#define CA_HOST_REGION   (20ULL << 20)          /* region granularity: kLargeBuffer */
+
 typedef struct ca_host_device ca_host_device;
 
-/* A device of capacity bytes; a segment request beyond what is free fails
- * (the model's OOM path). */
+/* A device of capacity bytes (> 0). */
 ca_host_device *ca_host_create(uint64_t capacity);
+/* Frees the device; segments still live are forgotten. NULL is a no-op. */
 void ca_host_destroy(ca_host_device *d);
 ca_backend ca_host_backend(ca_host_device *d);
 
 /* Place the next segment at addr (the data_ptr() PyTorch returned for the
- * request that made it). Used once; without a hint the backend's own
- * placement rule decides (documented in alloc_host.c). */
+ * request that made it). The hint applies to the next successful segment
+ * request only: a request refused for capacity keeps it for the next one;
+ * addr 0 clears it. If the range [addr, addr + bytes) is not entirely free
+ * (or leaves the address space), the placement rule decides instead and the
+ * conflict is counted. */
 void ca_host_hint_next(ca_host_device *d, uint64_t addr);
 
-uint64_t ca_host_used(const ca_host_device *d);   /* bytes in live segments */
+uint64_t ca_host_used(const ca_host_device *d);           /* bytes in live segments */
+uint64_t ca_host_segments(const ca_host_device *d);       /* live segments */
+uint64_t ca_host_hint_conflicts(const ca_host_device *d); /* hints that could not be used */
 
 #ifdef __cplusplus
 }

@@ -1,12 +1,18 @@
 /* alloc_model.h: a C model of PyTorch 2.11's CUDA caching allocator
  * (c10/cuda/CUDACachingAllocator.cpp), one device, one stream, no expandable
- * segments, no power-of-two rounding. Its statistics equal PyTorch's
- * memory_stats() for the same sequence of requests (../shared/ALLOCATOR.md).
+ * segments, no power-of-two rounding, no garbage_collection_threshold (the
+ * defaults). Its statistics equal PyTorch's memory_stats() for the same
+ * sequence of requests, given the addresses of new segments
+ * (../shared/ALLOCATOR.md; function names below are the reference's).
  *
  * The model asks a backend for segments: the host backend (alloc_host.h)
  * simulates a device of a given capacity with no GPU; the CUDA backend
  * (alloc_cuda.h) calls cudaMalloc / cudaFree. Addresses are uint64_t device
- * addresses in both. */
+ * addresses in both. All sizes are in bytes.
+ *
+ * Debug checking: with CA_DEBUG defined at compile time, or after
+ * ca_set_debug(a, true), every public operation ends with
+ * ca_check_invariants and aborts with its message if one is broken. */
 #ifndef MC_ALLOC_MODEL_H
 #define MC_ALLOC_MODEL_H
 
@@ -18,18 +24,22 @@
 extern "C" {
 #endif
 
-/* Constants, named after the reference's (CachingAllocator.h / .cpp). */
+/* Constants, named after the reference's (CUDACachingAllocator.cpp unless
+ * said otherwise). */
 #define CA_MIN_BLOCK_SIZE   512ULL              /* kMinBlockSize */
 #define CA_SMALL_SIZE       (1ULL << 20)        /* kSmallSize: 1 MiB */
 #define CA_SMALL_BUFFER     (2ULL << 20)        /* kSmallBuffer: 2 MiB */
 #define CA_MIN_LARGE_ALLOC  (10ULL << 20)       /* kMinLargeAlloc: 10 MiB */
 #define CA_LARGE_BUFFER     (20ULL << 20)       /* kLargeBuffer: 20 MiB */
 #define CA_ROUND_LARGE      (2ULL << 20)        /* kRoundLarge: 2 MiB */
+#define CA_MB               (1ULL << 20)        /* kMB (AllocatorConfig.cpp): the unit of *_mb options */
+#define CA_MAX_REQUEST      (1ULL << 60)        /* one_exa_bytes (NativeCachingAllocator::allocate):
+                                                   requests at or above it fail before the allocator */
 #define CA_UNLIMITED        UINT64_MAX          /* max_split_size / limit unset */
 
-/* A segment source. dev_malloc returns 0 and sets *addr, or nonzero when the
- * device is out of memory (the model then frees cached blocks and retries,
- * as PyTorch does). */
+/* A segment source. dev_malloc returns 0 and sets *addr (never 0), or
+ * nonzero when the device is out of memory (the model then frees cached
+ * blocks and retries, as PyTorch does). dev_free returns a segment. */
 typedef struct {
     int (*dev_malloc)(void *ctx, uint64_t bytes, uint64_t *addr);
     void (*dev_free)(void *ctx, uint64_t addr, uint64_t bytes);
@@ -40,17 +50,23 @@ typedef struct {
     /* set_per_process_memory_fraction: reserved bytes may not exceed this
      * (int(fraction * total_memory)); CA_UNLIMITED when unset. */
     uint64_t limit_bytes;
-    /* PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:N, in bytes (N << 20);
+    /* PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:N, in bytes (N << 20, N >= 20);
      * CA_UNLIMITED when unset. */
     uint64_t max_split_size;
-    /* max_non_split_rounding_size; default CA_LARGE_BUFFER. */
+    /* max_non_split_rounding_mb:N in bytes (N << 20, N >= 20); default
+     * CA_LARGE_BUFFER. */
     uint64_t max_non_split_rounding_size;
 } ca_config;
 
 /* The defaults: no limit, no split limit, 20 MiB non-split rounding. */
 ca_config ca_config_default(void);
+/* 0 if PyTorch would accept cfg (AllocatorConfig::parseMaxSplitSize etc.:
+ * whole MiB, >= 20 MiB, here also <= 2^60), else -1 with the reason in err. */
+int ca_config_check(const ca_config *cfg, char *err, size_t len);
 
-/* One statistic as PyTorch keeps it ("all" pools aggregated). */
+/* One statistic as PyTorch keeps it ("all" pools aggregated): increase_stat
+ * adds to current and allocated and raises peak; decrease_stat subtracts from
+ * current and adds to freed. */
 typedef struct {
     int64_t current, peak, allocated, freed;
 } ca_stat;
@@ -58,7 +74,10 @@ typedef struct {
 typedef struct {
     ca_stat allocated_bytes, reserved_bytes, active_bytes, inactive_split_bytes, requested_bytes;
     ca_stat allocation, segment, active, inactive_split; /* counts */
+    ca_stat oversize_allocations, oversize_segments;     /* blocks >= max_split_size */
     int64_t num_alloc_retries, num_ooms;
+    int64_t num_sync_all_streams;                       /* release_cached_blocks calls */
+    int64_t num_device_alloc, num_device_free;          /* segments asked / returned */
 } ca_stats;
 
 typedef struct ca_allocator ca_allocator;
@@ -66,14 +85,20 @@ typedef struct ca_allocator ca_allocator;
 /* Results of ca_malloc. */
 enum { CA_OK = 0, CA_OOM = 1 };
 
+/* cfg NULL means the defaults. Returns NULL if ca_config_check refuses cfg. */
 ca_allocator *ca_create(const ca_config *cfg, ca_backend backend);
 /* Returns every segment to the backend and frees the model. */
 void ca_destroy(ca_allocator *a);
+/* Turns the check after every operation on or off (default: on iff CA_DEBUG). */
+void ca_set_debug(ca_allocator *a, bool on);
 
 /* torch.empty(bytes, dtype=uint8): CA_OK and the block's address in *addr,
- * or CA_OOM (nothing allocated; num_ooms counted, cache already emptied). */
+ * or CA_OOM (nothing allocated; num_ooms counted, cache already emptied).
+ * bytes == 0 allocates nothing: CA_OK with *addr = 0. bytes >= CA_MAX_REQUEST
+ * is CA_OOM without touching the allocator (num_ooms unchanged, as PyTorch). */
 int ca_malloc(ca_allocator *a, uint64_t bytes, uint64_t *addr);
-/* Frees the live block at addr. Returns 0, or -1 if no live block starts there. */
+/* Frees the live block at addr. Returns 0, or -1 if no live block starts
+ * there. addr 0 is a no-op returning 0 (free(nullptr)). */
 int ca_free(ca_allocator *a, uint64_t addr);
 /* torch.cuda.empty_cache(): releases every free block that is a whole segment. */
 void ca_empty_cache(ca_allocator *a);
@@ -89,13 +114,13 @@ uint64_t ca_cached_free_bytes(const ca_allocator *a);
 uint64_t ca_largest_free_block(const ca_allocator *a);
 
 /* The size rules alone, for experiments that explain a figure. */
-uint64_t ca_round_size(uint64_t bytes);           /* round_size */
+uint64_t ca_round_size(uint64_t bytes);           /* round_size (saturates near 2^64) */
 uint64_t ca_allocation_size(uint64_t rounded);    /* get_allocation_size */
 
-/* Checks that blocks tile every segment, nothing overlaps, pools hold exactly
- * the free blocks, and every statistic equals a recount. Returns 0, or -1 with
- * the first broken invariant in err. Run after every operation in debug
- * builds (CA_DEBUG) and by the tests. */
+/* Checks that blocks tile every segment, nothing overlaps, neighbours are
+ * linked both ways, no two free blocks touch, pools hold exactly the free
+ * blocks (in search order), and every statistic's current value equals a
+ * recount. Returns 0, or -1 with the first broken invariant in err. O(n log n). */
 int ca_check_invariants(const ca_allocator *a, char *err, size_t len);
 
 #ifdef __cplusplus

@@ -1,0 +1,105 @@
+/* alloc_internal.h: the allocator model's data structures, shared by
+ * alloc_model.c (the rules), alloc_pool.c (the structures) and alloc_check.c
+ * (the invariant check) and visible to the tests; not part of the API.
+ *
+ *   ca_block    PyTorch's Block: a range of a segment, live or free, linked to
+ *               its neighbours in the segment (prev/next).
+ *   ca_pool     PyTorch's BlockPool: the free blocks of one pool ordered by
+ *               (size, address). They are kept by size class (four classes
+ *               per power of two), each class a treap, with a bitmap of the
+ *               classes that hold blocks: the search order is the classes'
+ *               order, then each treap's, and a search descends a treap of a
+ *               few blocks instead of one of all of them. Plus a list of the
+ *               free blocks that are whole segments (what empty_cache
+ *               releases, found without a scan).
+ *   live map    address -> live block, open addressing (PyTorch's
+ *               allocated_blocks), for ca_free.
+ *   segments    a list of every segment, for ca_destroy and the checks. */
+#ifndef MC_ALLOC_INTERNAL_H
+#define MC_ALLOC_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "alloc_model.h"
+#include "alloc_tree.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ca_segment {
+    uint64_t addr, size;
+    bool small;
+    struct ca_segment *prev, *next;  /* the allocator's list of segments */
+} ca_segment;
+
+typedef struct ca_block {
+    ca_tnode node;                  /* first: in its pool's treap while free */
+    uint64_t addr, size;
+    uint64_t requested;             /* requested_size of a live block */
+    struct ca_block *prev, *next;   /* neighbours in the segment */
+    struct ca_block *wprev, *wnext; /* the pool's whole-segment list */
+    ca_segment *seg;
+    bool allocated, small, in_whole;
+} ca_block;
+
+#define CA_POOL_CLASSES 256 /* ca_pool_class(size) < 216 for any size */
+
+typedef struct {
+    ca_tree cls[CA_POOL_CLASSES];                /* free blocks by class, key (size, address) */
+    uint64_t nonempty[CA_POOL_CLASSES / 64];     /* bit c set: cls[c] holds blocks */
+    size_t n;                                    /* free blocks in the pool */
+    ca_block *whole;                             /* free blocks with no neighbours */
+    bool small;
+} ca_pool;
+
+struct ca_allocator {
+    ca_config cfg;
+    ca_backend be;
+    ca_stats st;
+    uint64_t total_reserved;  /* total_allocated_memory: sum of segment sizes */
+    ca_pool small, large;
+    ca_segment *segs;
+    size_t n_segs;
+    ca_block **map;           /* live blocks by address; NULL = empty slot */
+    size_t map_cap, map_n;    /* capacity is a power of two */
+    ca_block *spare;          /* recycled block structs, linked by next */
+    void **slabs;             /* block struct slabs, freed by ca_destroy */
+    size_t n_slabs, cap_slabs;
+    bool debug;
+};
+
+/* ---- alloc_pool.c: the data structures under the rules ---- */
+
+/* A zeroed block struct (from a slab); back to the slab's spare list. */
+ca_block *ca_block_new(ca_allocator *a);
+void ca_block_delete(ca_allocator *a, ca_block *b);
+
+/* The live block at addr, or NULL. */
+ca_block *ca_map_find(const ca_allocator *a, uint64_t addr);
+/* Adds a live block; removes and returns the live block at addr (or NULL). */
+void ca_map_put(ca_allocator *a, ca_block *b);
+ca_block *ca_map_take(ca_allocator *a, uint64_t addr);
+
+ca_pool *ca_pool_of(ca_allocator *a, bool small);
+void ca_pool_init(ca_pool *p, bool small);
+/* The size class of a block of size bytes: monotone in size. */
+unsigned ca_pool_class(uint64_t size);
+/* The free block with the smallest key >= (k1, k2); the largest key
+ * < (k1, k2); the largest key. NULL if none. */
+ca_block *ca_pool_lower_bound(const ca_pool *p, uint64_t k1, uint64_t k2);
+ca_block *ca_pool_before(const ca_pool *p, uint64_t k1, uint64_t k2);
+ca_block *ca_pool_last(const ca_pool *p);
+/* A free block into / out of its pool (insert_into_blocks / blocks.erase);
+ * a block with no neighbours also joins / leaves the whole-segment list. */
+void ca_pool_insert(ca_allocator *a, ca_block *b);
+void ca_pool_erase(ca_allocator *a, ca_block *b);
+/* Gives b, in its pool with its neighbour links already final, the extent
+ * (addr, size), changing its key in place where the search order allows. */
+void ca_pool_rekey(ca_allocator *a, ca_block *b, uint64_t addr, uint64_t size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

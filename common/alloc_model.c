@@ -1,0 +1,416 @@
+/* alloc_model.c: the rules of PyTorch's caching allocator (alloc_model.h),
+ * function by function after DeviceCachingAllocator in
+ * c10/cuda/CUDACachingAllocator.cpp: malloc, get_free_block, alloc_block,
+ * release_available_cached_blocks, release_cached_blocks, alloc_found_block,
+ * free, free_block, try_merge_blocks. Statistics are updated where and as
+ * the reference updates them (same amounts, same order), so peaks and the
+ * allocated/freed totals agree too. The data structures are in alloc_pool.c,
+ * the invariant check in alloc_check.c. */
+#include "alloc_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+static void check_or_abort(const ca_allocator *a, const char *op);
+
+/* ------------------------------------------------------------ statistics */
+
+static void stat_inc(ca_stat *s, uint64_t amount)  /* increase_stat */
+{
+    s->current += (int64_t)amount;
+    if (s->current > s->peak) s->peak = s->current;
+    s->allocated += (int64_t)amount;
+}
+
+static void stat_dec(ca_stat *s, uint64_t amount)  /* decrease_stat */
+{
+    s->current -= (int64_t)amount;
+    s->freed += (int64_t)amount;
+}
+
+/* free_block applies a net change as one increase or one decrease. */
+static void stat_net(ca_stat *s, int64_t delta)
+{
+    if (delta > 0) stat_inc(s, (uint64_t)delta);
+    if (delta < 0) stat_dec(s, (uint64_t)-delta);
+}
+
+void ca_reset_peak(ca_allocator *a)  /* resetPeakStats */
+{
+    ca_stat *all[] = {&a->st.allocated_bytes, &a->st.reserved_bytes, &a->st.active_bytes,
+                      &a->st.inactive_split_bytes, &a->st.requested_bytes, &a->st.allocation,
+                      &a->st.segment, &a->st.active, &a->st.inactive_split,
+                      &a->st.oversize_allocations, &a->st.oversize_segments};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) all[i]->peak = all[i]->current;
+    check_or_abort(a, "ca_reset_peak");
+}
+
+const ca_stats *ca_get_stats(const ca_allocator *a) { return &a->st; }
+
+/* ------------------------------------------------------------ size rules */
+
+uint64_t ca_round_size(uint64_t bytes)  /* round_size, roundup_power2_divisions off */
+{
+    if (bytes < CA_MIN_BLOCK_SIZE) return CA_MIN_BLOCK_SIZE;
+    uint64_t r = bytes % CA_MIN_BLOCK_SIZE;
+    if (r == 0) return bytes;
+    if (bytes > UINT64_MAX - CA_MIN_BLOCK_SIZE) return UINT64_MAX - (CA_MIN_BLOCK_SIZE - 1);
+    return bytes - r + CA_MIN_BLOCK_SIZE;
+}
+
+uint64_t ca_allocation_size(uint64_t size)  /* get_allocation_size */
+{
+    if (size <= CA_SMALL_SIZE) return CA_SMALL_BUFFER;
+    if (size < CA_MIN_LARGE_ALLOC) return CA_LARGE_BUFFER;
+    uint64_t r = size % CA_ROUND_LARGE;
+    return r ? size - r + CA_ROUND_LARGE : size;
+}
+
+ca_config ca_config_default(void)
+{
+    ca_config c = {CA_UNLIMITED, CA_UNLIMITED, CA_LARGE_BUFFER};
+    return c;
+}
+
+int ca_config_check(const ca_config *c, char *err, size_t len)
+{
+    /* parseMaxSplitSize / parseMaxNonSplitRoundingSize: whole MiB, >= kLargeBuffer. */
+    if (c->max_split_size != CA_UNLIMITED &&
+        (c->max_split_size % CA_MB || c->max_split_size < CA_LARGE_BUFFER ||
+         c->max_split_size > CA_MAX_REQUEST)) {
+        snprintf(err, len, "max_split_size must be a whole number of MiB, >= 20 MiB and <= 2^60");
+        return -1;
+    }
+    if (c->max_non_split_rounding_size % CA_MB || c->max_non_split_rounding_size < CA_LARGE_BUFFER ||
+        c->max_non_split_rounding_size > CA_MAX_REQUEST) {
+        snprintf(err, len, "max_non_split_rounding_size must be a whole number of MiB, >= 20 MiB and <= 2^60");
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ create */
+
+/* The debug check (CA_DEBUG or ca_set_debug) after every public operation. */
+static void check_or_abort(const ca_allocator *a, const char *op)
+{
+    char err[256];
+    if (a->debug && ca_check_invariants(a, err, sizeof err) != 0) {
+        fprintf(stderr, "allocator model: invariant broken after %s: %s\n", op, err);
+        abort();
+    }
+}
+
+ca_allocator *ca_create(const ca_config *cfg, ca_backend backend)
+{
+    ca_config c = cfg ? *cfg : ca_config_default();
+    char err[160];
+    if (ca_config_check(&c, err, sizeof err) != 0 || !backend.dev_malloc || !backend.dev_free)
+        return NULL;
+    ca_allocator *a = mc_xmalloc(sizeof *a);
+    memset(a, 0, sizeof *a);
+    a->cfg = c;
+    a->be = backend;
+    ca_pool_init(&a->small, true);
+    ca_pool_init(&a->large, false);
+    a->map_cap = 1024;
+    a->map = calloc(a->map_cap, sizeof *a->map);
+    CHECK(a->map != NULL, "out of host memory");
+#ifdef CA_DEBUG
+    a->debug = true;
+#endif
+    return a;
+}
+
+void ca_set_debug(ca_allocator *a, bool on) { a->debug = on; }
+
+void ca_destroy(ca_allocator *a)
+{
+    if (!a) return;
+    for (ca_segment *s = a->segs, *n; s; s = n) {
+        n = s->next;
+        a->be.dev_free(a->be.ctx, s->addr, s->size);
+        free(s);
+    }
+    for (size_t i = 0; i < a->n_slabs; i++) free(a->slabs[i]);
+    free(a->slabs);
+    free(a->map);
+    free(a);
+}
+
+/* ------------------------------------------------------------ segments */
+
+/* alloc_block: a new segment of alloc_size bytes as one whole block (not yet
+ * in a pool), or NULL. The limit is checked before asking the device. */
+static ca_block *alloc_block(ca_allocator *a, bool small, uint64_t alloc_size, bool is_retry)
+{
+    if (is_retry) a->st.num_alloc_retries++;
+    if (a->cfg.limit_bytes != CA_UNLIMITED && a->total_reserved + alloc_size > a->cfg.limit_bytes)
+        return NULL;
+    uint64_t addr = 0;
+    if (a->be.dev_malloc(a->be.ctx, alloc_size, &addr) != 0) return NULL;
+    a->total_reserved += alloc_size;
+    ca_segment *s = mc_xmalloc(sizeof *s);
+    *s = (ca_segment){addr, alloc_size, small, NULL, a->segs};
+    if (a->segs) a->segs->prev = s;
+    a->segs = s;
+    a->n_segs++;
+    ca_block *b = ca_block_new(a);
+    b->addr = addr;
+    b->size = alloc_size;
+    b->small = small;
+    b->seg = s;
+    stat_inc(&a->st.segment, 1);
+    stat_inc(&a->st.reserved_bytes, alloc_size);
+    if (alloc_size >= a->cfg.max_split_size) stat_inc(&a->st.oversize_segments, 1);
+    a->st.num_device_alloc++;
+    return b;
+}
+
+/* release_block: b is free, in its pool and a whole segment. */
+static void release_block(ca_allocator *a, ca_block *b)
+{
+    ca_pool_erase(a, b);
+    a->st.num_device_free++;
+    a->be.dev_free(a->be.ctx, b->addr, b->size);
+    a->total_reserved -= b->size;
+    stat_dec(&a->st.segment, 1);
+    stat_dec(&a->st.reserved_bytes, b->size);
+    if (b->size >= a->cfg.max_split_size) stat_dec(&a->st.oversize_segments, 1);
+    ca_segment *s = b->seg;
+    if (s->prev) s->prev->next = s->next; else a->segs = s->next;
+    if (s->next) s->next->prev = s->prev;
+    a->n_segs--;
+    free(s);
+    ca_block_delete(a, b);
+}
+
+/* release_cached_blocks (empty_cache): every free whole segment, large pool
+ * first. With one stream there are no events to wait for. */
+static void release_cached_blocks(ca_allocator *a)
+{
+    a->st.num_sync_all_streams++;  /* synchronize_and_free_events */
+    while (a->large.whole) release_block(a, a->large.whole);
+    while (a->small.whole) release_block(a, a->small.whole);
+}
+
+void ca_empty_cache(ca_allocator *a)
+{
+    release_cached_blocks(a);
+    check_or_abort(a, "ca_empty_cache");
+}
+
+/* release_available_cached_blocks: frees one oversize block of at least
+ * max(size, max_split_size), or else oversize blocks from the largest down
+ * until that many bytes are freed. Releases what it passes even when the
+ * total falls short (then returns false), as the reference does. Free
+ * blocks >= max_split_size are always whole segments, since max_split_size
+ * is a whole number of MiB >= 20 MiB. */
+static bool release_available_cached_blocks(ca_allocator *a, ca_pool *p, uint64_t size)
+{
+    uint64_t m = a->cfg.max_split_size;
+    if (m == CA_UNLIMITED) return false;
+    uint64_t key = size < m ? m : size;
+    ca_block *b = ca_pool_lower_bound(p, key, 0);
+    if (b) {
+        release_block(a, b);
+        return true;
+    }
+    b = ca_pool_last(p);
+    if (!b) return false;
+    uint64_t released = 0;
+    while (released < key && b->size >= m) {
+        ca_block *cur = b;
+        released += cur->size;
+        b = ca_pool_before(p, cur->size, cur->addr);
+        release_block(a, cur);
+        if (!b) break;
+    }
+    return released >= key;
+}
+
+/* ------------------------------------------------------------ malloc */
+
+/* get_free_block: best fit by (size, address), refusing an oversize block
+ * for a request below max_split_size, and one too much larger for an
+ * oversize request. The block stays in the pool for alloc_found_block. */
+static ca_block *get_free_block(ca_allocator *a, ca_pool *p, uint64_t size)
+{
+    ca_block *b = ca_pool_lower_bound(p, size, 0);
+    if (!b) return NULL;
+    uint64_t m = a->cfg.max_split_size;
+    if (size < m && b->size >= m) return NULL;
+    if (size >= m && b->size >= size + a->cfg.max_non_split_rounding_size) return NULL;
+    return b;
+}
+
+static bool should_split(const ca_allocator *a, const ca_block *b, uint64_t size)
+{
+    uint64_t remaining = b->size - size;
+    if (b->small) return remaining >= CA_MIN_BLOCK_SIZE;
+    return size < a->cfg.max_split_size && remaining > CA_SMALL_SIZE;
+}
+
+/* alloc_found_block: the request takes the front of b; a split leaves the
+ * remainder (the back) in the pool. in_pool: b came from the pool (else it
+ * is a new segment). As in the reference, the remainder is the old block. */
+static ca_block *alloc_found_block(ca_allocator *a, ca_block *b, uint64_t size, uint64_t orig,
+                                   bool split, bool in_pool)
+{
+    bool already_split = b->prev || b->next;
+    if (split) {
+        ca_block *rest = b;
+        b = ca_block_new(a);
+        b->addr = rest->addr;
+        b->size = size;
+        b->small = rest->small;
+        b->seg = rest->seg;
+        b->prev = rest->prev;
+        if (b->prev) b->prev->next = b;
+        b->next = rest;
+        rest->prev = b;
+        if (in_pool) {
+            ca_pool_rekey(a, rest, rest->addr + size, rest->size - size);
+        } else {
+            rest->addr += size;
+            rest->size -= size;
+            ca_pool_insert(a, rest);
+        }
+        if (already_split) {
+            stat_dec(&a->st.inactive_split_bytes, b->size);
+        } else {
+            stat_inc(&a->st.inactive_split_bytes, rest->size);
+            stat_inc(&a->st.inactive_split, 1);
+        }
+    } else {
+        if (in_pool) ca_pool_erase(a, b);
+        if (already_split) {
+            stat_dec(&a->st.inactive_split_bytes, b->size);
+            stat_dec(&a->st.inactive_split, 1);
+        }
+    }
+    b->allocated = true;
+    b->requested = orig;
+    stat_inc(&a->st.allocation, 1);
+    stat_inc(&a->st.allocated_bytes, b->size);
+    stat_inc(&a->st.active, 1);
+    stat_inc(&a->st.active_bytes, b->size);
+    stat_inc(&a->st.requested_bytes, orig);
+    if (b->size >= a->cfg.max_split_size) stat_inc(&a->st.oversize_allocations, 1);
+    return b;
+}
+
+int ca_malloc(ca_allocator *a, uint64_t bytes, uint64_t *addr)
+{
+    *addr = 0;
+    if (bytes == 0) return CA_OK;              /* allocate(0): no block */
+    if (bytes >= CA_MAX_REQUEST) return CA_OOM; /* "more than 1EB": before malloc */
+    uint64_t size = ca_round_size(bytes);
+    bool small = size <= CA_SMALL_SIZE;         /* get_pool */
+    ca_pool *p = ca_pool_of(a, small);
+    uint64_t alloc_size = ca_allocation_size(size);
+    ca_block *b = get_free_block(a, p, size);
+    bool in_pool = b != NULL;
+    if (!b) {
+        b = alloc_block(a, small, alloc_size, false);
+        if (!b && release_available_cached_blocks(a, p, size))
+            b = alloc_block(a, small, alloc_size, false);
+        if (!b) {
+            release_cached_blocks(a);
+            b = alloc_block(a, small, alloc_size, true);
+        }
+        if (!b) {
+            a->st.num_ooms++;
+            check_or_abort(a, "ca_malloc (out of memory)");
+            return CA_OOM;
+        }
+    }
+    b = alloc_found_block(a, b, size, bytes, should_split(a, b, size), in_pool);
+    ca_map_put(a, b);
+    *addr = b->addr;
+    check_or_abort(a, "ca_malloc");
+    return CA_OK;
+}
+
+/* ------------------------------------------------------------ free */
+
+/* free_block with try_merge_blocks: the freed block b absorbs its free
+ * neighbours and goes back to the pool; the net change of the inactive-split
+ * figures is applied once, as the reference does. Which struct survives a
+ * merge is not observable, so the one already in the pool does (its key is
+ * updated in place where the order allows) rather than erasing it and
+ * inserting b. */
+static void free_block(ca_allocator *a, ca_block *b)
+{
+    uint64_t original_size = b->size, requested = b->requested;
+    ca_block *prev = b->prev && !b->prev->allocated ? b->prev : NULL;
+    ca_block *next = b->next && !b->next->allocated ? b->next : NULL;
+    int64_t net_blocks = -(int64_t)(prev != NULL) - (int64_t)(next != NULL);
+    int64_t net_bytes = -(int64_t)(prev ? prev->size : 0) - (int64_t)(next ? next->size : 0);
+    uint64_t addr = prev ? prev->addr : b->addr;
+    uint64_t size = b->size + (prev ? prev->size : 0) + (next ? next->size : 0);
+    ca_block *keep = prev ? prev : next ? next : b;
+    if (prev && next) { /* [prev b next]: next goes */
+        ca_pool_erase(a, next);
+        prev->next = next->next;
+        ca_block_delete(a, next);
+    } else if (prev) { /* [prev b] */
+        prev->next = b->next;
+    } else if (next) { /* [b next] */
+        next->prev = b->prev;
+        if (b->prev) b->prev->next = next;
+    }
+    if (keep != b) {
+        if (keep->next) keep->next->prev = keep;
+        ca_block_delete(a, b);
+        ca_pool_rekey(a, keep, addr, size);
+    } else {
+        ca_pool_insert(a, b);
+    }
+    if (keep->prev || keep->next) {
+        net_blocks += 1;
+        net_bytes += (int64_t)keep->size;
+    }
+    stat_net(&a->st.inactive_split, net_blocks);
+    stat_net(&a->st.inactive_split_bytes, net_bytes);
+    stat_dec(&a->st.active, 1);
+    stat_dec(&a->st.active_bytes, original_size);
+    stat_dec(&a->st.requested_bytes, requested);
+}
+
+int ca_free(ca_allocator *a, uint64_t addr)
+{
+    if (addr == 0) return 0;
+    ca_block *b = ca_map_take(a, addr);
+    if (!b) return -1;
+    b->allocated = false;
+    stat_dec(&a->st.allocation, 1);
+    stat_dec(&a->st.allocated_bytes, b->size);
+    if (b->size >= a->cfg.max_split_size) stat_dec(&a->st.oversize_allocations, 1);
+    free_block(a, b);
+    check_or_abort(a, "ca_free");
+    return 0;
+}
+
+/* ------------------------------------------------------------ queries */
+
+uint64_t ca_block_size(const ca_allocator *a, uint64_t addr)
+{
+    const ca_block *b = addr ? ca_map_find(a, addr) : NULL;
+    return b ? b->size : 0;
+}
+
+uint64_t ca_cached_free_bytes(const ca_allocator *a)
+{
+    return a->total_reserved - (uint64_t)a->st.allocated_bytes.current;
+}
+
+uint64_t ca_largest_free_block(const ca_allocator *a)
+{
+    const ca_block *s = ca_pool_last(&a->small), *l = ca_pool_last(&a->large);
+    uint64_t m = s ? s->size : 0;
+    return l && l->size > m ? l->size : m;
+}

@@ -1,0 +1,179 @@
+/* Tests of the trace parser (common/trace.c): well-formed traces in every
+ * allowed form, and each kind of malformed line with its exact
+ * "TRACE:LINE: reason" message. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "trace.h"
+
+static int parse(ca_trace *t, const char *text, char *err, size_t len)
+{
+    return ca_trace_parse(t, "t", text, strlen(text), err, len);
+}
+
+static void good_trace(void **state)
+{
+    (void)state;
+    const char *text =
+        "# memclaims-trace v1\n"
+        "\n"
+        "set limit 1073741823          # bytes\n"
+        "set max_split_size 0x4000000\n"
+        "set max_non_split_rounding_size 41943040\n"
+        "alloc 1 4000000 0x7f7209a00000  # a comment after an operation\r\n"
+        "\talloc  2\t513\n"
+        "free 1\n"
+        "   \n"
+        "empty_cache\n"
+        "alloc 1 0x10 140737488355328\n"   /* id 1 again, once freed; hex bytes */
+        "reset_peak\n"
+        "free 2\n"
+        "free 1";                          /* no newline at the end */
+    ca_trace t;
+    char err[256] = "";
+    assert_int_equal(parse(&t, text, err, sizeof err), 0);
+    assert_string_equal(err, "");
+    assert_string_equal(t.name, "t");
+    assert_int_equal(t.cfg.limit_bytes, 1073741823);
+    assert_int_equal(t.cfg.max_split_size, 64ULL << 20);
+    assert_int_equal(t.cfg.max_non_split_rounding_size, 40ULL << 20);
+    assert_int_equal(t.n_ops, 8);
+    assert_int_equal(t.n_slots, 3);
+    const ca_trace_op *op = t.ops;
+    assert_int_equal(op[0].kind, CA_OP_ALLOC);
+    assert_int_equal(op[0].id, 1);
+    assert_int_equal(op[0].bytes, 4000000);
+    assert_int_equal(op[0].addr, 0x7f7209a00000ULL);
+    assert_int_equal(op[0].line, 6);
+    assert_int_equal(op[0].slot, 0);
+    assert_int_equal(op[1].addr, 0); /* none given */
+    assert_int_equal(op[1].bytes, 513);
+    assert_int_equal(op[1].slot, 1);
+    assert_int_equal(op[2].kind, CA_OP_FREE);
+    assert_int_equal(op[2].slot, 0);
+    assert_int_equal(op[3].kind, CA_OP_EMPTY_CACHE);
+    assert_int_equal(op[3].line, 10);
+    assert_int_equal(op[4].bytes, 16);
+    assert_int_equal(op[4].addr, 140737488355328ULL);
+    assert_int_equal(op[4].slot, 2);
+    assert_int_equal(op[5].kind, CA_OP_RESET_PEAK);
+    assert_int_equal(op[6].slot, 1);
+    assert_int_equal(op[7].slot, 2); /* the second life of id 1 */
+    assert_int_equal(op[7].line, 14);
+    ca_trace_free(&t);
+}
+
+static void defaults_and_empty_input(void **state)
+{
+    (void)state;
+    ca_trace t;
+    char err[64];
+    assert_int_equal(parse(&t, "", err, sizeof err), 0);
+    assert_int_equal(t.n_ops, 0);
+    assert_int_equal(t.cfg.limit_bytes, CA_UNLIMITED);
+    assert_int_equal(t.cfg.max_split_size, CA_UNLIMITED);
+    assert_int_equal(t.cfg.max_non_split_rounding_size, CA_LARGE_BUFFER);
+    ca_trace_free(&t);
+    assert_int_equal(parse(&t, "# only a comment\n\n", err, sizeof err), 0);
+    assert_int_equal(t.n_ops, 0);
+    ca_trace_free(&t);
+    assert_string_equal(ca_op_name(CA_OP_EMPTY_CACHE), "empty_cache");
+}
+
+static void malformed_lines(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text, *err;
+    } cases[] = {
+        {"bogus 1", "t:1: unknown operation 'bogus'"},
+        {"# comment\n\nALLOC 1 5", "t:3: unknown operation 'ALLOC'"},
+        {"alloc 1", "t:1: alloc needs an id and a byte count"},
+        {"alloc", "t:1: alloc needs an id and a byte count"},
+        {"alloc x 5", "t:1: bad id 'x'"},
+        {"alloc 0x1 5", "t:1: bad id '0x1'"},
+        {"alloc -1 5", "t:1: bad id '-1'"},
+        {"alloc 18446744073709551616 5", "t:1: bad id '18446744073709551616'"},
+        {"alloc 1 -5", "t:1: bad byte count '-5'"},
+        {"alloc 1 5k", "t:1: bad byte count '5k'"},
+        {"alloc 1 0", "t:1: byte count must be >= 1"},
+        {"alloc 1 0x", "t:1: bad byte count '0x'"},
+        {"alloc 1 0x10000000000000000", "t:1: bad byte count '0x10000000000000000'"},
+        {"alloc 1 18446744073709551616", "t:1: bad byte count '18446744073709551616'"},
+        {"alloc 1 5 0xzz", "t:1: bad address '0xzz'"},
+        {"alloc 1 5 0", "t:1: bad address '0'"},
+        {"alloc 1 5 0x10 extra", "t:1: unexpected 'extra' after the address"},
+        {"free", "t:1: free needs an id"},
+        {"free 1 2", "t:1: unexpected '2' after the id"},
+        {"empty_cache now", "t:1: unexpected 'now' after the operation"},
+        {"reset_peak 1", "t:1: unexpected '1' after the operation"},
+        {"free 7", "t:1: free of unknown id 7"},
+        {"alloc 1 5\nfree 2", "t:2: free of unknown id 2"},
+        {"alloc 1 5\nfree 1\nfree 1", "t:3: id 1 was already freed at line 2"},
+        {"alloc 1 5\nalloc 1 6", "t:2: id 1 is already live (allocated at line 1)"},
+        {"alloc 1 5\nset limit 5", "t:2: set after the first operation"},
+        {"set foo 1", "t:1: unknown setting 'foo'"},
+        {"set limit", "t:1: set needs a name and a value"},
+        {"set", "t:1: set needs a name and a value"},
+        {"set limit x", "t:1: bad value 'x' for limit"},
+        {"set limit 5 6", "t:1: unexpected '6' after the value"},
+        {"set limit 1\nset limit 2", "t:2: limit set twice"},
+        {"set max_split_size 1000",
+         "t:1: max_split_size must be a whole number of MiB, >= 20 MiB and <= 2^60"},
+        {"set max_split_size 10485760",
+         "t:1: max_split_size must be a whole number of MiB, >= 20 MiB and <= 2^60"},
+        {"set max_non_split_rounding_size 1048576",
+         "t:1: max_non_split_rounding_size must be a whole number of MiB, >= 20 MiB and <= 2^60"},
+        {"al\x01loc 1 2", "t:1: unknown operation 'al?loc'"},
+        {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+         "t:1: unknown operation 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ca_trace t;
+        char err[256] = "";
+        if (parse(&t, cases[i].text, err, sizeof err) != -1 || strcmp(err, cases[i].err) != 0) {
+            print_error("case %zu (%s): got '%s', want '%s'\n", i, cases[i].text, err, cases[i].err);
+            fail();
+        }
+        ca_trace_free(&t);
+    }
+}
+
+/* A NUL byte is just another byte: the buffer has a length. */
+static void nul_bytes_are_malformed_not_the_end(void **state)
+{
+    (void)state;
+    const char text[] = "alloc 1 5\nfr\0ee 1\n";
+    ca_trace t;
+    char err[128];
+    assert_int_equal(ca_trace_parse(&t, "t", text, sizeof text - 1, err, sizeof err), -1);
+    assert_string_equal(err, "t:2: unknown operation 'fr?ee'");
+    ca_trace_free(&t);
+}
+
+static void load_reports_unreadable_files(void **state)
+{
+    (void)state;
+    ca_trace t;
+    char err[256];
+    assert_int_equal(ca_trace_load(&t, "/nonexistent/x.trace", err, sizeof err), -1);
+    assert_string_equal(err, "/nonexistent/x.trace: cannot read: No such file or directory");
+    ca_trace_free(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(good_trace),
+        cmocka_unit_test(defaults_and_empty_input),
+        cmocka_unit_test(malformed_lines),
+        cmocka_unit_test(nul_bytes_are_malformed_not_the_end),
+        cmocka_unit_test(load_reports_unreadable_files),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
