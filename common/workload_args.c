@@ -1,0 +1,154 @@
+/* workload_args.c: build/workload's strict command line (workload_args.h). */
+#include "workload_args.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "options.h"
+
+void mc_workload_usage(FILE *fp)
+{
+    fprintf(fp,
+        "usage: workload --layers L --in D --width H --out O --batch B [options]\n"
+        "Trains Sequential(Linear(D,H), ReLU, [Linear(H,H), ReLU] x (L-2), Linear(H,O)) on MSE\n"
+        "with every tensor from the caching-allocator model, in PyTorch 2.11's request order,\n"
+        "and writes one CSV row per step:\n  %s\n"
+        "  --optimizer sgd|momentum|adam   (sgd)      --precision fp32|fp16|bf16   (fp32)\n"
+        "  --accum K          micro-steps of B/K rows (1)\n"
+        "  --checkpoint       non-reentrant checkpoint of each Linear+ReLU pair\n"
+        "  --steps S          (10)\n"
+        "  --model-only       the same requests through the host backend: no GPU, no arithmetic\n"
+        "  --limit BYTES      cap reserved memory (set_per_process_memory_fraction); K/M/G\n"
+        "  --max-split-size BYTES   PYTORCH_CUDA_ALLOC_CONF max_split_size_mb, in bytes\n"
+        "  --lr X             learning rate (sgd, momentum 0.01; adam 0.001)\n"
+        "  --inject-overflow STEP   fp16: make that step's gradients infinite\n"
+        "  --seed N  --sms N (SMs, for reduction scratch; 132)  --device N\n"
+        "  --trace FILE       write the request sequence (memclaims-trace v1: set-up, 2 steps)\n"
+        "  --verify           check the arithmetic on the GPU against a float64 reference\n"
+        "Exit: 0 ran, 1 --verify failed, 2 usage, 3 CUDA error, 77 no CUDA device.\n"
+        "An out-of-memory step is a row with status oom, not an error.\n",
+        MC_WORKLOAD_CSV_HEADER);
+}
+
+static int bad(char *err, size_t len, const char *flag, const char *what, const char *val)
+{
+    snprintf(err, len, "%s needs %s, not '%s'", flag, what, val ? val : "");
+    return MC_EXIT_USAGE;
+}
+
+static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+    if (!s || *s < '0' || *s > '9') return -1;
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+int mc_workload_parse_args(mc_workload_cli *cli, int argc, char **argv, char *err, size_t len)
+{
+    memset(cli, 0, sizeof *cli);
+    cli->cfg = mc_workload_config_default();
+    cli->steps = 10;
+    err[0] = '\0';
+    bool have[5] = {false};
+    static const char *const shape[5] = {"--layers", "--in", "--width", "--out", "--batch"};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help")) { cli->help = true; continue; }
+        if (!strcmp(a, "--model-only")) { cli->model_only = true; continue; }
+        if (!strcmp(a, "--checkpoint")) { cli->cfg.checkpoint = true; continue; }
+        if (!strcmp(a, "--verify")) { cli->verify = true; continue; }
+        if (strncmp(a, "--", 2) != 0) {
+            snprintf(err, len, "unexpected argument '%s' (see --help)", a);
+            return MC_EXIT_USAGE;
+        }
+        static const char *const valued[] = {
+            "--layers", "--in", "--width", "--out", "--batch", "--optimizer", "--precision",
+            "--accum", "--steps", "--limit", "--max-split-size", "--lr", "--inject-overflow",
+            "--seed", "--sms", "--device", "--trace", NULL};
+        int k = 0;
+        while (valued[k] && strcmp(valued[k], a)) k++;
+        if (!valued[k]) {
+            snprintf(err, len, "unknown option '%s' (see --help)", a);
+            return MC_EXIT_USAGE;
+        }
+        if (!v) {
+            snprintf(err, len, "%s needs a value", a);
+            return MC_EXIT_USAGE;
+        }
+        i++;
+        int64_t n = 0;
+        int iv = 0;
+        for (int s = 0; s < 5; s++)
+            if (!strcmp(a, shape[s])) {
+                if (parse_i64(v, s == 0 ? 2 : 1, s == 0 ? 4096 : 1LL << 24, &n) != 0)
+                    return bad(err, len, a, s == 0 ? "a whole number from 2 to 4096"
+                                                   : "a whole number from 1 to 16777216", v);
+                have[s] = true;
+                if (s == 0) cli->cfg.layers = (int)n;
+                else if (s == 1) cli->cfg.in = n;
+                else if (s == 2) cli->cfg.width = n;
+                else if (s == 3) cli->cfg.out = n;
+                else cli->cfg.batch = n;
+            }
+        if (!strcmp(a, "--optimizer")) {
+            if (!strcmp(v, "sgd")) cli->cfg.optimizer = MC_WL_SGD;
+            else if (!strcmp(v, "momentum")) cli->cfg.optimizer = MC_WL_MOMENTUM;
+            else if (!strcmp(v, "adam")) cli->cfg.optimizer = MC_WL_ADAM;
+            else return bad(err, len, a, "sgd, momentum or adam", v);
+        } else if (!strcmp(a, "--precision")) {
+            if (!strcmp(v, "fp32")) cli->cfg.precision = MC_WL_FP32;
+            else if (!strcmp(v, "fp16")) cli->cfg.precision = MC_WL_FP16;
+            else if (!strcmp(v, "bf16")) cli->cfg.precision = MC_WL_BF16;
+            else return bad(err, len, a, "fp32, fp16 or bf16", v);
+        } else if (!strcmp(a, "--accum")) {
+            if (mc_parse_int(v, 1, 1024, &cli->cfg.accum) != 0) return bad(err, len, a, "a whole number from 1 to 1024", v);
+        } else if (!strcmp(a, "--steps")) {
+            if (mc_parse_int(v, 1, 1000000, &cli->steps) != 0) return bad(err, len, a, "a whole number from 1 to 1000000", v);
+        } else if (!strcmp(a, "--limit")) {
+            if (mc_parse_bytes(v, &cli->cfg.alloc.limit_bytes) != 0) return bad(err, len, a, "a byte count >= 1 (K, M, G allowed)", v);
+        } else if (!strcmp(a, "--max-split-size")) {
+            if (mc_parse_bytes(v, &cli->cfg.alloc.max_split_size) != 0) return bad(err, len, a, "a byte count (whole MiB, >= 20 MiB)", v);
+        } else if (!strcmp(a, "--lr")) {
+            char *end = NULL;
+            errno = 0;
+            double x = strtod(v, &end);
+            if (errno || *end || !(x > 0) || !isfinite(x) || x > 1e6) return bad(err, len, a, "a number > 0", v);
+            cli->cfg.lr = x;
+        } else if (!strcmp(a, "--inject-overflow")) {
+            if (mc_parse_int(v, 1, INT_MAX, &cli->cfg.inject_overflow_step) != 0) return bad(err, len, a, "a step number >= 1", v);
+        } else if (!strcmp(a, "--seed")) {
+            if (parse_i64(v, 0, INT64_MAX, &n) != 0) return bad(err, len, a, "a whole number >= 0", v);
+            cli->cfg.seed = (uint64_t)n;
+        } else if (!strcmp(a, "--sms")) {
+            if (mc_parse_int(v, 1, 4096, &cli->cfg.sm_count) != 0) return bad(err, len, a, "a whole number from 1 to 4096", v);
+            cli->sms_given = true;
+        } else if (!strcmp(a, "--device")) {
+            if (mc_parse_int(v, 0, 1023, &iv) != 0) return bad(err, len, a, "a device number >= 0", v);
+            cli->device = iv;
+        } else if (!strcmp(a, "--trace")) {
+            if (!*v) return bad(err, len, a, "a file name", v);
+            cli->trace_path = v;
+        }
+    }
+    if (cli->help || cli->verify) return 0;
+    for (int s = 0; s < 5; s++)
+        if (!have[s]) {
+            snprintf(err, len, "%s is required (see --help)", shape[s]);
+            return MC_EXIT_USAGE;
+        }
+    if (cli->cfg.inject_overflow_step && cli->cfg.precision != MC_WL_FP16) {
+        snprintf(err, len, "--inject-overflow needs --precision fp16 (GradScaler)");
+        return MC_EXIT_USAGE;
+    }
+    if (mc_workload_config_check(&cli->cfg, err, len) != 0) return MC_EXIT_USAGE;
+    return 0;
+}

@@ -1,0 +1,52 @@
+/* workload_args.h: build/workload's command line (DESIGN.md "The training
+ * workload, build/workload"), parsed strictly: an unknown flag, a missing,
+ * non-numeric, zero or out-of-range value, an unknown optimizer or
+ * precision, layers < 2, or a batch not divisible by accum gives one line
+ * and MC_EXIT_USAGE.
+ *
+ *   --layers L --in D --width H --out O --batch B   the network (required)
+ *   --optimizer sgd|momentum|adam                    default sgd
+ *   --precision fp32|fp16|bf16                       default fp32
+ *   --accum K                                        default 1
+ *   --checkpoint                                     checkpoint each Linear+ReLU pair
+ *   --steps S                                        default 10
+ *   --model-only                                     host backend, no GPU
+ *   --limit BYTES                                    set_per_process_memory_fraction's cap
+ *   --max-split-size BYTES                           PYTORCH_CUDA_ALLOC_CONF max_split_size_mb
+ *   --lr X                                           default sgd/momentum 0.01, adam 0.001
+ *   --inject-overflow STEP                           fp16: that step's gradients overflow
+ *   --seed N, --sms N (SMs for reduction scratch, default 132), --device N
+ *   --trace FILE                                     the request sequence (memclaims-trace v1)
+ *   --verify                                         the GPU arithmetic check, then exit
+ *   --help */
+#ifndef MC_WORKLOAD_ARGS_H
+#define MC_WORKLOAD_ARGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "workload.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    mc_workload_config cfg;
+    int steps;
+    int device;
+    bool model_only, verify, help;
+    bool sms_given;           /* --sms given (else a GPU run asks the device) */
+    const char *trace_path;   /* NULL: none */
+} mc_workload_cli;
+
+/* Returns 0, or MC_EXIT_USAGE with one line (no newline) in err. --help and
+ * --verify need no shape. */
+int mc_workload_parse_args(mc_workload_cli *cli, int argc, char **argv, char *err, size_t len);
+void mc_workload_usage(FILE *fp);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
