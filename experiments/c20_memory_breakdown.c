@@ -1,0 +1,218 @@
+/* c20_memory_breakdown: C20. What the training peak is made of, over batch
+ * size: the training workload (workload.h) with fp32 Adam at two shapes, the
+ * steady step's max_memory_allocated split into weights, grads, optimizer
+ * state (with its foreach temporaries), activations, cuBLAS workspaces and
+ * other, and the activations' share of it. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "experiment.h"
+#include "workload.h"
+
+static const mc_experiment EXP = {
+    .claim = "C20",
+    .key = "memory_breakdown",
+    .title = "Peak training memory by category (weights, grads, optimizer, activations) over batch size",
+    .seed_claim = "Activations take more than half of training memory and grow with batch size.",
+    .method = "The training workload (Linear+ReLU MLP, fp32, Adam, PyTorch 2.11's request order) "
+              "at two shapes, narrow (L=4, H=1024) and wide (L=4, H=4096), over batch 8, 16, ..., "
+              "16384 (--quick: narrow at 8, 256, 8192, 16384). Step 1 creates Adam's state; then "
+              "--warmup steps and --repeats measured steps (default 0 and 2). At each step's "
+              "max_memory_allocated (peak reset at the step's start) the workload reports the live "
+              "bytes of each category: weights, grads, optimizer (exp_avg, exp_avg_sq and the "
+              "step's _foreach_sqrt temporaries), activations (inputs, targets, layer outputs and "
+              "their gradients), workspace (cuBLAS/cuBLASLt), other (scalars, reduction scratch). "
+              "Allocator model over the CUDA backend on a GPU (checked against the model-only run "
+              "of the same configuration), the host backend with --model-only.",
+    .verdict_rule = "share(B) = activation bytes at the steady peak / peak allocated. For each "
+                    "shape, B* = the smallest swept batch from which share > 0.5 at every larger "
+                    "swept batch. holds if share > 0.5 at every swept batch of every shape; "
+                    "holds-partly if share > 0.5 at some batch of some shape (the note gives B* per "
+                    "shape); does-not-hold if share <= 0.5 everywhere; inconclusive if a run is out "
+                    "of memory below the largest batch.",
+    .flags = MC_EXP_MODEL_ONLY,
+    .default_repeats = 2,
+    .default_warmup = 0,
+    .extra = NULL,
+};
+
+typedef struct {
+    const char *name;
+    int layers;
+    int64_t width;
+} shape;
+
+static const shape SHAPES[] = {{"narrow", 4, 1024}, {"wide", 4, 4096}};
+#define NSHAPE 2
+#define BATCH_MIN 8
+#define BATCH_MAX 16384
+static const int64_t QUICK_BATCHES[] = {8, 256, 8192, 16384};
+#define NQUICK 4
+#define HALF 0.5
+
+/* The chart's categories, bottom to top; casts (fp32: none) go with other. */
+enum { K_WEIGHTS, K_GRADS, K_OPT, K_ACT, K_WS, K_OTHER, NK };
+static const char *const KNAME[NK] = {"weights", "grads", "optimizer", "activations",
+                                      "workspace", "other"};
+
+typedef struct {
+    bool oom;
+    mc_stats peak;
+    double cat[NK];   /* bytes at the peak of the last measured step */
+    double share;     /* activations / peak */
+} point;
+
+static point measure(mc_run *run, const shape *s, int64_t B)
+{
+    point p;
+    memset(&p, 0, sizeof p);
+    mc_workload_config c = mc_workload_config_default();
+    c.layers = s->layers;
+    c.in = c.width = c.out = s->width;
+    c.batch = B;
+    c.optimizer = MC_WL_ADAM;
+    char err[256];
+    mc_workload *w = mc_workload_create(&c, run->on_gpu, NULL, err, sizeof err);
+    mc_workload *ref = run->on_gpu ? mc_workload_create(&c, false, NULL, err, sizeof err) : NULL;
+    CHECK(w != NULL && (ref != NULL || !run->on_gpu), "workload: %s", err);
+    const int W = run->opt.warmup, R = run->opt.repeats;
+    double *pk = mc_xmalloc((size_t)R * sizeof *pk);
+    mc_workload_step_result r, m;
+    for (int st = 1; st <= 1 + W + R; st++) {
+        if (mc_workload_step(w, &r) != MC_WL_OK) {
+            p.oom = true;
+            break;
+        }
+        uint64_t sum = 0;
+        for (int k = 0; k < MC_WL_NCAT; k++) sum += r.peak_by_category[k];
+        if (sum != r.peak_allocated)
+            mc_verify_failed(run, s->name, "batch %lld step %d: categories sum to %llu B, peak "
+                             "%llu B", (long long)B, st, (unsigned long long)sum,
+                             (unsigned long long)r.peak_allocated);
+        if (ref && (mc_workload_step(ref, &m) != MC_WL_OK ||
+                    m.peak_allocated != r.peak_allocated || !isfinite(r.loss)))
+            mc_verify_failed(run, s->name, "batch %lld step %d: GPU peak %llu B (loss %g), "
+                             "model-only %llu B", (long long)B, st,
+                             (unsigned long long)r.peak_allocated, r.loss,
+                             (unsigned long long)m.peak_allocated);
+        if (st > 1 + W) pk[st - 2 - W] = (double)r.peak_allocated;
+    }
+    if (!p.oom) {
+        p.peak = mc_stats_of(pk, (size_t)R);
+        const uint64_t *pc = r.peak_by_category;
+        p.cat[K_WEIGHTS] = (double)pc[MC_WL_WEIGHTS];
+        p.cat[K_GRADS] = (double)pc[MC_WL_GRADS];
+        p.cat[K_OPT] = (double)pc[MC_WL_OPTIMIZER];
+        p.cat[K_ACT] = (double)pc[MC_WL_ACTIVATIONS];
+        p.cat[K_WS] = (double)pc[MC_WL_WORKSPACE];
+        p.cat[K_OTHER] = (double)(pc[MC_WL_OTHER] + pc[MC_WL_CASTS]);
+        p.share = p.cat[K_ACT] / (double)r.peak_allocated;
+    }
+    free(pk);
+    mc_workload_destroy(w);
+    mc_workload_destroy(ref);
+    return p;
+}
+
+static void emit_point(mc_run *run, const shape *s, int64_t B, const point *p)
+{
+    const double pv = (double)B;
+    if (p->oom) {
+        mc_emit(run, s->name, "batch", pv, "peak_allocated", "bytes", mc_stats_one(NAN), "oom",
+                "out of memory");
+        return;
+    }
+    mc_emit(run, s->name, "batch", pv, "peak_allocated", "bytes", p->peak, "ok",
+            "max_memory_allocated() of the measured steady steps");
+    for (int k = 0; k < NK; k++) {
+        char metric[48];
+        snprintf(metric, sizeof metric, "peak_%s", KNAME[k]);
+        mc_emit_value(run, s->name, "batch", pv, metric, "bytes", p->cat[k],
+                      "live bytes of the category at the last measured step's peak");
+    }
+    mc_emit_value(run, s->name, "batch", pv, "activation_share", "ratio", p->share,
+                  "activations / peak allocated");
+}
+
+int main(int argc, char **argv)
+{
+    mc_run run;
+    mc_run_begin(&run, &EXP, argc, argv);
+    int64_t batches[32];
+    int nb = 0;
+    if (run.opt.quick)
+        for (int i = 0; i < NQUICK; i++) batches[nb++] = QUICK_BATCHES[i];
+    else
+        for (int64_t b = BATCH_MIN; b <= BATCH_MAX; b *= 2) batches[nb++] = b;
+    const int ns = run.opt.quick ? 1 : NSHAPE;
+
+    int above_total = 0, points = 0;
+    bool bad_oom = false;
+    char per_shape[768] = "";
+    size_t used = 0;
+    for (int si = 0; si < ns; si++) {
+        const shape *s = &SHAPES[si];
+        point pts[32];
+        int crossing = -1, above = 0;
+        for (int i = 0; i < nb; i++) {
+            mc_log(&run, "%s, batch %lld", s->name, (long long)batches[i]);
+            pts[i] = measure(&run, s, batches[i]);
+            emit_point(&run, s, batches[i], &pts[i]);
+            if (pts[i].oom) { /* only the largest batches may run out */
+                for (int j = i + 1; j < nb; j++)
+                    mc_emit(&run, s->name, "batch", (double)batches[j], "peak_allocated", "bytes",
+                            mc_stats_one(NAN), "oom", "not run: a smaller batch was out of memory");
+                bad_oom |= i == 0;
+                nb = i;
+                break;
+            }
+        }
+        for (int i = nb - 1; i >= 0 && pts[i].share > HALF; i--) crossing = i;
+        for (int i = 0; i < nb; i++) above += pts[i].share > HALF;
+        above_total += above;
+        points += nb;
+        if (nb == 0) continue;
+        const point *lo = &pts[0], *hi = &pts[nb - 1];
+        char cross[96];
+        if (crossing >= 0)
+            snprintf(cross, sizeof cross, "above half from B=%lld", (long long)batches[crossing]);
+        else
+            snprintf(cross, sizeof cross, "never above half up to B=%lld", (long long)batches[nb - 1]);
+        mc_emit_finding(&run,
+            "%s (L=%d, H=%lld): at B=%lld the peak is %.1f MiB with activations %.1f MiB "
+            "(share %.3f; weights %.1f, grads %.1f, optimizer %.1f, workspace %.1f MiB); at "
+            "B=%lld it is %.1f MiB with activations %.1f MiB (share %.3f; weights %.1f, grads "
+            "%.1f, optimizer %.1f MiB). Activation share %s; above half at %d of %d batches.",
+            s->name, s->layers, (long long)s->width, (long long)batches[0],
+            lo->peak.median / 1048576.0, lo->cat[K_ACT] / 1048576.0, lo->share,
+            lo->cat[K_WEIGHTS] / 1048576.0, lo->cat[K_GRADS] / 1048576.0,
+            lo->cat[K_OPT] / 1048576.0, lo->cat[K_WS] / 1048576.0, (long long)batches[nb - 1],
+            hi->peak.median / 1048576.0, hi->cat[K_ACT] / 1048576.0, hi->share,
+            hi->cat[K_WEIGHTS] / 1048576.0, hi->cat[K_GRADS] / 1048576.0,
+            hi->cat[K_OPT] / 1048576.0, cross, above, nb);
+        int zero_act = 0;
+        while (zero_act < nb && pts[zero_act].cat[K_ACT] == 0) zero_act++;
+        if (zero_act > 0)
+            mc_emit_finding(&run, "%s: up to B=%lld the step's peak is Adam's update (weights, "
+                            "grads, exp_avg, exp_avg_sq and _foreach_sqrt live at once, no "
+                            "activations); from B=%lld the forward/backward peak is higher and "
+                            "activations are part of it.", s->name,
+                            (long long)batches[zero_act - 1],
+                            zero_act < nb ? (long long)batches[zero_act] : 0LL);
+        used += (size_t)snprintf(per_shape + used, used < sizeof per_shape ? sizeof per_shape - used : 0,
+                                 "%s%s: share %.3f at B=%lld to %.3f at B=%lld, %s", used ? "; " : "",
+                                 s->name, lo->share, (long long)batches[0], hi->share,
+                                 (long long)batches[nb - 1], cross);
+    }
+    mc_verdict v = bad_oom || points == 0 ? MC_INCONCLUSIVE
+                 : above_total == points  ? MC_HOLDS
+                 : above_total > 0        ? MC_HOLDS_PARTLY
+                                          : MC_DOES_NOT_HOLD;
+    mc_emit_verdict(&run, v, "activations / steady peak allocated, fp32 Adam: %s (above 0.5 at %d "
+                    "of %d points).", per_shape, above_total, points);
+    return mc_run_end(&run);
+}
