@@ -82,6 +82,12 @@ CONFIGS = [
                         "--optimizer adam --precision fp32 --accum 1"),
     ("large_sgd_bf16", "--layers 8 --in 4096 --width 4096 --out 4096 --batch 512 "
                        "--optimizer sgd --precision bf16 --accum 1"),
+    # Large batches, as the C05 and C20 sweeps reach: the reduction scratch of
+    # the bias gradients and the activations dominate there.
+    ("bigbatch_adam_fp32", "--layers 4 --in 1024 --width 1024 --out 1024 --batch 16384 "
+                           "--optimizer adam --precision fp32 --accum 1"),
+    ("bigbatch_adam_fp16", "--layers 8 --in 1024 --width 1024 --out 1024 --batch 32768 "
+                           "--optimizer adam --precision fp16 --accum 1"),
 ]
 DEFAULT_STEPS = 12
 TRACED_STEPS = 2          # steps recorded in NAME.trace; also the timing warm-up
