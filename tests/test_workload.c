@@ -1,9 +1,9 @@
 /* Tests of the training workload without a GPU (common/workload*.c in
- * model-only mode, common/workload_args.c, common/mlp_host_ref.c): each
- * category's bytes against the analytic figures, optimizer state at the
- * first step, accumulation and checkpointing against the peak, OOM under a
- * limit as a returned status, the trace against its own replay, the
- * command line, and the float64 reference against finite differences. */
+ * model-only mode): each category's bytes against the analytic figures,
+ * optimizer state at the first step, accumulation and checkpointing against
+ * the peak, OOM under a limit as a returned status, the trace against its
+ * own replay, the reduction scratch. The command line is tested in
+ * test_workload_args.c, the float64 reference in test_mlp_host_ref.c. */
 #define _POSIX_C_SOURCE 200809L /* open_memstream */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,12 +17,9 @@
 #include <string.h>
 
 #include "alloc_host.h"
-#include "check.h"
-#include "mlp_host_ref.h"
 #include "test_util.h"
 #include "trace.h"
 #include "workload.h"
-#include "workload_args.h"
 #include "workload_internal.h"
 
 #define WS (32ULL << 20)   /* the cuBLAS workspace of a handle on sm_90 */
@@ -336,144 +333,6 @@ static void trace_replays(void **state)
     }
 }
 
-/* ------------------------------------------------------------ command line */
-
-static int parse(const char *line, mc_workload_cli *cli, char *err)
-{
-    char copy[512];
-    snprintf(copy, sizeof copy, "workload %s", line);
-    char *argv[64];
-    int argc = 0;
-    for (char *tok = strtok(copy, " "); tok && argc < 64; tok = strtok(NULL, " ")) argv[argc++] = tok;
-    return mc_workload_parse_args(cli, argc, argv, err, 256);
-}
-
-static void cli_good(void **state)
-{
-    (void)state;
-    mc_workload_cli cli;
-    char err[256];
-    assert_int_equal(parse("--layers 3 --in 64 --width 32 --out 8 --batch 16 --optimizer adam "
-                           "--precision bf16 --accum 4 --checkpoint --steps 7 --model-only "
-                           "--limit 2G --lr 0.5", &cli, err), 0);
-    assert_int_equal(cli.cfg.layers, 3);
-    assert_int_equal(cli.cfg.in, 64);
-    assert_int_equal(cli.cfg.width, 32);
-    assert_int_equal(cli.cfg.out, 8);
-    assert_int_equal(cli.cfg.batch, 16);
-    assert_int_equal(cli.cfg.optimizer, MC_WL_ADAM);
-    assert_int_equal(cli.cfg.precision, MC_WL_BF16);
-    assert_int_equal(cli.cfg.accum, 4);
-    assert_true(cli.cfg.checkpoint && cli.model_only);
-    assert_int_equal(cli.steps, 7);
-    assert_int_equal(cli.cfg.alloc.limit_bytes, 2ULL << 30);
-    assert_near(cli.cfg.lr, 0.5, 0);
-    assert_int_equal(parse("--verify", &cli, err), 0);
-    assert_int_equal(parse("--help", &cli, err), 0);
-}
-
-static void cli_bad(void **state)
-{
-    (void)state;
-    static const char *const bad[] = {
-        "--layers 1 --in 4 --width 4 --out 4 --batch 4",
-        "--layers 3 --in 4 --width 4 --out 4 --batch 6 --accum 4",
-        "--layers 3 --in 4 --width 4 --out 4 --batch 4 --optimizer rmsprop",
-        "--layers 3 --in 4 --width 4 --out 4 --batch 4 --precision fp8",
-        "--layers 3 --in 4 --width 4 --out 4 --batch 0",
-        "--layers 3 --in 4 --width 4 --out 4",
-        "--layers 3 --in 4 --width 4 --out 4 --batch 4 --frobnicate",
-        "--layers 3 --in 4 --width 4 --out 4 --batch 4 --steps",
-        "--layers 3 --in x --width 4 --out 4 --batch 4",
-        "--layers 3 --in 4 --width 4 --out 4 --batch 4 --limit 0",
-        "--layers 3 --in 4 --width 4 --out 4 --batch 4 --inject-overflow 2",
-        "--layers 3 --in 4 --width 4 --out 4 --batch 4 --max-split-size 1M",
-        "--layers 3 --in 4 --width 4 --out 4 --batch 4 stray",
-        "--layers 3 --in 4 --width 4 --out 4 --batch 4 --lr -1",
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        mc_workload_cli cli;
-        char err[256] = "";
-        assert_int_equal(parse(bad[i], &cli, err), MC_EXIT_USAGE);
-        assert_true(err[0] != '\0');
-        assert_null(strchr(err, '\n'));
-    }
-}
-
-/* ------------------------------------------------------------ host reference */
-
-static void finite_differences(void **state)
-{
-    (void)state;
-    mc_mlp_shape s = {3, 3, 4, 2};
-    const int64_t m = 3;
-    double *W[3], *b[3], *gW[3], *gb[3];
-    unsigned seed = 12345;
-    for (int l = 0; l < 3; l++) {
-        int64_t in = mc_mlp_in(&s, l), out = mc_mlp_out(&s, l);
-        W[l] = calloc((size_t)(in * out), sizeof(double));
-        b[l] = calloc((size_t)out, sizeof(double));
-        gW[l] = calloc((size_t)(in * out), sizeof(double));
-        gb[l] = calloc((size_t)out, sizeof(double));
-        for (int64_t i = 0; i < in * out; i++) W[l][i] = (seed = seed * 1103515245u + 12345u) / 4294967296.0 - 0.5;
-        for (int64_t i = 0; i < out; i++) b[l][i] = (seed = seed * 1103515245u + 12345u) / 4294967296.0 - 0.3;
-    }
-    double x[9], y[6];
-    for (int i = 0; i < 9; i++) x[i] = (seed = seed * 1103515245u + 12345u) / 4294967296.0 * 2 - 1;
-    for (int i = 0; i < 6; i++) y[i] = (seed = seed * 1103515245u + 12345u) / 4294967296.0 * 2 - 1;
-    const double scale = 0.5;
-    mc_mlp_ref_loss_grad(&s, m, W, b, x, y, scale, NULL, gW, gb);
-    const double h = 1e-6;
-    double worst = 0;
-    for (int l = 0; l < 3; l++)
-        for (int j = 0; j < 2; j++) {
-            double *p = j ? b[l] : W[l], *g = j ? gb[l] : gW[l];
-            int64_t n = j ? mc_mlp_out(&s, l) : mc_mlp_out(&s, l) * mc_mlp_in(&s, l);
-            for (int64_t i = 0; i < n; i++) {
-                double keep = p[i];
-                p[i] = keep + h;
-                double lp = mc_mlp_ref_loss_grad(&s, m, W, b, x, y, scale, NULL, NULL, NULL);
-                p[i] = keep - h;
-                double lm = mc_mlp_ref_loss_grad(&s, m, W, b, x, y, scale, NULL, NULL, NULL);
-                p[i] = keep;
-                double fd = (lp - lm) / (2 * h);
-                worst = fmax(worst, fabs(fd - g[i]) / fmax(fabs(g[i]), 1e-3));
-            }
-        }
-    assert_true(worst < 1e-6);
-    for (int l = 0; l < 3; l++) {
-        free(W[l]); free(b[l]); free(gW[l]); free(gb[l]);
-    }
-}
-
-static void rounding(void **state)
-{
-    (void)state;
-    assert_near(mc_round_fp16(1.0 / 3.0), 0.333251953125, 0);
-    assert_near(mc_round_fp16(65504.0), 65504.0, 0);
-    assert_true(isinf(mc_round_fp16(65520.0)));
-    assert_near(mc_round_fp16(0x1p-24), 0x1p-24, 0);
-    assert_near(mc_round_fp16(1.0 + 0x1p-11), 1.0, 0); /* a tie: to even */
-    assert_near(mc_round_bf16(1.0 / 3.0), 0.333984375, 0);
-    assert_near(mc_round_bf16(1.0 + 0x1p-8), 1.0, 0);  /* a tie: to even */
-    assert_near(mc_round_bf16(-3.0), -3.0, 0);
-}
-
-static void optimizer_refs(void **state)
-{
-    (void)state;
-    double p[2] = {1.0, -1.0}, g[2] = {0.5, -2.0}, m[2] = {0}, v[2] = {0}, buf[2];
-    mc_mlp_ref_adam(p, g, m, v, 2, 1e-3, 0.9, 0.999, 1e-8, 1); /* first step: lr x sign */
-    assert_near(p[0], 1.0 - 1e-3, 1e-9);
-    assert_near(p[1], -1.0 + 1e-3, 1e-9);
-    double q[2] = {1.0, 1.0};
-    mc_mlp_ref_momentum(q, g, buf, 2, 0.1, 0.9, true);
-    mc_mlp_ref_momentum(q, g, buf, 2, 0.1, 0.9, false);
-    assert_near(q[0], 1.0 - 0.1 * 0.5 - 0.1 * (0.9 * 0.5 + 0.5), 1e-12);
-    mc_mlp_ref_sgd(q, g, 1, 1.0);
-    assert_near(q[0], 1.0 - 0.05 - 0.095 - 0.5, 1e-12);
-}
-
 static void reduce_scratch(void **state)
 {
     (void)state;
@@ -499,11 +358,6 @@ int main(void)
         cmocka_unit_test(oom_anywhere),
         cmocka_unit_test(overflow_skips),
         cmocka_unit_test(trace_replays),
-        cmocka_unit_test(cli_good),
-        cmocka_unit_test(cli_bad),
-        cmocka_unit_test(finite_differences),
-        cmocka_unit_test(rounding),
-        cmocka_unit_test(optimizer_refs),
         cmocka_unit_test(reduce_scratch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
