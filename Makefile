@@ -16,9 +16,12 @@ SAN       ?= 0
 V         ?= 0
 
 ifeq ($(SAN),1)
+# The test build is also the debug build: the allocator model checks its
+# invariants after every operation (CA_DEBUG), in every test and every
+# --model-only run of make test.
 BUILD    := build/san
 SANFLAGS := -fsanitize=address -fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-OPT      := -O1 -g
+OPT      := -O1 -g -DCA_DEBUG
 else
 BUILD    := build
 SANFLAGS :=
@@ -40,7 +43,7 @@ space     := $(empty) $(empty)
 # (mc_experiment) leave optional members out by design, as C allows.
 NVCCFLAGS := -arch=$(CUDA_ARCH) -std=c++17 $(OPT) -Icommon -MMD -MP \
              -Xcompiler $(subst $(space),$(comma),-Wall -Wextra -Wno-missing-field-initializers $(strip $(SANFLAGS)))
-LDFLAGS   := $(SANFLAGS) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
+LDFLAGS   := -Wl,--as-needed $(SANFLAGS) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
 LDLIBS    := -lcublasLt -lcublas -lcudart_static -lm -lpthread -ldl -lrt
 
 COMMON_SRC := $(wildcard common/*.c common/*.cu)

@@ -10,13 +10,6 @@ void mc_die_cuda(const char *file, int line, const char *call, cudaError_t err)
     exit(MC_EXIT_CUDA);
 }
 
-void mc_die_cublas(const char *file, int line, const char *call, cublasStatus_t st)
-{
-    fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", file, line, call,
-            cublasGetStatusName(st), cublasGetStatusString(st));
-    exit(MC_EXIT_CUDA);
-}
-
 int mc_cuda_ok_or_oom(const char *file, int line, const char *call, cudaError_t err)
 {
     if (err == cudaSuccess) return 1;
