@@ -118,7 +118,8 @@ ca_allocator *ca_create(const ca_config *cfg, ca_backend backend)
     ca_pool_init(&a->large, false);
     a->map_cap = 1024;
     a->map = calloc(a->map_cap, sizeof *a->map);
-    CHECK(a->map != NULL, "out of host memory");
+    a->map_key = calloc(a->map_cap, sizeof *a->map_key);
+    CHECK(a->map != NULL && a->map_key != NULL, "out of host memory");
 #ifdef CA_DEBUG
     a->debug = true;
 #endif
@@ -138,6 +139,7 @@ void ca_destroy(ca_allocator *a)
     for (size_t i = 0; i < a->n_slabs; i++) free(a->slabs[i]);
     free(a->slabs);
     free(a->map);
+    free(a->map_key);
     free(a);
 }
 
@@ -311,10 +313,10 @@ int ca_malloc(ca_allocator *a, uint64_t bytes, uint64_t *addr)
     uint64_t size = ca_round_size(bytes);
     bool small = size <= CA_SMALL_SIZE;         /* get_pool */
     ca_pool *p = ca_pool_of(a, small);
-    uint64_t alloc_size = ca_allocation_size(size);
     ca_block *b = get_free_block(a, p, size);
     bool in_pool = b != NULL;
     if (!b) {
+        uint64_t alloc_size = ca_allocation_size(size); /* only needed for a new segment */
         b = alloc_block(a, small, alloc_size, false);
         if (!b && release_available_cached_blocks(a, p, size))
             b = alloc_block(a, small, alloc_size, false);

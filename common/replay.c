@@ -1,7 +1,8 @@
 /* replay.c: a parsed trace through the model over the host backend, one CSV
- * row per operation (replay.h). Rows are formatted by hand into a 64 KiB
- * buffer: printf would cost more than the model itself at millions of rows
- * a second. */
+ * row per operation (replay.h). Rows are formatted by hand (decimal.h) into
+ * a 64 KiB buffer: printf would cost more than the model itself at millions
+ * of rows a second. */
+#define _DEFAULT_SOURCE /* madvise (prefault.h) */
 #include "replay.h"
 
 #include <stdlib.h>
@@ -9,6 +10,8 @@
 
 #include "alloc_host.h"
 #include "check.h"
+#include "decimal.h"
+#include "prefault.h"
 
 /* ------------------------------------------------------------ output */
 
@@ -25,89 +28,43 @@ static void flush(writer *w)
     w->n = 0;
 }
 
-static const char pairs[] =
-    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-    "8081828384858687888990919293949596979899";
-
-static void put2(char *p, unsigned v)
-{
-    p[0] = pairs[2 * v];
-    p[1] = pairs[2 * v + 1];
-}
-
-/* Exactly 8 digits of v < 10^8; the four pairs do not wait on each other. */
-static void put8(char *p, uint32_t v)
-{
-    uint32_t a = v / 10000, b = v % 10000;
-    put2(p, a / 100);
-    put2(p + 2, a % 100);
-    put2(p + 4, b / 100);
-    put2(p + 6, b % 100);
-}
-
-/* v < 10^8 without leading zeros; returns the length. */
-static size_t put_small(char *p, uint32_t v)
-{
-    size_t n = v < 10 ? 1 : v < 100 ? 2 : v < 1000 ? 3 : v < 10000 ? 4 : v < 100000 ? 5
-             : v < 1000000 ? 6 : v < 10000000 ? 7 : 8;
-    char *q = p + n;
-    while (v >= 100) {
-        q -= 2;
-        put2(q, v % 100);
-        v /= 100;
-    }
-    if (v >= 10)
-        put2(q - 2, v);
-    else
-        q[-1] = (char)('0' + v);
-    return n;
-}
-
-/* Decimal v at p; returns the length (at most 20). */
-static size_t fmt_u64(char *p, uint64_t v)
-{
-    if (v < 100000000) return put_small(p, (uint32_t)v);
-    if (v < 10000000000000000ULL) {
-        size_t n = put_small(p, (uint32_t)(v / 100000000));
-        put8(p + n, (uint32_t)(v % 100000000));
-        return n + 8;
-    }
-    uint64_t rest = v % 10000000000000000ULL;
-    size_t n = put_small(p, (uint32_t)(v / 10000000000000000ULL));
-    put8(p + n, (uint32_t)(rest / 100000000));
-    put8(p + n + 8, (uint32_t)(rest % 100000000));
-    return n + 16;
-}
-
-/* A statistic column remembers its last value and text: most figures do
- * not change from one row to the next, and copying beats formatting. */
+/* A statistic column remembers its last value and its text (with the comma
+ * before it): most figures do not change from one row to the next, and
+ * copying beats formatting. Columns start as 0, ",0". */
 typedef struct {
     int64_t v;
-    size_t len; /* 0: nothing cached yet */
+    size_t len;
     char txt[24];
 } column;
 
-/* ",<v>" at p; returns the new end. A changed value is copied from its twin
- * column when they agree (active is allocated with one stream; a peak is
- * often the current value). */
-static char *put_stat(char *p, column *c, int64_t v, const column *twin)
+/* Sets c's text for v (which differs from the cached value). */
+static void column_set(column *c, int64_t v)
 {
-    if (v != c->v || c->len == 0) {
-        c->v = v;
-        if (twin && twin->v == v && twin->len) {
-            memcpy(c->txt, twin->txt, sizeof c->txt);
-            c->len = twin->len;
-        } else if (v < 0) { /* never, unless the model is broken; print it as it is */
-            c->txt[0] = '-';
-            c->len = 1 + fmt_u64(c->txt + 1, (uint64_t)0 - (uint64_t)v);
-        } else {
-            c->len = fmt_u64(c->txt, (uint64_t)v);
-        }
+    c->v = v;
+    c->txt[0] = ',';
+    if (v < 0) { /* never, unless the model is broken; print it as it is */
+        c->txt[1] = '-';
+        c->len = 2 + dec_put(c->txt + 2, (uint64_t)0 - (uint64_t)v);
+    } else {
+        c->len = 1 + dec_put(c->txt + 1, (uint64_t)v);
     }
-    *p = ',';
-    memcpy(p + 1, c->txt, sizeof c->txt);
-    return p + 1 + c->len;
+}
+
+/* ",<v>" at p; returns the new end. */
+static inline char *put_stat(char *p, column *c, int64_t v)
+{
+    if (v != c->v) column_set(c, v);
+    memcpy(p, c->txt, sizeof c->txt);
+    return p + c->len;
+}
+
+/* The same for a column that often equals another one (active is allocated
+ * with one stream; a peak is often the current value): a change takes the
+ * twin's text when the values agree. */
+static inline char *put_twin(char *p, column *c, int64_t v, const column *twin)
+{
+    if (v != c->v && twin->v == v) *c = *twin;
+    return put_stat(p, c, v);
 }
 
 enum { N_STAT_COLUMNS = 11 };
@@ -130,14 +87,16 @@ static void count_up(counter *c)
     }
 }
 
-/* One row. Writes through a local cursor (the buffer is char, so stores
- * through w->buf would make the compiler reload w->n after each). */
+/* One row: under 400 bytes (14 numbers of at most 21 bytes, the names),
+ * and the wide stores of decimal.h write up to 24 bytes past a number, all
+ * inside the 1024 bytes kept free. Writes through a local cursor (the
+ * buffer is char, so stores through w->buf would make the compiler reload
+ * w->n after each). */
 static void put_row(writer *w, column *cols, counter *step, const ca_trace_op *op, bool oom,
                     const ca_stats *s)
 {
-    static const struct { char name[12]; size_t len; } ops[] = {
+    static const struct { char name[16]; size_t len; } ops[] = {
         {"alloc,", 6}, {"free,", 5}, {"empty_cache,", 12}, {"reset_peak,", 11}};
-    static const int twin[N_STAT_COLUMNS] = {-1, -1, 0, 1, -1, 0, -1, -1, -1, -1, -1};
     if (w->n > sizeof w->buf - 1024) flush(w);
     char *p = w->buf + w->n;
     count_up(step);
@@ -146,18 +105,22 @@ static void put_row(writer *w, column *cols, counter *step, const ca_trace_op *o
     *p++ = ',';
     memcpy(p, ops[op->kind].name, sizeof ops[0].name);
     p += ops[op->kind].len;
-    if (op->kind == CA_OP_ALLOC || op->kind == CA_OP_FREE) p += fmt_u64(p, op->id);
+    if (op->kind == CA_OP_ALLOC || op->kind == CA_OP_FREE) p += dec_put(p, op->id);
     *p++ = ',';
-    if (op->kind == CA_OP_ALLOC) p += fmt_u64(p, op->bytes);
+    if (op->kind == CA_OP_ALLOC) p += dec_put(p, op->bytes);
     memcpy(p, oom ? ",oom" : ",ok\0", 4);
     p += oom ? 4 : 3;
-    const int64_t v[N_STAT_COLUMNS] = {
-        s->allocated_bytes.current, s->reserved_bytes.current, s->allocated_bytes.peak,
-        s->reserved_bytes.peak, s->segment.current, s->active_bytes.current,
-        s->inactive_split_bytes.current, s->inactive_split.current, s->requested_bytes.current,
-        s->num_alloc_retries, s->num_ooms};
-    for (int i = 0; i < N_STAT_COLUMNS; i++)
-        p = put_stat(p, &cols[i], v[i], twin[i] >= 0 ? &cols[twin[i]] : NULL);
+    p = put_stat(p, &cols[0], s->allocated_bytes.current);
+    p = put_stat(p, &cols[1], s->reserved_bytes.current);
+    p = put_twin(p, &cols[2], s->allocated_bytes.peak, &cols[0]);
+    p = put_twin(p, &cols[3], s->reserved_bytes.peak, &cols[1]);
+    p = put_stat(p, &cols[4], s->segment.current);
+    p = put_twin(p, &cols[5], s->active_bytes.current, &cols[0]);
+    p = put_stat(p, &cols[6], s->inactive_split_bytes.current);
+    p = put_stat(p, &cols[7], s->inactive_split.current);
+    p = put_stat(p, &cols[8], s->requested_bytes.current);
+    p = put_stat(p, &cols[9], s->num_alloc_retries);
+    p = put_stat(p, &cols[10], s->num_ooms);
     *p++ = '\n';
     w->n = (size_t)(p - w->buf);
 }
@@ -233,6 +196,7 @@ int ca_replay(const ca_trace *t, const ca_replay_opts *o, FILE *out, ca_replay_r
               char *err, size_t errlen)
 {
     run r = {.t = t, .o = o};
+    for (int i = 0; i < N_STAT_COLUMNS; i++) r.cols[i] = (column){0, 2, ",0"};
     r.dev = ca_host_create(o->capacity);
     r.a = ca_create(&t->cfg, ca_host_backend(r.dev));
     if (!r.a) {
@@ -243,6 +207,8 @@ int ca_replay(const ca_trace *t, const ca_replay_opts *o, FILE *out, ca_replay_r
     ca_set_debug(r.a, o->debug);
     r.slot_addr = calloc(t->n_slots + 1, sizeof *r.slot_addr);
     CHECK(r.slot_addr != NULL, "out of host memory");
+    mc_want_huge_pages(r.slot_addr, (t->n_slots + 1) * sizeof *r.slot_addr);
+    mc_prefault(r.slot_addr, (t->n_slots + 1) * sizeof *r.slot_addr);
     r.w = mc_xmalloc(sizeof *r.w);
     r.w->fp = out;
     r.w->failed = false;

@@ -1,7 +1,9 @@
 /* trace.c: the memclaims-trace v1 parser (trace.h). One pass over the bytes,
  * line by line; ids are resolved to dense slots here, through a hash table
- * of the live ids. */
-#define _POSIX_C_SOURCE 200809L /* fileno, fstat */
+ * of the live ids (trace_ids.h). The common lines (plain alloc and free)
+ * take a fast path with no tokens; every other line, and every error, the
+ * general one. */
+#define _DEFAULT_SOURCE /* fileno, fstat, mmap, madvise */
 #include "trace.h"
 
 #include <errno.h>
@@ -10,69 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "check.h"
-
-/* ------------------------------------------------------------ id table */
-
-/* The live ids: id -> index of its alloc operation + 1 (0: empty slot).
- * Freed ids leave the table, so it stays as small as the live set and in
- * cache; the error paths search the operations instead. */
-typedef struct {
-    uint64_t id, op1;
-} id_entry;
-
-typedef struct {
-    id_entry *e;
-    size_t cap, n; /* cap is a power of two */
-} id_table;
-
-static size_t id_home(const id_table *t, uint64_t id)
-{
-    uint64_t x = id; /* splitmix64's finaliser */
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return (size_t)(x ^ (x >> 31)) & (t->cap - 1);
-}
-
-/* The entry of id, or the empty slot where it would go. */
-static id_entry *id_find(const id_table *t, uint64_t id)
-{
-    size_t i = id_home(t, id);
-    while (t->e[i].op1 && t->e[i].id != id) i = (i + 1) & (t->cap - 1);
-    return &t->e[i];
-}
-
-static void id_put(id_table *t, uint64_t id, size_t op)
-{
-    if (2 * (t->n + 1) > t->cap) {
-        id_table old = *t;
-        t->cap = old.cap ? 2 * old.cap : 1024;
-        t->e = calloc(t->cap, sizeof *t->e);
-        CHECK(t->e != NULL, "out of host memory");
-        for (size_t i = 0; i < old.cap; i++)
-            if (old.e[i].op1) *id_find(t, old.e[i].id) = old.e[i];
-        free(old.e);
-    }
-    *id_find(t, id) = (id_entry){id, op + 1};
-    t->n++;
-}
-
-/* Removes the entry e (backward-shift deletion: no tombstones). */
-static void id_remove(id_table *t, id_entry *e)
-{
-    size_t mask = t->cap - 1, i = (size_t)(e - t->e);
-    for (size_t j = (i + 1) & mask; t->e[j].op1; j = (j + 1) & mask) {
-        size_t home = id_home(t, t->e[j].id);
-        if (((j - home) & mask) >= ((j - i) & mask)) { /* home not in (i, j] */
-            t->e[i] = t->e[j];
-            i = j;
-        }
-    }
-    t->e[i].op1 = 0;
-    t->n--;
-}
+#include "decimal.h"
+#include "prefault.h"
+#include "trace_ids.h"
 
 /* ------------------------------------------------------------ tokens */
 
@@ -137,6 +83,7 @@ typedef struct {
     ca_trace *t;
     id_table ids;
     size_t cap_ops;
+    size_t ready_ops; /* operations the array has pages for (prefaulted) */
     uint64_t line;
     bool set_seen[3];
     char *err;
@@ -179,15 +126,32 @@ static int parse_set(parser *ps, const tok *v, size_t n)
     return 0;
 }
 
-static ca_trace_op *new_op(parser *ps, ca_op_kind kind)
+/* Makes room for the next operations: the array doubles when full (realloc
+ * moves a large block's pages rather than copying them, so no pass over the
+ * text counts the lines first, and pages past the last operation are never
+ * touched), and the next MiB of it is mapped in at once (prefault.h). */
+static void __attribute__((noinline)) more_ops(parser *ps)
 {
     ca_trace *t = ps->t;
-    CHECK(t->n_ops < ps->cap_ops, "trace parser: more operations than lines");
-    ca_trace_op *op = &t->ops[t->n_ops++];
-    memset(op, 0, sizeof *op);
-    op->kind = kind;
-    op->line = ps->line;
-    return op;
+    if (t->n_ops == ps->cap_ops) {
+        ps->cap_ops *= 2;
+        t->ops = realloc(t->ops, ps->cap_ops * sizeof *t->ops);
+        CHECK(t->ops != NULL, "out of host memory");
+        mc_want_huge_pages(t->ops, ps->cap_ops * sizeof *t->ops);
+    }
+    size_t n = (1u << 20) / sizeof *t->ops;
+    ps->ready_ops = ps->cap_ops - t->n_ops < n ? ps->cap_ops : t->n_ops + n;
+    mc_prefault(t->ops + t->n_ops, (ps->ready_ops - t->n_ops) * sizeof *t->ops);
+}
+
+/* Appends an operation. */
+static inline void new_op(parser *ps, ca_op_kind kind, uint64_t id, uint64_t bytes, uint64_t addr,
+                          uint64_t slot)
+{
+    ca_trace *t = ps->t;
+    if (t->n_ops == ps->ready_ops) more_ops(ps);
+    t->ops[t->n_ops++] = (ca_trace_op){
+        .id = id, .bytes = bytes, .addr = addr, .line = ps->line, .slot = slot, .kind = kind};
 }
 
 /* A free of an id that is not live: freed before, or never allocated. */
@@ -203,19 +167,19 @@ static int not_live(parser *ps, uint64_t id)
 }
 
 /* An alloc or a free whose fields parsed: checks the id (quiet: no message,
- * for the fast path, which leaves errors to the general one) and records it. */
+ * for the fast path, which leaves errors to the general one) and records it.
+ * One probe of the id table each: the slot it finds is the one filled or
+ * emptied. */
 static int add_alloc(parser *ps, uint64_t id, uint64_t bytes, uint64_t addr, bool quiet)
 {
-    id_entry *e = ps->ids.cap ? id_find(&ps->ids, id) : NULL;
-    if (e && e->op1)
+    id_reserve(&ps->ids);
+    id_entry *e = id_find(&ps->ids, id);
+    if (e->op1)
         return quiet ? -1 : bad(ps, "id %llu is already live (allocated at line %llu)",
                                 (unsigned long long)id, (unsigned long long)ps->t->ops[e->op1 - 1].line);
-    ca_trace_op *op = new_op(ps, CA_OP_ALLOC);
-    op->id = id;
-    op->bytes = bytes;
-    op->addr = addr;
-    op->slot = ps->t->n_slots++;
-    id_put(&ps->ids, id, ps->t->n_ops - 1);
+    new_op(ps, CA_OP_ALLOC, id, bytes, addr, ps->t->n_slots++);
+    *e = (id_entry){id, ps->t->n_ops}; /* index + 1 */
+    ps->ids.n++;
     return 0;
 }
 
@@ -223,10 +187,9 @@ static int add_free(parser *ps, uint64_t id, bool quiet)
 {
     id_entry *e = ps->ids.cap ? id_find(&ps->ids, id) : NULL;
     if (!e || !e->op1) return quiet ? -1 : not_live(ps, id);
-    ca_trace_op *op = new_op(ps, CA_OP_FREE);
-    op->id = id;
-    op->slot = ps->t->ops[e->op1 - 1].slot;
+    uint64_t slot = ps->t->ops[e->op1 - 1].slot;
     id_remove(&ps->ids, e);
+    new_op(ps, CA_OP_FREE, id, 0, 0, slot);
     return 0;
 }
 
@@ -253,7 +216,7 @@ static int parse_op(parser *ps, const tok *v, size_t n)
     } else if (is_free) {
         return add_free(ps, id, false);
     } else {
-        new_op(ps, tok_is(v[0], "empty_cache") ? CA_OP_EMPTY_CACHE : CA_OP_RESET_PEAK);
+        new_op(ps, tok_is(v[0], "empty_cache") ? CA_OP_EMPTY_CACHE : CA_OP_RESET_PEAK, 0, 0, 0, 0);
     }
     return 0;
 }
@@ -280,9 +243,10 @@ static int parse_line(parser *ps, const char *p, size_t len)
 
 /* ------------------------------------------------------------ fast path */
 
-/* Decimal digits at p (at most 19, so no overflow); returns their end, or
- * NULL if there are none or too many. */
-static const char *scan_dec(const char *p, const char *end, uint64_t *v)
+/* Decimal digits at p (at most 19, so no overflow), one at a time, for the
+ * last bytes of the buffer; returns their end, or NULL if there are none or
+ * too many. */
+static const char *scan_dec_tail(const char *p, const char *end, uint64_t *v)
 {
     const char *start = p;
     uint64_t x = 0;
@@ -290,6 +254,27 @@ static const char *scan_dec(const char *p, const char *end, uint64_t *v)
     if (p == start || (p < end && *p >= '0' && *p <= '9')) return NULL;
     *v = x;
     return p;
+}
+
+/* Decimal digits at p, eight at a time (decimal.h), at most 15 of them:
+ * returns their end, or NULL if there are none or more (the general path
+ * takes those). */
+static const char *scan_dec(const char *p, const char *end, uint64_t *v)
+{
+    static const uint64_t pow10[8] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
+    if (end - p < 16) return scan_dec_tail(p, end, v);
+    uint64_t w = dec_load8(p);
+    unsigned n = dec_run8(w);
+    if (n == 0) return NULL;
+    if (n < 8) {
+        *v = dec_value8(w, n);
+        return p + n;
+    }
+    uint64_t w2 = dec_load8(p + 8);
+    unsigned n2 = dec_run8(w2);
+    if (n2 == 8) return NULL;
+    *v = dec_value8(w, 8) * pow10[n2] + (n2 ? dec_value8(w2, n2) : 0);
+    return p + 8 + n2;
 }
 
 /* 0x and 1..16 hex digits; returns their end or NULL. */
@@ -309,33 +294,37 @@ static const char *scan_hex(const char *p, const char *end, uint64_t *v)
     return p;
 }
 
-static const char *skip_blanks(const char *p, const char *end)
-{
-    while (p < end && (*p == ' ' || *p == '\t')) p++;
-    return p;
-}
-
-/* The common lines, "alloc ID BYTES [0xADDR]" and "free ID" with nothing
- * after them, parsed in one pass with no tokens. Returns the bytes consumed
- * (the newline included), or 0 to leave the line to parse_line, which also
- * reports every error: the fast path changes nothing unless it succeeds. */
+/* The common lines in their usual form, "alloc ID BYTES[ 0xADDR]" and
+ * "free ID", single spaces, nothing after them but CR LF or LF, parsed in
+ * one pass with no tokens. Returns the bytes consumed (the newline
+ * included), or 0 to leave the line to parse_line, which takes every form
+ * and reports every error: the fast path changes nothing unless it
+ * succeeds, and it accepts no line that parse_line would read otherwise.
+ * line < end. */
 static size_t fast_line(parser *ps, const char *line, const char *end)
 {
     const char *p = line;
     uint64_t id, bytes = 0, addr = 0;
-    bool is_alloc = end - p > 6 && memcmp(p, "alloc ", 6) == 0;
-    bool is_free = !is_alloc && end - p > 5 && memcmp(p, "free ", 5) == 0;
-    if (!is_alloc && !is_free) return 0;
-    p = skip_blanks(p + (is_alloc ? 6 : 5), end);
+    bool is_alloc;
+    switch (*p) {
+    case 'a':
+        if (end - p <= 6 || memcmp(p, "alloc ", 6) != 0) return 0;
+        is_alloc = true;
+        p += 6;
+        break;
+    case 'f':
+        if (end - p <= 5 || memcmp(p, "free ", 5) != 0) return 0;
+        is_alloc = false;
+        p += 5;
+        break;
+    default:
+        return 0;
+    }
     if (!(p = scan_dec(p, end, &id))) return 0;
     if (is_alloc) {
-        const char *q = skip_blanks(p, end);
-        if (q == p || !(p = scan_dec(q, end, &bytes)) || bytes == 0) return 0;
-        q = skip_blanks(p, end);
-        if (q != p && q < end && *q != '\r' && *q != '\n' && (!(p = scan_hex(q, end, &addr)) || !addr))
-            return 0; /* decimal addresses, comments and errors: the slow path */
+        if (p == end || *p != ' ' || !(p = scan_dec(p + 1, end, &bytes)) || bytes == 0) return 0;
+        if (p < end && *p == ' ' && (!(p = scan_hex(p + 1, end, &addr)) || !addr)) return 0;
     }
-    p = skip_blanks(p, end);
     if (p < end && *p == '\r') p++;
     if (p < end && *p != '\n') return 0;
     if ((is_alloc ? add_alloc(ps, id, bytes, addr, true) : add_free(ps, id, true)) != 0) return 0;
@@ -351,12 +340,9 @@ int ca_trace_parse(ca_trace *t, const char *name, const char *buf, size_t len, c
     memcpy(t->name, name, name_len);
     t->cfg = ca_config_default();
     parser ps = {.t = t, .err = err, .errlen = errlen};
-    /* At most one operation per line, and an operation takes at least six
-     * bytes ("free 1"): size the array once. */
-    size_t lines = 1;
-    for (const char *p = buf, *end = buf + len; (p = memchr(p, '\n', (size_t)(end - p))); p++) lines++;
-    ps.cap_ops = lines < len / 6 + 1 ? lines : len / 6 + 1;
+    ps.cap_ops = len / 16 + 16; /* a first guess: generated traces have ~16 bytes a line */
     t->ops = mc_xmalloc(ps.cap_ops * sizeof *t->ops);
+    mc_want_huge_pages(t->ops, ps.cap_ops * sizeof *t->ops);
     int rc = 0;
     for (size_t pos = 0; pos < len && rc == 0;) {
         ps.line++;
@@ -384,10 +370,24 @@ int ca_trace_load(ca_trace *t, const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%s: cannot read: %s", name, strerror(errno));
         return -1;
     }
-    /* A regular file is read in one piece; a pipe grows the buffer. */
+    /* A regular file is mapped rather than read: its bytes stay the page
+     * cache's, with no copy and no fresh memory to fault in, page by page
+     * (which costs more than parsing them). The file must not shrink while
+     * it is parsed. Standard input is read from where it stands. */
     struct stat st;
-    size_t cap = fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0
-                     ? (size_t)st.st_size + 1 : (size_t)1 << 16;
+    bool regular = fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+                   (uint64_t)st.st_size < SIZE_MAX;
+    if (regular && !is_stdin) {
+        void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fileno(fp), 0);
+        if (map != MAP_FAILED) {
+            fclose(fp);
+            int rc = ca_trace_parse(t, name, map, (size_t)st.st_size, err, errlen);
+            munmap(map, (size_t)st.st_size);
+            return rc;
+        }
+    }
+    /* Read in one piece, or for a pipe in a growing buffer. */
+    size_t cap = regular ? (size_t)st.st_size + 1 : (size_t)1 << 16;
     size_t len = 0;
     char *buf = mc_xmalloc(cap);
     for (;;) {
