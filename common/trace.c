@@ -166,6 +166,22 @@ static int not_live(parser *ps, uint64_t id)
     return bad(ps, "free of unknown id %llu", (unsigned long long)id);
 }
 
+/* An alloc of an id that is live: its latest alloc is the live one (an
+ * earlier one must have been freed before the id was allocated again). */
+static int already_live(parser *ps, uint64_t id)
+{
+    uint64_t line = 0;
+    for (size_t i = ps->t->n_ops; i-- > 0;) {
+        const ca_trace_op *op = &ps->t->ops[i];
+        if (op->kind == CA_OP_ALLOC && op->id == id) {
+            line = op->line;
+            break;
+        }
+    }
+    return bad(ps, "id %llu is already live (allocated at line %llu)", (unsigned long long)id,
+               (unsigned long long)line);
+}
+
 /* An alloc or a free whose fields parsed: checks the id (quiet: no message,
  * for the fast path, which leaves errors to the general one) and records it.
  * One probe of the id table each: the slot it finds is the one filled or
@@ -174,11 +190,10 @@ static int add_alloc(parser *ps, uint64_t id, uint64_t bytes, uint64_t addr, boo
 {
     id_reserve(&ps->ids);
     id_entry *e = id_find(&ps->ids, id);
-    if (e->op1)
-        return quiet ? -1 : bad(ps, "id %llu is already live (allocated at line %llu)",
-                                (unsigned long long)id, (unsigned long long)ps->t->ops[e->op1 - 1].line);
-    new_op(ps, CA_OP_ALLOC, id, bytes, addr, ps->t->n_slots++);
-    *e = (id_entry){id, ps->t->n_ops}; /* index + 1 */
+    if (e->slot1) return quiet ? -1 : already_live(ps, id);
+    uint64_t slot = ps->t->n_slots++;
+    new_op(ps, CA_OP_ALLOC, id, bytes, addr, slot);
+    *e = (id_entry){id, slot + 1};
     ps->ids.n++;
     return 0;
 }
@@ -186,8 +201,8 @@ static int add_alloc(parser *ps, uint64_t id, uint64_t bytes, uint64_t addr, boo
 static int add_free(parser *ps, uint64_t id, bool quiet)
 {
     id_entry *e = ps->ids.cap ? id_find(&ps->ids, id) : NULL;
-    if (!e || !e->op1) return quiet ? -1 : not_live(ps, id);
-    uint64_t slot = ps->t->ops[e->op1 - 1].slot;
+    if (!e || !e->slot1) return quiet ? -1 : not_live(ps, id);
+    uint64_t slot = e->slot1 - 1;
     id_remove(&ps->ids, e);
     new_op(ps, CA_OP_FREE, id, 0, 0, slot);
     return 0;

@@ -1,8 +1,9 @@
 /* trace_ids.h: the trace parser's table of live ids (trace.c only): the
- * id of every allocation not yet freed -> the index of its alloc operation.
+ * id of every allocation not yet freed -> its slot (trace.h), which is all a
+ * free needs: no read of the alloc's operation, a random access into an
+ * array of tens of MB (the error paths search the operations instead).
  * Open addressing with linear probing; freed ids leave the table, so it
- * stays as small as the live set and in cache (the error paths search the
- * operations instead). Static functions, so that the parser's hot path
+ * stays as small as the live set and in cache. Static functions, so that the parser's hot path
  * inlines them. */
 #ifndef MC_TRACE_IDS_H
 #define MC_TRACE_IDS_H
@@ -13,9 +14,9 @@
 
 #include "check.h"
 
-/* An entry: op1 is the index of the alloc operation + 1 (0: empty slot). */
+/* An entry: slot1 is the slot of the id's alloc + 1 (0: empty entry). */
 typedef struct {
-    uint64_t id, op1;
+    uint64_t id, slot1;
 } id_entry;
 
 typedef struct {
@@ -34,7 +35,7 @@ static inline size_t id_home(const id_table *t, uint64_t id)
 static inline id_entry *id_find(const id_table *t, uint64_t id)
 {
     size_t i = id_home(t, id);
-    while (t->e[i].op1 && t->e[i].id != id) i = (i + 1) & (t->cap - 1);
+    while (t->e[i].slot1 && t->e[i].id != id) i = (i + 1) & (t->cap - 1);
     return &t->e[i];
 }
 
@@ -48,7 +49,7 @@ static inline void id_reserve(id_table *t)
     t->e = calloc(t->cap, sizeof *t->e);
     CHECK(t->e != NULL, "out of host memory");
     for (size_t i = 0; i < old.cap; i++)
-        if (old.e[i].op1) *id_find(t, old.e[i].id) = old.e[i];
+        if (old.e[i].slot1) *id_find(t, old.e[i].id) = old.e[i];
     free(old.e);
 }
 
@@ -56,14 +57,14 @@ static inline void id_reserve(id_table *t)
 static inline void id_remove(id_table *t, id_entry *e)
 {
     size_t mask = t->cap - 1, i = (size_t)(e - t->e);
-    for (size_t j = (i + 1) & mask; t->e[j].op1; j = (j + 1) & mask) {
+    for (size_t j = (i + 1) & mask; t->e[j].slot1; j = (j + 1) & mask) {
         size_t home = id_home(t, t->e[j].id);
         if (((j - home) & mask) >= ((j - i) & mask)) { /* home not in (i, j] */
             t->e[i] = t->e[j];
             i = j;
         }
     }
-    t->e[i].op1 = 0;
+    t->e[i].slot1 = 0;
     t->n--;
 }
 
