@@ -61,8 +61,12 @@ void mc_gpu_gemm_dx(mc_wl_gpu *g, int handle, void *gx, const void *gh, const vo
                     int64_t m, int64_t k, int64_t n, int dt);
 void mc_gpu_gemm_dw(mc_wl_gpu *g, int handle, void *gW, const void *gh, const void *x,
                     int64_t m, int64_t k, int64_t n, int dt);
-/* gb[n] = sum over rows of gh[m,n] (fp32 accumulation, dt output). */
-void mc_gpu_bias_grad(mc_wl_gpu *g, void *gb, const void *gh, int64_t m, int64_t n, int dt);
+/* gb[n] = sum over rows of gh[m,n] (fp32 accumulation, dt output). scratch:
+ * the reduction buffer PyTorch's sum allocates for a split of the rows over
+ * blocks (scratch_bytes of it; NULL, 0 where it allocates none): partial
+ * sums go there, so the rows are split over the SMs only where it exists. */
+void mc_gpu_bias_grad(mc_wl_gpu *g, void *gb, const void *gh, int64_t m, int64_t n, int dt,
+                      void *scratch, uint64_t scratch_bytes);
 /* gh = gr * (r > 0) */
 void mc_gpu_relu_bwd(mc_wl_gpu *g, void *gh, const void *gr, const void *r, int64_t n, int dt);
 /* go[i] = 2 (o[i] - y[i]) / n * gscalar[0] */

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "check.h"
+#include "check_cuda.h"
+#include "mlp_gpu.h"
 #include "mlp_host_ref.h"
 #include "workload_internal.h"
 
@@ -295,6 +297,59 @@ static int check_accounting(FILE *log, mc_wl_precision prec, bool ckpt)
     return ok ? 0 : 1;
 }
 
+/* The bias gradient at a large batch, where the rows are split over the SMs
+ * and partial sums go through the reduction buffer: every column's sum of
+ * [m,n] against a float64 host sum of the same (dt-rounded) values. The
+ * small shapes of check_config take the one-pass path only. */
+static int check_bias_grad_large(FILE *log, int dt)
+{
+    const int64_t m = 32768, n = 1024;
+    const uint64_t scratch_bytes = 32ull << 20;
+    mc_wl_gpu *g = mc_gpu_create(1);
+    float *f32 = NULL;
+    void *gh = NULL, *gb = NULL, *scratch = NULL;
+    CHECK_CUDA(cudaMalloc((void **)&f32, (size_t)(m * n) * sizeof(float)));
+    CHECK_CUDA(cudaMalloc(&gh, (size_t)(m * n) * MC_DT_SIZE(dt)));
+    CHECK_CUDA(cudaMalloc(&gb, (size_t)n * MC_DT_SIZE(dt)));
+    CHECK_CUDA(cudaMalloc(&scratch, scratch_bytes));
+    mc_gpu_randn(g, f32, m * n, 7, 1);
+    mc_gpu_cast(g, gh, dt, f32, MC_DT_F32, m * n);
+    mc_gpu_cast(g, f32, MC_DT_F32, gh, dt, m * n); /* the values gh holds, in fp32 */
+    mc_gpu_bias_grad(g, gb, gh, m, n, dt, scratch, scratch_bytes);
+    float *host = xcalloc((size_t)(m * n), sizeof(float));
+    float *sum = xcalloc((size_t)n, sizeof(float));
+    mc_gpu_cast(g, scratch, MC_DT_F32, gb, dt, n);
+    mc_gpu_sync(g);
+    CHECK_CUDA(cudaMemcpy(host, f32, (size_t)(m * n) * sizeof(float), cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(sum, scratch, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost));
+    double worst = 0.0;
+    for (int64_t j = 0; j < n; j++) {
+        double ref = 0.0, mag = 0.0;
+        for (int64_t i = 0; i < m; i++) {
+            ref += host[i * n + j];
+            mag += fabs(host[i * n + j]);
+        }
+        double err = fabs(sum[j] - ref) / (mag > 0 ? mag : 1.0);
+        if (!(err <= worst)) worst = err; /* NaN makes worst NaN */
+    }
+    /* The sum is rounded once to dt at the end: relative to the sum of
+     * magnitudes, fp32 accumulation stays far below dt's half-ulp. */
+    double tol = dt == MC_DT_F32 ? 1e-6 : dt == MC_DT_F16 ? 1e-3 : 8e-3;
+    int ok = worst <= tol;
+    fprintf(log, "verify: bias gradient of [%lld,%lld] %s (rows split over the SMs): worst "
+            "|gb - sum| / sum|gh| = %.2e (limit %.0e) %s\n", (long long)m, (long long)n,
+            dt == MC_DT_F32 ? "fp32" : dt == MC_DT_F16 ? "fp16" : "bf16", worst, tol,
+            ok ? "ok" : "FAILED");
+    free(host);
+    free(sum);
+    CHECK_CUDA(cudaFree(f32));
+    CHECK_CUDA(cudaFree(gh));
+    CHECK_CUDA(cudaFree(gb));
+    CHECK_CUDA(cudaFree(scratch));
+    mc_gpu_destroy(g);
+    return ok ? 0 : 1;
+}
+
 int mc_workload_verify(FILE *log)
 {
     int fails = 0;
@@ -308,6 +363,7 @@ int mc_workload_verify(FILE *log)
         fails += check_accounting(log, (mc_wl_precision)p, p == MC_WL_FP16);
     }
     fails += check_overflow(log);
+    for (int dt = MC_DT_F32; dt <= MC_DT_BF16; dt++) fails += check_bias_grad_large(log, dt);
     fprintf(log, "verify: %d check(s) failed\n", fails);
     return fails;
 }

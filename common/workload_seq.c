@@ -97,18 +97,23 @@ int wl_seq_params(mc_workload *w)
     return 0;
 }
 
-/* gpu_reduce_kernel's scratch: buffer, semaphores, both freed when it returns. */
-static int reduce_scratch(mc_workload *w, int64_t outputs, int64_t inputs, bool along_rows,
-                          int scalar_size)
+/* gpu_reduce_kernel's scratch: buffer, semaphores (none where it needs no
+ * global reduce), both freed when the kernel is queued: reduce_end. */
+static int reduce_begin(mc_workload *w, int64_t outputs, int64_t inputs, bool along_rows,
+                        int scalar_size)
 {
     uint64_t buf = 0, sem = 0;
     wl_reduce_scratch(outputs, inputs, along_rows, 4, scalar_size, w->c.sm_count, &buf, &sem);
     if (!buf) return 0;
     A(w->red_buf, buf, MC_WL_OTHER, "reduction buffer");
     A(w->red_sem, sem, MC_WL_OTHER, "reduction semaphores");
+    return 0;
+}
+
+static void reduce_end(mc_workload *w)
+{
     F(w->red_sem);
     F(w->red_buf);
-    return 0;
 }
 
 /* First GEMM on a thread's handle: its cuBLAS workspace, and for Lt calls
@@ -196,7 +201,8 @@ static int loss_fwd(mc_workload *w)
      * the mean goes to its first element. */
     A(w->mse, n * 4, MC_WL_ACTIVATIONS, "mse_loss elementwise (holds the mean)");
     A(w->mse_tmp, n * 4, MC_WL_ACTIVATIONS, "mse_loss second [b,out]");
-    if (reduce_scratch(w, 1, n, false, 4)) return -1;
+    if (reduce_begin(w, 1, n, false, 4)) return -1;
+    reduce_end(w);
     if (G) mc_gpu_mse(G, FP(w->mse), FP(w->mse_tmp), of, FP(w->y), n, 1.0f);
     F(w->mse_tmp);
     A(w->loss, 4, MC_WL_OTHER, "loss / K");
@@ -276,8 +282,10 @@ static int addmm_bwd(mc_workload *w, int l, bool ck)
         else F(y->W16);
     }
     A(y->gbt, y->out * w->es, MC_WL_GRADS, nm("sum_to: grad of bias", l));
-    if (reduce_scratch(w, y->out, w->mb, true, w->es)) return -1;
-    if (G) mc_gpu_bias_grad(G, P(y->gbt), P(y->gh), w->mb, y->out, dt);
+    if (reduce_begin(w, y->out, w->mb, true, w->es)) return -1;
+    if (G) /* the partial sums go to the buffer, as in Reduce.cuh */
+        mc_gpu_bias_grad(G, P(y->gbt), P(y->gh), w->mb, y->out, dt, P(w->red_buf), w->red_buf.bytes);
+    reduce_end(w);
     F(y->gh);
     if (ck) { /* the pair's checkpoint frame dies, and with it the saved input */
         if (l > 0) F(w->ly[l - 1].r);

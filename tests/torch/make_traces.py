@@ -5,7 +5,9 @@ build/replay (tests/replay-fixtures.sh compares every column of every row).
 
     python3 tests/torch/make_traces.py OUTDIR [NAME ...] [--serial]
 
-NAME picks scenarios (default: all six); --serial runs them one at a time.
+NAME picks scenarios (default: all seven: six random ones, and seed_claims,
+the seeds' own sequences as C01 and C02 run them); --serial runs them one at
+a time.
 
 Needs a CUDA GPU and PyTorch (written against 2.11). Each scenario runs in a
 fresh Python process: PYTORCH_CUDA_ALLOC_CONF is read when CUDA initialises,
@@ -86,6 +88,37 @@ def sizes_churn(rng):
     return log_uniform(rng, 1, 64 * MiB)
 
 
+def seed_claims_script():
+    """The seeds' own sequences, as the suite's C01 and C02 run them: the
+    100-tensor loop of seed 000 kept, freed each step, and freed with
+    empty_cache each step; then C02's request sizes, each on an emptied cache,
+    and two 4-byte tensors sharing one segment. Yields (op, bytes or ref)."""
+    f32 = 1000 * 1000 * 4
+    for i in range(100):
+        yield ("alloc", f32)
+    for i in range(100):
+        yield ("free_oldest", None)
+    yield ("empty_cache", None)
+    yield ("reset_peak", None)
+    for with_empty in (False, True):
+        for i in range(100):
+            yield ("alloc", f32)
+            yield ("free_oldest", None)
+            if with_empty:
+                yield ("empty_cache", None)
+        yield ("empty_cache", None)
+        yield ("reset_peak", None)
+    for size in (1, 4, 511, 512, 513, MiB - 1, MiB, MiB + 1, 4000000, 10 * MiB - 1,
+                 10 * MiB, 10 * MiB + 1, 20 * MiB - 1, 20 * MiB + 1, 25000000,
+                 100 * MiB, 300 * MiB, 8000000):
+        yield ("alloc", size)
+        yield ("free_oldest", None)
+        yield ("empty_cache", None)
+        yield ("reset_peak", None)
+    yield ("alloc", 4)
+    yield ("alloc", 4)
+
+
 SCENARIOS = {
     "small":      dict(steps=2500, seed=11, sizes=sizes_small, p_alloc=0.55, budget=256 * MiB,
                        max_live=2000, p_empty=0.002, p_reset=0.002),
@@ -98,6 +131,8 @@ SCENARIOS = {
                        conf="max_split_size_mb:64", limit_bytes=2 * GiB),
     "limit":      dict(steps=1500, seed=15, sizes=sizes_limit, p_alloc=0.6, budget=2 * GiB,
                        max_live=200, p_empty=0.005, p_reset=0.005, limit_bytes=GiB),
+    "seed_claims": dict(steps=0, seed=0, script=seed_claims_script, budget=GiB, max_live=200,
+                        p_empty=0, p_reset=0, p_alloc=1, sizes=None),
     "churn":      dict(steps=1500, seed=16, sizes=sizes_churn, p_alloc=0.55, budget=GiB,
                        max_live=300, p_empty=0.1, p_reset=0.1),
 }
@@ -142,10 +177,34 @@ def run_child(name, outdir):
     lines, rows = [], []
     ooms = 0
     t0 = time.monotonic()
-    for step in range(1, sc["steps"] + 1):
+    script = list(sc["script"]()) if "script" in sc else None
+    nsteps = len(script) if script is not None else sc["steps"]
+    for step in range(1, nsteps + 1):
         u = rng.random()
         op, ident, nbytes, status, addr = None, "", "", "ok", None
-        if u < sc["p_empty"]:
+        if script is not None:
+            sop, ssize = script[step - 1]
+            if sop == "free_oldest":
+                op = "free"
+                ident = min(live)
+                del live[ident]
+                total_live -= live_bytes.pop(ident)
+            elif sop in ("empty_cache", "reset_peak"):
+                op = sop
+                if op == "empty_cache":
+                    torch.cuda.empty_cache()
+                else:
+                    torch.cuda.reset_peak_memory_stats(dev)
+            else:
+                op, ident, nbytes = "alloc", next_id, ssize
+                next_id += 1
+                t = torch.empty(ssize, dtype=torch.uint8, device="cuda")
+                addr = t.data_ptr()
+                live[ident] = t
+                live_bytes[ident] = ssize
+                total_live += ssize
+                del t
+        elif u < sc["p_empty"]:
             op = "empty_cache"
             torch.cuda.empty_cache()
         elif u < sc["p_empty"] + sc["p_reset"]:
@@ -195,7 +254,7 @@ def run_child(name, outdir):
         f.write("\n".join(head + settings + lines) + "\n")
     with open(os.path.join(outdir, name + ".expected.csv"), "w") as f:
         f.write("\n".join([HEADER] + rows) + "\n")
-    print(f"{name}: {sc['steps']} steps, {ooms} OOMs, {next_id - 1} allocations, "
+    print(f"{name}: {nsteps} steps, {ooms} OOMs, {next_id - 1} allocations, "
           f"{elapsed:.1f} s on {gpu}", flush=True)
 
 
