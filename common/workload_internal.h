@@ -112,6 +112,21 @@ void wl_seq_zero_grad(mc_workload *w);
 void wl_reduce_scratch(int64_t outputs, int64_t inputs, bool along_rows, int arg_size,
                        int scalar_size, int sm_count, uint64_t *buf, uint64_t *sem);
 
+/* Shorthands of the request sequence (workload_seq.c, workload_opt.c), for
+ * functions with a `mc_workload *w` that return -1 when a request is refused:
+ * A requests a tensor of `cat`, AK one kept past the step, F frees it, G is
+ * the GPU context (NULL in model-only). */
+#define G (w->gpu)
+#define A(t, bytes, cat, what)                                                      \
+    do {                                                                            \
+        if (wl_alloc(w, &(t), (uint64_t)(bytes), (cat), false, (what)) != 0) return -1; \
+    } while (0)
+#define AK(t, bytes, cat, what)                                                     \
+    do {                                                                            \
+        if (wl_alloc(w, &(t), (uint64_t)(bytes), (cat), true, (what)) != 0) return -1; \
+    } while (0)
+#define F(t) wl_free(w, &(t))
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,16 +9,6 @@
 #include "check.h"
 #include "workload_internal.h"
 
-#define G (w->gpu)
-#define A(t, bytes, cat, what)                                                      \
-    do {                                                                            \
-        if (wl_alloc(w, &(t), (uint64_t)(bytes), (cat), false, (what)) != 0) return -1; \
-    } while (0)
-#define AK(t, bytes, cat, what)                                                     \
-    do {                                                                            \
-        if (wl_alloc(w, &(t), (uint64_t)(bytes), (cat), true, (what)) != 0) return -1; \
-    } while (0)
-#define F(t) wl_free(w, &(t))
 #define FP(t) ((float *)WL_PTR(t))
 
 #define MOMENTUM 0.9f

@@ -53,16 +53,6 @@
 #define CUBLASLT_WS_BYTES (1ULL << 20) /* parseCUDABlasLtWorkspaceSize default, 1024 KiB */
 #define CAST_BIAS_FIRST 1             /* autocast's cast order, see above */
 
-#define G (w->gpu)
-#define A(t, bytes, cat, what)                                                      \
-    do {                                                                            \
-        if (wl_alloc(w, &(t), (uint64_t)(bytes), (cat), false, (what)) != 0) return -1; \
-    } while (0)
-#define AK(t, bytes, cat, what)                                                     \
-    do {                                                                            \
-        if (wl_alloc(w, &(t), (uint64_t)(bytes), (cat), true, (what)) != 0) return -1; \
-    } while (0)
-#define F(t) wl_free(w, &(t))
 #define P(t) WL_PTR(t)
 #define FP(t) ((float *)WL_PTR(t))
 
