@@ -34,19 +34,20 @@ else
 Q := @
 endif
 
-CPPFLAGS  := -Icommon -I$(CUDA_HOME)/include -MMD -MP
+CPPFLAGS  := -Icommon -Icommon/alloc -Icommon/workload -I$(CUDA_HOME)/include -MMD -MP
 CFLAGS    := -std=c11 -Wall -Wextra $(OPT) $(SANFLAGS)
 comma     := ,
 empty     :=
 space     := $(empty) $(empty)
 # C++ warns when a designated initializer leaves a member out; descriptors
 # (mc_experiment) leave optional members out by design, as C allows.
-NVCCFLAGS := -arch=$(CUDA_ARCH) -std=c++17 $(OPT) -Icommon -MMD -MP \
+NVCCFLAGS := -arch=$(CUDA_ARCH) -std=c++17 $(OPT) -Icommon -Icommon/alloc -Icommon/workload -MMD -MP \
              -Xcompiler $(subst $(space),$(comma),-Wall -Wextra -Wno-missing-field-initializers $(strip $(SANFLAGS)))
 LDFLAGS   := -Wl,--as-needed $(SANFLAGS) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
 LDLIBS    := -lcublasLt -lcublas -lcudart_static -lm -lpthread -ldl -lrt
 
-COMMON_SRC := $(wildcard common/*.c common/*.cu)
+COMMON_SRC := $(wildcard common/*.c common/*.cu common/alloc/*.c common/alloc/*.cu \
+                          common/workload/*.c common/workload/*.cu)
 COMMON_OBJ := $(patsubst %,$(BUILD)/obj/%.o,$(COMMON_SRC))
 EXP_SRC    := $(sort $(wildcard experiments/c[0-9][0-9]_*.c experiments/c[0-9][0-9]_*.cu))
 EXP_BIN    := $(patsubst experiments/%,$(BUILD)/%,$(basename $(EXP_SRC)))
