@@ -34,14 +34,14 @@ else
 Q := @
 endif
 
-CPPFLAGS  := -Icommon -Icommon/alloc -Icommon/workload -I$(CUDA_HOME)/include -MMD -MP
+CPPFLAGS  := -Icommon -I$(CUDA_HOME)/include -MMD -MP
 CFLAGS    := -std=c11 -Wall -Wextra $(OPT) $(SANFLAGS)
 comma     := ,
 empty     :=
 space     := $(empty) $(empty)
 # C++ warns when a designated initializer leaves a member out; descriptors
 # (mc_experiment) leave optional members out by design, as C allows.
-NVCCFLAGS := -arch=$(CUDA_ARCH) -std=c++17 $(OPT) -Icommon -Icommon/alloc -Icommon/workload -MMD -MP \
+NVCCFLAGS := -arch=$(CUDA_ARCH) -std=c++17 $(OPT) -Icommon -MMD -MP \
              -Xcompiler $(subst $(space),$(comma),-Wall -Wextra -Wno-missing-field-initializers $(strip $(SANFLAGS)))
 LDFLAGS   := -Wl,--as-needed $(SANFLAGS) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
 LDLIBS    := -lcublasLt -lcublas -lcudart_static -lm -lpthread -ldl -lrt

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc_probe.h"
+#include "alloc/alloc_probe.h"
 #include "check.h"
 #include "clock.h"
 #include "experiment.h"

@@ -11,7 +11,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "alloc_probe.h"
+#include "alloc/alloc_probe.h"
 #include "check.h"
 #include "check_cuda.h"
 #include "experiment.h"

@@ -15,13 +15,13 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
-#include "alloc_model.h"
+#include "alloc/alloc_model.h"
 #include "check_cuda.h"
 #include "event_timer.h"
 #include "experiment.h"
 #include "stats.h"
 #include "verdict.h"
-#include "workload.h"
+#include "workload/workload.h"
 
 static bool sgd_opt = false;
 

@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc_model.h"
+#include "alloc/alloc_model.h"
 #include "check.h"
 #include "clock.h"
 #include "experiment.h"
 #include "stats.h"
-#include "workload.h"
+#include "workload/workload.h"
 
 static uint64_t limit_opt = 0; /* 0: 2 GiB, or 512 MiB with --quick */
 

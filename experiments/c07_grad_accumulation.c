@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc_model.h"
+#include "alloc/alloc_model.h"
 #include "check.h"
 #include "experiment.h"
 #include "stats.h"
-#include "workload.h"
+#include "workload/workload.h"
 
 static const mc_experiment EXP = {
     .claim = "C07",

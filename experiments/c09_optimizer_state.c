@@ -11,7 +11,7 @@
 
 #include "check.h"
 #include "experiment.h"
-#include "workload.h"
+#include "workload/workload.h"
 
 static int batch_opt = 512;
 static int layers_opt = 4;

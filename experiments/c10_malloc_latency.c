@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc_cuda.h"
-#include "alloc_model.h"
+#include "alloc/alloc_cuda.h"
+#include "alloc/alloc_model.h"
 #include "check_cuda.h"
 #include "clock.h"
 #include "experiment.h"

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc_probe.h"
+#include "alloc/alloc_probe.h"
 #include "check.h"
 #include "experiment.h"
 

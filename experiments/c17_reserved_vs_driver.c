@@ -15,9 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "alloc_cuda.h"
-#include "alloc_host.h"
-#include "alloc_model.h"
+#include "alloc/alloc_cuda.h"
+#include "alloc/alloc_host.h"
+#include "alloc/alloc_model.h"
 #include "check_cuda.h"
 #include "clock.h"
 #include "experiment.h"

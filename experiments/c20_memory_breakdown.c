@@ -11,7 +11,7 @@
 
 #include "check.h"
 #include "experiment.h"
-#include "workload.h"
+#include "workload/workload.h"
 
 static const mc_experiment EXP = {
     .claim = "C20",

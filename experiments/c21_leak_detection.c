@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc_probe.h"
+#include "alloc/alloc_probe.h"
 #include "check.h"
 #include "experiment.h"
-#include "workload.h"
+#include "workload/workload.h"
 
 static int iters_opt = 0; /* 0: 50, or 20 with --quick */
 

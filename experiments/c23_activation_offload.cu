@@ -22,13 +22,13 @@
 
 #include <cuda_runtime_api.h>
 
-#include "alloc_probe.h"
+#include "alloc/alloc_probe.h"
 #include "check.h"
 #include "check_cuda.h"
 #include "event_timer.h"
 #include "experiment.h"
 #include "gate.h"
-#include "offload_mlp.h"
+#include "workload/offload_mlp.h"
 
 static int layers_opt = 8;
 static int width_opt = 2048;

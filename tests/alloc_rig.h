@@ -4,8 +4,8 @@
 #ifndef MC_ALLOC_RIG_H
 #define MC_ALLOC_RIG_H
 
-#include "alloc_host.h"
-#include "alloc_model.h"
+#include "alloc/alloc_host.h"
+#include "alloc/alloc_model.h"
 
 #define MiB (1ULL << 20)
 #define LIMIT_1GIB (1073741823ULL) /* int(fraction * total) for 1 GiB of an 80 GB card */

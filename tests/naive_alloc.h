@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc_host.h"
-#include "alloc_model.h"
+#include "alloc/alloc_host.h"
+#include "alloc/alloc_model.h"
 
 typedef struct {
     uint64_t addr, size, req, seg; /* seg: the segment's base address */

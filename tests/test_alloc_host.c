@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "alloc_host.h"
+#include "alloc/alloc_host.h"
 
 #define MiB (1ULL << 20)
 #define TOP CA_HOST_TOP

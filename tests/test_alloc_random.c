@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc_internal.h"
+#include "alloc/alloc_internal.h"
 #include "alloc_rig.h"
 #include "naive_alloc.h"
 

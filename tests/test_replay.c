@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay.h"
+#include "alloc/replay.h"
 
 /* Replays text; returns ca_replay's result, the CSV in out (static). */
 static int replay_text(const char *text, ca_replay_opts o, const char **out, ca_replay_result *res,

@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "trace.h"
+#include "alloc/trace.h"
 
 static int parse(ca_trace *t, const char *text, char *err, size_t len)
 {

@@ -16,11 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc_host.h"
+#include "alloc/alloc_host.h"
 #include "test_util.h"
-#include "trace.h"
-#include "workload.h"
-#include "workload_internal.h"
+#include "alloc/trace.h"
+#include "workload/workload.h"
+#include "workload/workload_internal.h"
 
 #define WS (32ULL << 20)   /* the cuBLAS workspace of a handle on sm_90 */
 #define LTWS (1ULL << 20)  /* the cuBLASLt workspace */

@@ -14,7 +14,7 @@
 
 #include "check.h"
 #include "test_util.h"
-#include "workload_args.h"
+#include "workload/workload_args.h"
 
 static int parse(const char *line, mc_workload_cli *cli, char *err)
 {

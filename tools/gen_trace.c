@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc_model.h"
+#include "alloc/alloc_model.h"
 #include "check.h"
 #include "options.h"
 

@@ -20,8 +20,8 @@
 #include "check.h"
 #include "clock.h"
 #include "options.h"
-#include "replay.h"
-#include "trace.h"
+#include "alloc/replay.h"
+#include "alloc/trace.h"
 
 static void help(FILE *fp)
 {

@@ -14,9 +14,9 @@
 #include "check.h"
 #include "check_cuda.h"
 #include "gpu.h"
-#include "mlp_verify.h"
-#include "workload.h"
-#include "workload_args.h"
+#include "workload/mlp_verify.h"
+#include "workload/workload.h"
+#include "workload/workload_args.h"
 
 int main(int argc, char **argv)
 {

@@ -8,7 +8,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include "alloc_probe.h"
+#include "alloc/alloc_probe.h"
 #include "check.h"
 #include "check_cuda.h"
 #include "event_timer.h"

@@ -25,7 +25,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include "alloc_probe.h"
+#include "alloc/alloc_probe.h"
 #include "event_timer.h"
 #include "experiment.h"
 

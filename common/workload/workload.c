@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc_cuda.h"
+#include "alloc/alloc_cuda.h"
 #include "check.h"
 #include "workload_internal.h"
 

@@ -36,7 +36,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "alloc_model.h"
+#include "alloc/alloc_model.h"
 
 #ifdef __cplusplus
 extern "C" {

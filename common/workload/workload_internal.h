@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "alloc_host.h"
-#include "alloc_model.h"
+#include "alloc/alloc_host.h"
+#include "alloc/alloc_model.h"
 #include "mlp_gpu.h"
 #include "workload.h"
 

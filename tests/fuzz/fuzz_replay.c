@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay.h"
-#include "trace.h"
+#include "alloc/replay.h"
+#include "alloc/trace.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
