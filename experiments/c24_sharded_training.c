@@ -65,8 +65,8 @@ static const mc_experiment EXP = {
               "at 1 MiB then 25 MiB from step 2), ZeRO-2 (FSDP2 fully_shard per Linear with "
               "reshard_after_forward=False) and FSDP (fully_shard per Linear: each layer all-gathered "
               "before use and freed after, gradients reduce-scattered). Model: rank 0's largest step "
-              "peak allocated over 3 steps, for N = 1, 2, 4 .. 64 (--max-ranks) and N = 4096 (what "
-              "stays unsharded), host backend, no capacity limit. GPU (--gpus 2, width 4096 or "
+              "peak allocated over 3 steps, for N = 1, 2, 4 .. 64 (--max-ranks) and N = the width "
+              "(one row of each parameter a rank: what stays unsharded), host backend, no capacity limit. GPU (--gpus 2, width 4096 or "
               "--width; --quick 1024): one thread per GPU, each rank's allocator model over the CUDA "
               "backend, real NCCL collectives (NCCL_NVLS_ENABLE=0) on the blocks the allocator gave "
               "(seeded values, each result checked: all-reduce = the sum over ranks, all-gather = "
@@ -91,7 +91,6 @@ static const int64_t WIDTHS[] = {1024, 2048, 4096, 8192};
 static const int64_t WIDTHS_QUICK[] = {256, 1024};
 #define MAX_WIDTHS 4
 #define MODEL_STEPS 3
-#define FLOOR_RANKS 4096 /* "N -> infinity": what stays unsharded */
 #define GOAL 10.0
 #define SOME 2.0
 #define MODEL_TOL 0.05
@@ -220,10 +219,14 @@ int main(int argc, char **argv)
                 }
             }
         }
-        uint64_t floor = predict(&run, W, MC_SH_FSDP, FLOOR_RANKS);
+        /* What stays unsharded: N = W ranks hold one row of every
+         * parameter each, with no padding (FSDP2 pads every dim-0 to a
+         * multiple of N, so a larger N would gather more than the layer). */
+        uint64_t floor = predict(&run, W, MC_SH_FSDP, (int)W);
         snprintf(variant, sizeof variant, "fsdp_w%lld", (long long)W);
-        mc_emit_value(&run, variant, "ranks", FLOOR_RANKS, "peak_allocated_model", "bytes",
-                      (double)floor, "model: what stays unsharded (N = 4096)");
+        mc_emit_value(&run, variant, "ranks", (double)W, "peak_allocated_model", "bytes",
+                      (double)floor, "model: what stays unsharded (N = width: one row of each "
+                      "parameter a rank, no padding)");
         double P = 0;
         for (int l = 0; l < layers_opt; l++) P += (double)W * (double)W + (double)W;
         if (n10[i])
@@ -232,14 +235,14 @@ int main(int argc, char **argv)
                             "tends to %.2f GiB (%.1fx): activations, workspaces and one gathered "
                             "layer with its gradient and buffers stay whole.",
                             (long long)W, P / 1e6, gib(ddp1), GOAL, n10[i], best_r[i], max_ranks_opt,
-                            gib(floor), (double)ddp1 / (double)floor);
+                            (long long)W, gib(floor), (double)ddp1 / (double)floor);
         else
             mc_emit_finding(&run, "Width %lld (%.0fM parameters; model): DDP %.2f GiB a rank; FSDP "
                             "at most %.1fx less (N = %d), never %.0fx; with unbounded N it tends "
                             "to %.2f GiB (%.1fx): activations, workspaces and one gathered layer "
                             "with its gradient and buffers stay whole.",
                             (long long)W, P / 1e6, gib(ddp1), best_r[i], max_ranks_opt, GOAL,
-                            gib(floor), (double)ddp1 / (double)floor);
+                            (long long)W, gib(floor), (double)ddp1 / (double)floor);
     }
 
     /* ---- GPUs ---- */

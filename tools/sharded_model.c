@@ -42,8 +42,8 @@ int main(int argc, char **argv)
         }
         const char *v = argv[++i];
         if (!strcmp(a, "--mode") ? mc_sh_mode_parse(v, &c.mode) != 0
-            : !strcmp(a, "--world") ? mc_parse_int(v, 1, 4096, &c.world) != 0
-                                    : mc_parse_int(v, 0, 4095, &c.rank) != 0) {
+            : !strcmp(a, "--world") ? mc_parse_int(v, 1, 65536, &c.world) != 0
+                                    : mc_parse_int(v, 0, 65535, &c.rank) != 0) {
             fprintf(stderr, "sharded_model: bad value for %s: '%s'\n", a, v);
             return MC_EXIT_USAGE;
         }

@@ -37,8 +37,8 @@ int mc_sh_config_check(const mc_sh_config *c, char *err, size_t len)
         snprintf(err, len, "unknown data-parallel mode");
         return -1;
     }
-    if (c->world < 1 || c->world > 4096) {
-        snprintf(err, len, "ranks must be 1..4096, not %d", c->world);
+    if (c->world < 1 || c->world > 65536) {
+        snprintf(err, len, "ranks must be 1..65536, not %d", c->world);
         return -1;
     }
     if (c->rank < 0 || c->rank >= c->world) {

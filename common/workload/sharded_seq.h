@@ -108,7 +108,7 @@ int mc_sh_mode_parse(const char *s, mc_sh_mode *m); /* 0 or -1 */
 
 /* 0, or -1 with one line in err: the workload's own checks, and what this
  * model does not cover (fp16/bf16, accumulation, checkpointing), world < 1
- * or > 4096, rank outside [0, world). */
+ * or > 65536, rank outside [0, world). */
 int mc_sh_config_check(const mc_sh_config *c, char *err, size_t len);
 
 /* Builds the model as the wrapper leaves it (parameters, then DDP's bucket
