@@ -231,15 +231,15 @@ int main(int argc, char **argv)
         for (int l = 0; l < layers_opt; l++) P += (double)W * (double)W + (double)W;
         if (n10[i])
             mc_emit_finding(&run, "Width %lld (%.0fM parameters; model): DDP %.2f GiB a rank; FSDP "
-                            "reaches %.0fx less at N = %d, %.1fx at N = %d; with unbounded N it "
-                            "tends to %.2f GiB (%.1fx): activations, workspaces and one gathered "
+                            "reaches %.0fx less at N = %d, %.1fx at N = %d; at N = %lld (one row "
+                            "of each parameter a rank) %.2f GiB (%.1fx): activations, workspaces and one gathered "
                             "layer with its gradient and buffers stay whole.",
                             (long long)W, P / 1e6, gib(ddp1), GOAL, n10[i], best_r[i], max_ranks_opt,
                             (long long)W, gib(floor), (double)ddp1 / (double)floor);
         else
             mc_emit_finding(&run, "Width %lld (%.0fM parameters; model): DDP %.2f GiB a rank; FSDP "
-                            "at most %.1fx less (N = %d), never %.0fx; with unbounded N it tends "
-                            "to %.2f GiB (%.1fx): activations, workspaces and one gathered layer "
+                            "at most %.1fx less (N = %d), never %.0fx; at N = %lld (one row of "
+                            "each parameter a rank) %.2f GiB (%.1fx): activations, workspaces and one gathered layer "
                             "with its gradient and buffers stay whole.",
                             (long long)W, P / 1e6, gib(ddp1), best_r[i], max_ranks_opt, GOAL,
                             (long long)W, gib(floor), (double)ddp1 / (double)floor);
