@@ -9,8 +9,13 @@
  * seeded values instead, so that every collective is verified: an
  * all-reduced bucket must equal the sum of every rank's values, a gathered
  * parameter the values its owners hold, a reduce-scattered shard the sum of
- * the ranks' gradient rows. Device time of the collectives and their copies
- * is taken with CUDA events around each.
+ * the ranks' gradient rows. The 1/N averaging PyTorch applies (DDP while
+ * copying into the bucket, FSDP2 around the reduce-scatter) is left out:
+ * it moves no byte and allocates nothing, and sums of small integers stay
+ * exact. Device time of the collectives and their copies is taken with
+ * CUDA events around each; every rank issues its work on one stream of
+ * its own (PyTorch overlaps the collectives with compute on side streams;
+ * with no compute here there is nothing to overlap).
  *
  * NCCL_NVLS_ENABLE=0 is set (setenv, unless already set) before the
  * communicators are made: NVLink multicast stays off.
