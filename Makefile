@@ -48,9 +48,12 @@ LDLIBS    := -lcublasLt -lcublas -lcudart_static -lm -lpthread -ldl -lrt
 
 # NCCL, for C24's GPU run (common/workload/sharded_gpu.cu). NCCL_HOME is a
 # folder with include/nccl.h and lib/libnccl.so*; unset, the pip package
-# PyTorch ships it in (nvidia.nccl) is asked, where python3 has it. Without
-# nccl.h everything still builds and C24 waives its GPU part.
-NCCL_HOME ?= $(shell python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null)
+# PyTorch ships it in is looked for under python3's `nvidia` namespace
+# (nvidia/nccl/, or nvidia/<cuXX>/ in newer wheels). Without nccl.h
+# everything still builds and C24 waives its GPU part.
+ifeq ($(origin NCCL_HOME),undefined)
+NCCL_HOME := $(shell python3 -c 'import glob, os, nvidia; print(next((os.path.dirname(os.path.dirname(h)) for p in nvidia.__path__ for h in sorted(glob.glob(os.path.join(p, "*", "include", "nccl.h")))), ""))' 2>/dev/null)
+endif
 ifneq ($(and $(NCCL_HOME),$(wildcard $(NCCL_HOME)/include/nccl.h)),)
 NCCL_LIB  := $(firstword $(notdir $(wildcard $(NCCL_HOME)/lib/libnccl.so $(NCCL_HOME)/lib/libnccl.so.2)))
 CPPFLAGS  += -DMC_HAVE_NCCL -I$(NCCL_HOME)/include
