@@ -54,8 +54,8 @@ LDLIBS    := -lcublasLt -lcublas -lcudart_static -lm -lpthread -ldl -lrt
 ifeq ($(origin NCCL_HOME),undefined)
 NCCL_HOME := $(shell python3 -c 'import glob, os, nvidia; print(next((os.path.dirname(os.path.dirname(h)) for p in nvidia.__path__ for h in sorted(glob.glob(os.path.join(p, "*", "include", "nccl.h")))), ""))' 2>/dev/null)
 endif
-ifneq ($(and $(NCCL_HOME),$(wildcard $(NCCL_HOME)/include/nccl.h)),)
-NCCL_LIB  := $(firstword $(notdir $(wildcard $(NCCL_HOME)/lib/libnccl.so $(NCCL_HOME)/lib/libnccl.so.2)))
+NCCL_LIB  := $(if $(NCCL_HOME),$(firstword $(notdir $(wildcard $(NCCL_HOME)/lib/libnccl.so $(NCCL_HOME)/lib/libnccl.so.2))))
+ifneq ($(and $(NCCL_LIB),$(wildcard $(NCCL_HOME)/include/nccl.h)),)
 CPPFLAGS  += -DMC_HAVE_NCCL -I$(NCCL_HOME)/include
 NVCCFLAGS += -DMC_HAVE_NCCL -I$(NCCL_HOME)/include
 # -l: with the file name, since the pip package has libnccl.so.2 and no libnccl.so.
