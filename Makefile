@@ -46,6 +46,22 @@ NVCCFLAGS := -arch=$(CUDA_ARCH) -std=c++17 $(OPT) -Icommon -MMD -MP \
 LDFLAGS   := -Wl,--as-needed $(SANFLAGS) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
 LDLIBS    := -lcublasLt -lcublas -lcudart_static -lm -lpthread -ldl -lrt
 
+# NCCL, for C24's GPU run (common/workload/sharded_gpu.cu). NCCL_HOME is a
+# folder with include/nccl.h and lib/libnccl.so*; unset, the pip package
+# PyTorch ships it in is looked for under python3's `nvidia` namespace
+# (nvidia/nccl/, or nvidia/<cuXX>/ in newer wheels). Without nccl.h
+# everything still builds and C24 waives its GPU part.
+ifeq ($(origin NCCL_HOME),undefined)
+NCCL_HOME := $(shell python3 -c 'import glob, os, nvidia; print(next((os.path.dirname(os.path.dirname(h)) for p in nvidia.__path__ for h in sorted(glob.glob(os.path.join(p, "*", "include", "nccl.h")))), ""))' 2>/dev/null)
+endif
+NCCL_LIB  := $(if $(NCCL_HOME),$(firstword $(notdir $(wildcard $(NCCL_HOME)/lib/libnccl.so $(NCCL_HOME)/lib/libnccl.so.2))))
+ifneq ($(and $(NCCL_LIB),$(wildcard $(NCCL_HOME)/include/nccl.h)),)
+CPPFLAGS  += -DMC_HAVE_NCCL -I$(NCCL_HOME)/include
+NVCCFLAGS += -DMC_HAVE_NCCL -I$(NCCL_HOME)/include
+# -l: with the file name, since the pip package has libnccl.so.2 and no libnccl.so.
+LDLIBS    += -L$(NCCL_HOME)/lib -Wl,-rpath,$(NCCL_HOME)/lib -l:$(NCCL_LIB)
+endif
+
 COMMON_SRC := $(wildcard common/*.c common/*.cu common/alloc/*.c common/alloc/*.cu \
                           common/workload/*.c common/workload/*.cu)
 COMMON_OBJ := $(patsubst %,$(BUILD)/obj/%.o,$(COMMON_SRC))
@@ -71,7 +87,7 @@ help:
 	@echo "make readme     regenerate the README's figures and verdict table from results/reference-h100 and tests/fixtures"
 	@echo "make bench      the allocator model's replay speed;  make fuzz   the trace parser under libFuzzer"
 	@echo "make deps       install the Debian packages (gnuplot, hyperfine, cmocka, clang)"
-	@echo "Variables: CUDA_ARCH=$(CUDA_ARCH) CUDA_HOME=$(CUDA_HOME) SAN=1 V=1"
+	@echo "Variables: CUDA_ARCH=$(CUDA_ARCH) CUDA_HOME=$(CUDA_HOME) NCCL_HOME=$(NCCL_HOME) SAN=1 V=1"
 
 # ------------------------------------------------------------------ build
 

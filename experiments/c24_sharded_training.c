@@ -1,0 +1,271 @@
+/* c24_sharded_training: C24. Does fully sharded data parallelism (FSDP)
+ * cut memory per GPU by up to 10x?
+ *
+ * The training workload (an MLP, fp32) under DDP, ZeRO-2 and FSDP as
+ * PyTorch 2.11 runs them (common/workload/sharded_seq.h: the request order
+ * of DDP's Reducer and FSDP2's fully_shard): per-rank peak allocated
+ * predicted by the allocator model for N = 1..64 ranks (no GPU needed), and
+ * on N GPUs (--gpus, default 2) each rank's measured peak and the device
+ * time of its collectives through NCCL, verified value by value. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "experiment.h"
+#include "workload/sharded_gpu.h"
+#include "workload/sharded_seq.h"
+
+static int layers_opt = 8;
+static int batch_opt = 32;
+static int max_ranks_opt = 64;
+static int gpus_opt = 2;
+static int width_opt = 0; /* 0: 4096, --quick 1024 */
+static const char *optimizer_opt = "adam";
+
+static const mc_extra_opt EXTRA[] = {
+    {"layers", MC_OPT_COUNT, &layers_opt, "Linear layers, 2..64 (default 8)"},
+    {"batch", MC_OPT_COUNT, &batch_opt, "rows per rank per step (default 32)"},
+    {"optimizer", MC_OPT_STRING, &optimizer_opt, "sgd, momentum or adam (default adam)"},
+    {"max-ranks", MC_OPT_COUNT, &max_ranks_opt, "largest N predicted, a power of two <= 4096 (default 64)"},
+    {"gpus", MC_OPT_COUNT, &gpus_opt, "GPUs for the measured run, 2..16 (default 2)"},
+    {"width", MC_OPT_COUNT, &width_opt, "width of the measured run (default 4096, --quick 1024)"},
+    {NULL, MC_OPT_FLAG, NULL, NULL},
+};
+
+static mc_wl_optimizer optimizer;
+
+static const char *validate(const mc_options *o)
+{
+    (void)o;
+    if (layers_opt < 2 || layers_opt > 64) return "--layers must be from 2 to 64";
+    if (max_ranks_opt > 4096 || (max_ranks_opt & (max_ranks_opt - 1)))
+        return "--max-ranks must be a power of two up to 4096";
+    if (gpus_opt < 2 || gpus_opt > MC_SH_MAX_GPUS) return "--gpus must be from 2 to 16";
+    if (width_opt > 65536) return "--width must be at most 65536";
+    if (strcmp(optimizer_opt, "sgd") == 0) optimizer = MC_WL_SGD;
+    else if (strcmp(optimizer_opt, "momentum") == 0) optimizer = MC_WL_MOMENTUM;
+    else if (strcmp(optimizer_opt, "adam") == 0) optimizer = MC_WL_ADAM;
+    else return "--optimizer must be sgd, momentum or adam";
+    return NULL;
+}
+
+static const mc_experiment EXP = {
+    .claim = "C24",
+    .key = "sharded_training",
+    .title = "Per-rank memory of DDP, ZeRO-2 and FSDP over 1..64 ranks, and their cost on 2 GPUs",
+    .seed_claim = "Fully sharded data parallelism (FSDP) shards parameters, gradients and optimizer "
+                  "state over the GPUs, for up to 10x less memory per GPU.",
+    .method = "The training workload (Linear+ReLU MLP, L=8 layers (--layers) of width 1024, 2048, "
+              "4096, 8192 (--quick 256, 1024), input and output the width, 32 rows a rank (--batch), "
+              "fp32, Adam (--optimizer)) under three wrappers, with each rank's requests in PyTorch "
+              "2.11's order: DDP (the Reducer's flat gradient buckets, one bucket at step 1, rebuilt "
+              "at 1 MiB then 25 MiB from step 2), ZeRO-2 (FSDP2 fully_shard per Linear with "
+              "reshard_after_forward=False) and FSDP (fully_shard per Linear: each layer all-gathered "
+              "before use and freed after, gradients reduce-scattered). Model: rank 0's largest step "
+              "peak allocated over 3 steps, for N = 1, 2, 4 .. 64 (--max-ranks) and N = the width "
+              "(one row of each parameter a rank: what stays unsharded), host backend, no capacity limit. GPU (--gpus 2, width 4096 or "
+              "--width; --quick 1024): one thread per GPU, each rank's allocator model over the CUDA "
+              "backend, real NCCL collectives (NCCL_NVLS_ENABLE=0) on the blocks the allocator gave "
+              "(seeded values, each result checked: all-reduce = the sum over ranks, all-gather = "
+              "the owners' values, reduce-scatter = the sum of the ranks' rows), 1 + --warmup + "
+              "--repeats steps; per rank: max_memory_allocated per step, and CUDA-event device time "
+              "of the step's collectives and their copies. The network's arithmetic is not run on "
+              "the GPU: it is the same in every wrapper.",
+    .verdict_rule = "R(W, N) = peak(DDP, N=1) / peak(FSDP, N) from the model, per width W. holds if "
+                    "R >= 10 at some N <= --max-ranks for the largest width; holds-partly if not, "
+                    "but R >= 2 there (the unsharded activations, workspaces and one gathered "
+                    "layer's parameters, gradient and communication buffers bound it); "
+                    "does-not-hold if R < 2. On GPUs: inconclusive if a rank's measured peak "
+                    "differs from the model's by more than 5%.",
+    .flags = MC_EXP_MODEL_ONLY,
+    .default_repeats = 5,
+    .default_warmup = 1,
+    .extra = EXTRA,
+    .validate = validate,
+};
+
+static const int64_t WIDTHS[] = {1024, 2048, 4096, 8192};
+static const int64_t WIDTHS_QUICK[] = {256, 1024};
+#define MAX_WIDTHS 4
+#define MODEL_STEPS 3
+#define GOAL 10.0
+#define SOME 2.0
+#define MODEL_TOL 0.05
+static const mc_sh_mode MODES[3] = {MC_SH_DDP, MC_SH_ZERO2, MC_SH_FSDP};
+
+static mc_sh_config config(int64_t width, mc_sh_mode mode, int world)
+{
+    mc_sh_config c;
+    memset(&c, 0, sizeof c);
+    c.wl = mc_workload_config_default();
+    c.wl.layers = layers_opt;
+    c.wl.in = c.wl.width = c.wl.out = width;
+    c.wl.batch = batch_opt;
+    c.wl.optimizer = optimizer;
+    c.wl.host_capacity = 1ULL << 50; /* predictions: no capacity limit */
+    c.mode = mode;
+    c.world = world;
+    c.rank = 0;
+    return c;
+}
+
+static uint64_t predict(mc_run *run, int64_t width, mc_sh_mode mode, int world)
+{
+    mc_sh_config c = config(width, mode, world);
+    char err[256];
+    uint64_t peak = 0;
+    if (mc_sh_predict_peak(&c, MODEL_STEPS, &peak, err, sizeof err) != 0) {
+        mc_log(run, "model: %s", err);
+        exit(MC_EXIT_USAGE); /* a configuration the model refuses: bad input */
+    }
+    return peak;
+}
+
+static double gib(uint64_t b) { return (double)b / (double)(1ULL << 30); }
+
+/* ------------------------------------------------------------ GPU run */
+
+/* Runs each wrapper on the GPUs; returns false when the model misses a
+ * measured peak by more than MODEL_TOL. */
+static bool gpu_part(mc_run *run, int64_t width)
+{
+    const int steps = 1 + run->opt.warmup + run->opt.repeats, first = 1 + run->opt.warmup;
+    static mc_sh_gpu_result res[3];
+    char err[256], note[256], variant[32];
+    bool model_ok = true;
+    double comm_med[3] = {0, 0, 0}, peak_med[3] = {0, 0, 0};
+    for (int m = 0; m < 3; m++) {
+        mc_sh_config c = config(width, MODES[m], gpus_opt);
+        c.wl.host_capacity = mc_workload_config_default().host_capacity;
+        if (mc_sh_gpu_run(&c, steps, &res[m], err, sizeof err) != 0) mc_run_waive(run, "%s", err);
+        mc_sh_gpu_result *r = &res[m];
+        if (r->oom) {
+            mc_emit(run, mc_sh_mode_name(MODES[m]), "ranks", gpus_opt, "peak_allocated", "bytes",
+                    mc_stats_of(NULL, 0), "oom", "a rank ran out of device memory");
+            continue;
+        }
+        if (r->bad_values)
+            mc_verify_failed(run, mc_sh_mode_name(MODES[m]), "%llu values wrong after %llu collectives",
+                             (unsigned long long)r->bad_values, (unsigned long long)r->collectives);
+        for (int q = 0; q < gpus_opt; q++) {
+            double pk[MC_SH_MAX_STEPS], cs[MC_SH_MAX_STEPS];
+            for (int s = first; s < steps; s++) {
+                pk[s - first] = (double)r->peak[q][s];
+                cs[s - first] = r->comm_s[q][s];
+            }
+            mc_stats sp = mc_stats_of(pk, (size_t)(steps - first)), sc = mc_stats_of(cs, (size_t)(steps - first));
+            snprintf(variant, sizeof variant, "%s_rank%d", mc_sh_mode_name(MODES[m]), q);
+            double model = (double)r->model[q][steps - 1];
+            snprintf(note, sizeof note, "width %lld, %d GPUs; max_memory_allocated per step, "
+                     "allocator model over the CUDA backend; model says %.0f", (long long)width,
+                     gpus_opt, model);
+            mc_emit(run, variant, "ranks", gpus_opt, "peak_allocated", "bytes", sp, "ok", note);
+            mc_emit(run, variant, "ranks", gpus_opt, "comm_time", "s", sc, "ok",
+                    "CUDA events around each collective and its copies, summed per step");
+            if (fabs(sp.median - model) > MODEL_TOL * model) model_ok = false;
+            if (q == 0) {
+                comm_med[m] = sc.median;
+                peak_med[m] = sp.median;
+            }
+        }
+    }
+    if (peak_med[0] > 0 && peak_med[2] > 0)
+        mc_emit_finding(run, "On %d GPUs at width %lld (measured, rank 0): per-rank peak DDP %.2f GiB, "
+                        "ZeRO-2 %.2f GiB, FSDP %.2f GiB (%.2fx less than DDP); device time of the "
+                        "step's collectives and copies DDP %.3f ms, ZeRO-2 %.3f ms, FSDP %.3f ms "
+                        "(%.2fx DDP's; computation, the same for all three, not run).",
+                        gpus_opt, (long long)width, peak_med[0] / (1ULL << 30),
+                        peak_med[1] / (1ULL << 30), peak_med[2] / (1ULL << 30),
+                        peak_med[0] / peak_med[2], comm_med[0] * 1e3, comm_med[1] * 1e3,
+                        comm_med[2] * 1e3, comm_med[0] > 0 ? comm_med[2] / comm_med[0] : NAN);
+    return model_ok;
+}
+
+/* ------------------------------------------------------------ main */
+
+int main(int argc, char **argv)
+{
+    mc_run run;
+    mc_run_begin(&run, &EXP, argc, argv);
+    const int64_t *widths = run.opt.quick ? WIDTHS_QUICK : WIDTHS;
+    const int nw = run.opt.quick ? 2 : 4;
+    char variant[32], note[256];
+
+    /* ---- model: every wrapper, width and N ---- */
+    double best_r[MAX_WIDTHS];
+    int n10[MAX_WIDTHS];
+    for (int i = 0; i < nw; i++) {
+        const int64_t W = widths[i];
+        const uint64_t ddp1 = predict(&run, W, MC_SH_DDP, 1);
+        n10[i] = 0;
+        best_r[i] = 0;
+        for (int m = 0; m < 3; m++) {
+            snprintf(variant, sizeof variant, "%s_w%lld", mc_sh_mode_name(MODES[m]), (long long)W);
+            snprintf(note, sizeof note, "model: rank 0's largest step peak over %d steps; L=%d, width "
+                     "%lld, %d rows a rank, %s, fp32", MODEL_STEPS, layers_opt, (long long)W,
+                     batch_opt, optimizer_opt);
+            for (int n = 1; n <= max_ranks_opt; n *= 2) {
+                uint64_t p = m == 0 && n == 1 ? ddp1 : predict(&run, W, MODES[m], n);
+                double r = (double)ddp1 / (double)p;
+                mc_emit_value(&run, variant, "ranks", n, "peak_allocated_model", "bytes", (double)p, note);
+                mc_emit_value(&run, variant, "ranks", n, "reduction_model", "ratio", r,
+                              "model: peak(DDP, N=1) / this peak");
+                if (MODES[m] == MC_SH_FSDP) {
+                    if (r > best_r[i]) best_r[i] = r;
+                    if (!n10[i] && r >= GOAL) n10[i] = n;
+                }
+            }
+        }
+        /* What stays unsharded: N = W ranks hold one row of every
+         * parameter each, with no padding (FSDP2 pads every dim-0 to a
+         * multiple of N, so a larger N would gather more than the layer). */
+        uint64_t floor = predict(&run, W, MC_SH_FSDP, (int)W);
+        snprintf(variant, sizeof variant, "fsdp_w%lld", (long long)W);
+        mc_emit_value(&run, variant, "ranks", (double)W, "peak_allocated_model", "bytes",
+                      (double)floor, "model: what stays unsharded (N = width: one row of each "
+                      "parameter a rank, no padding)");
+        double P = 0;
+        for (int l = 0; l < layers_opt; l++) P += (double)W * (double)W + (double)W;
+        if (n10[i])
+            mc_emit_finding(&run, "Width %lld (%.0fM parameters; model): DDP %.2f GiB a rank; FSDP "
+                            "reaches %.0fx less at N = %d, %.1fx at N = %d; at N = %lld (one row "
+                            "of each parameter a rank) %.2f GiB (%.1fx): activations, workspaces and one gathered "
+                            "layer with its gradient and buffers stay whole.",
+                            (long long)W, P / 1e6, gib(ddp1), GOAL, n10[i], best_r[i], max_ranks_opt,
+                            (long long)W, gib(floor), (double)ddp1 / (double)floor);
+        else
+            mc_emit_finding(&run, "Width %lld (%.0fM parameters; model): DDP %.2f GiB a rank; FSDP "
+                            "at most %.1fx less (N = %d), never %.0fx; at N = %lld (one row of "
+                            "each parameter a rank) %.2f GiB (%.1fx): activations, workspaces and one gathered layer "
+                            "with its gradient and buffers stay whole.",
+                            (long long)W, P / 1e6, gib(ddp1), best_r[i], max_ranks_opt, GOAL,
+                            (long long)W, gib(floor), (double)ddp1 / (double)floor);
+    }
+
+    /* ---- GPUs ---- */
+    bool model_ok = true;
+    if (run.on_gpu) {
+        char why[256];
+        if (!mc_sh_gpu_available(gpus_opt, why, sizeof why)) mc_run_waive(&run, "%s", why);
+        model_ok = gpu_part(&run, width_opt ? width_opt : run.opt.quick ? 1024 : 4096);
+    }
+
+    /* ---- verdict ---- */
+    const int L = nw - 1;
+    mc_verdict v = !model_ok ? MC_INCONCLUSIVE
+                   : n10[L] ? MC_HOLDS : best_r[L] >= SOME ? MC_HOLDS_PARTLY : MC_DOES_NOT_HOLD;
+    char which[128] = "";
+    size_t off = 0;
+    for (int i = 0; i < nw; i++)
+        if (n10[i])
+            off += (size_t)snprintf(which + off, sizeof which - off, "%s%lld at N=%d", off ? ", " : "",
+                                    (long long)widths[i], n10[i]);
+    mc_emit_verdict(&run, v, "model: peak(DDP, N=1)/peak(FSDP, N) reaches %.1fx at N=%d for the largest "
+                    "width %lld (goal %.0fx); 10x reached for widths: %s%s",
+                    best_r[L], max_ranks_opt, (long long)widths[L], GOAL, off ? which : "none",
+                    !model_ok ? "; a measured per-rank peak differs from the model by more than 5%" : "");
+    return mc_run_end(&run);
+}

@@ -1,0 +1,51 @@
+# C24 sharded training: left, each rank's predicted peak allocated (GiB, log
+# scale) over the number of ranks N for DDP (dashed), ZeRO-2 (dotted) and
+# FSDP (solid) at each model width; right, DDP at N=1 over FSDP at N (the
+# memory reduction), with the claim's 10x. Model figures (allocator model,
+# PyTorch 2.11's request order); measured 2-GPU figures are in the CSV.
+#   gnuplot -e "data='TSV'; out='PNG'" plots/sharded_training.gp
+# TSV columns: 1 variant 2 param 3 param_value 4 metric 5 unit 6 n 7 median
+# 8 min 9 max 10 mean 11 stdev 12 status.
+set terminal pngcairo size 1260,560 font "sans,10" noenhanced
+set output out
+set datafile separator whitespace
+set datafile commentschars "#"
+
+# The widths, from variants fsdp_w<W>.
+widths = system(sprintf("awk -F'\t' '$1 ~ /^fsdp_w/ && $4==\"peak_allocated_model\" { w = substr($1, 7); if (!(w in s)) { s[w] = 1; o = o \" \" w } } END { print o }' '%s'", data))
+nw = words(widths)
+sel(v, m) = sprintf("< awk -F'\t' '$1==\"%s\" && $4==\"%s\" && $12==\"ok\" && $3+0 <= 64 { print $3, $7 }' '%s'", v, m, data)
+colour(i) = word("#1f77b4 #ff7f0e #2ca02c #d62728 #9467bd #8c564b", (i - 1) % 6 + 1)
+
+set multiplot layout 1,2 title "C24: per-rank memory under DDP, ZeRO-2 and FSDP (claim: up to 10x less per GPU)" font ",12"
+set logscale x 2
+set xlabel "ranks N"
+set grid xtics ytics lc rgb "#dddddd"
+set key bottom left font ",9"
+
+set title "model: each rank's peak allocated"
+set logscale y 10
+set ylabel "peak allocated (GiB)"
+if (nw > 0) {
+    plot for [i=1:nw] sel("ddp_w".word(widths, i), "peak_allocated_model") using 1:($2/2**30) with lines dt 2 lc rgb colour(i) title "DDP, width ".word(widths, i), \
+         for [i=1:nw] sel("zero2_w".word(widths, i), "peak_allocated_model") using 1:($2/2**30) with lines dt 3 lc rgb colour(i) notitle, \
+         for [i=1:nw] sel("fsdp_w".word(widths, i), "peak_allocated_model") using 1:($2/2**30) with linespoints pt 7 ps 0.6 lc rgb colour(i) title "FSDP, width ".word(widths, i)
+} else {
+    set label 9 "no data" at graph 0.5, graph 0.5 center
+    plot NaN notitle
+    unset label 9
+}
+
+set title "model: peak(DDP, N=1) / peak(FSDP, N); dotted: ZeRO-2"
+unset logscale y
+set yrange [0:*]
+set ylabel "memory reduction (x)"
+set key top left font ",9"
+if (nw > 0) {
+    plot for [i=1:nw] sel("fsdp_w".word(widths, i), "reduction_model") using 1:2 with linespoints pt 7 ps 0.6 lc rgb colour(i) title "FSDP, width ".word(widths, i), \
+         for [i=1:nw] sel("zero2_w".word(widths, i), "reduction_model") using 1:2 with lines dt 3 lc rgb colour(i) notitle, \
+         10 with lines dt 2 lw 1.5 lc rgb "#000000" title "claim: 10x"
+} else {
+    plot NaN notitle
+}
+unset multiplot

@@ -1,0 +1,235 @@
+/* Tests of one rank's data-parallel requests (common/workload/sharded_*.c)
+ * without a GPU: the plain step equals build/workload's model request for
+ * request in its figures; DDP's buckets and FSDP2's shard sizes by hand;
+ * whole steps counted by hand on a tiny network whose every tensor takes one
+ * 512-byte block; and the shape of the predictions over N. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "test_util.h"
+#include "workload/sharded_plan.h"
+#include "workload/sharded_seq.h"
+#include "workload/workload.h"
+
+#define MIB (1ULL << 20)
+#define WS (32 * MIB + MIB + 32 * MIB) /* cuBLAS forward + cuBLASLt forward + cuBLAS backward */
+
+static mc_sh_config cfg(int L, int64_t in, int64_t width, int64_t out, int64_t batch,
+                        mc_wl_optimizer opt, mc_sh_mode mode, int world, int rank)
+{
+    mc_sh_config c;
+    memset(&c, 0, sizeof c);
+    c.wl = mc_workload_config_default();
+    c.wl.layers = L;
+    c.wl.in = in;
+    c.wl.width = width;
+    c.wl.out = out;
+    c.wl.batch = batch;
+    c.wl.optimizer = opt;
+    c.mode = mode;
+    c.world = world;
+    c.rank = rank;
+    return c;
+}
+
+static mc_sh_run *make(const mc_sh_config *c)
+{
+    char err[200] = "";
+    mc_sh_run *r = mc_sh_create(c, NULL, NULL, err, sizeof err);
+    if (!r) print_error("create: %s\n", err);
+    assert_non_null(r);
+    assert_int_equal(mc_sh_setup_status(r), MC_WL_OK);
+    return r;
+}
+
+/* ------------------------------------------------------------ plain = workload */
+
+static void plain_equals_workload(const mc_sh_config *c)
+{
+    char err[200];
+    mc_workload *w = mc_workload_create(&c->wl, false, NULL, err, sizeof err);
+    assert_non_null(w);
+    mc_sh_run *r = make(c);
+    for (int s = 0; s < 3; s++) {
+        mc_workload_step_result a;
+        mc_sh_step_result b;
+        assert_int_equal(mc_workload_step(w, &a), MC_WL_OK);
+        assert_int_equal(mc_sh_step(r, &b), MC_WL_OK);
+        assert_int_equal(b.peak_allocated, a.peak_allocated);
+        assert_int_equal(b.allocated_end, a.allocated_end);
+        assert_int_equal(b.peak_reserved, a.peak_reserved);
+    }
+    mc_sh_destroy(r);
+    mc_workload_destroy(w);
+}
+
+static void test_plain_equals_workload(void **state)
+{
+    (void)state;
+    for (int o = MC_WL_SGD; o <= MC_WL_ADAM; o++) {
+        mc_sh_config small = cfg(3, 40, 96, 24, 64, (mc_wl_optimizer)o, MC_SH_PLAIN, 1, 0);
+        plain_equals_workload(&small);
+        /* large pool, reduction scratch, 20 MiB segments */
+        mc_sh_config big = cfg(4, 1024, 2048, 512, 4096, (mc_wl_optimizer)o, MC_SH_PLAIN, 1, 0);
+        plain_equals_workload(&big);
+    }
+}
+
+/* ------------------------------------------------------------ plans */
+
+static void test_ddp_buckets(void **state)
+{
+    (void)state;
+    const uint64_t t[5] = {MIB / 2, MIB * 6 / 10, 10 * MIB, 20 * MIB, MIB};
+    const uint64_t lim[2] = {MC_DDP_FIRST_BUCKET_BYTES, MC_DDP_BUCKET_CAP_BYTES};
+    uint64_t b[5];
+    /* 0.5 + 0.6 MiB reach 1 MiB; 10 + 20 reach 25; 1 MiB is left over. */
+    assert_int_equal(mc_ddp_buckets(t, 5, lim, 2, b), 3);
+    assert_int_equal(b[0], MIB / 2 + MIB * 6 / 10);
+    assert_int_equal(b[1], 30 * MIB);
+    assert_int_equal(b[2], MIB);
+    const uint64_t none[1] = {0}; /* sys.maxsize: one bucket */
+    assert_int_equal(mc_ddp_buckets(t, 5, none, 1, b), 1);
+    assert_int_equal(b[0], MIB / 2 + MIB * 6 / 10 + 31 * MIB);
+    const uint64_t exact[2] = {MIB, MIB}; /* ">=": a tensor of exactly the limit closes it */
+    const uint64_t one[2] = {MIB, 1};
+    assert_int_equal(mc_ddp_buckets(one, 2, exact, 2, b), 2);
+}
+
+static void test_fsdp_shards(void **state)
+{
+    (void)state;
+    /* torch.chunk(5 rows, 4): 2, 2, 1 and nothing for rank 3; every shard padded to 2 rows. */
+    assert_int_equal(mc_fsdp_padded_rows(5, 4), 2);
+    const int64_t want[4] = {2, 2, 1, 0};
+    for (int r = 0; r < 4; r++) assert_int_equal(mc_fsdp_local_rows(5, 4, r), want[r]);
+    assert_int_equal(mc_fsdp_padded_rows(1000, 64), 16);
+    assert_int_equal(mc_fsdp_local_rows(1000, 64, 62), 8);
+    assert_int_equal(mc_fsdp_local_rows(1000, 64, 63), 0);
+    assert_int_equal(mc_fsdp_padded_rows(4096, 1), 4096);
+    assert_int_equal(mc_fsdp_local_rows(4096, 1, 0), 4096);
+}
+
+/* ------------------------------------------------------------ hand counts */
+
+/* L=2, in 8, width 16, out 4, batch 2, SGD: every tensor is under 512 bytes,
+ * so each takes one 512-byte block and a step's peak is 512 x the most
+ * tensors live at once, plus the three workspaces. */
+static uint64_t tiny_peak(mc_sh_mode mode, int world, int step, uint64_t *end)
+{
+    mc_sh_config c = cfg(2, 8, 16, 4, 2, MC_WL_SGD, mode, world, 0);
+    mc_sh_run *r = make(&c);
+    mc_sh_step_result res;
+    for (int s = 0; s < step; s++) assert_int_equal(mc_sh_step(r, &res), MC_WL_OK);
+    mc_sh_destroy(r);
+    if (end) *end = res.allocated_end;
+    return res.peak_allocated;
+}
+
+static void test_tiny_by_hand(void **state)
+{
+    (void)state;
+    uint64_t end;
+    /* plain: 4 parameters; x, y; r0 and h1 kept; backward at layer 1 holds
+     * ones, gh1 -> gr0, gWt1, gbt1 beside x, y, r0, h1, loss: 14 blocks. */
+    assert_int_equal(tiny_peak(MC_SH_PLAIN, 1, 2, &end), 14 * 512 + WS);
+    assert_int_equal(end, 4 * 512 + WS);
+    /* DDP: plus one bucket of 512+64+256+16 = 848 bytes (1024-byte block),
+     * both in step 1 (every parameter) and after the rebuild (under 1 MiB). */
+    assert_int_equal(tiny_peak(MC_SH_DDP, 2, 1, &end), 14 * 512 + 1024 + WS);
+    assert_int_equal(tiny_peak(MC_SH_DDP, 2, 2, &end), 14 * 512 + 1024 + WS);
+    assert_int_equal(end, 4 * 512 + 1024 + WS);
+    /* FSDP N=2, step 2: 4 shards; at layer 1's backward: x, y, r0, h1,
+     * loss, ones, gh1, uW1, ub1 (layer 1's all-gather output freed after
+     * its copy-out), gr0, gWt1, gbt1, and layer 0's prefetched all-gather
+     * output, 2 x (8x8 + 8) x 4 = 576 bytes, the one 1024-byte block: 16 x 512 + 1024. */
+    assert_int_equal(tiny_peak(MC_SH_FSDP, 2, 2, &end), 16 * 512 + 1024 + WS);
+    assert_int_equal(end, 4 * 512 + WS); /* the shards; zero_grad dropped rs_out */
+    /* N=1: no all-gather output, no prefetch: 16. */
+    assert_int_equal(tiny_peak(MC_SH_FSDP, 1, 2, &end), 16 * 512 + WS);
+    /* ZeRO-2 N=2: every layer stays gathered from forward to its
+     * post-backward: uW0, ub0, uW1, ub1 beside plain's 14 blocks at layer 1's
+     * backward, no all-gather output (freed in forward), no prefetch: 14 + 4 = 18,
+     * with 4 padded shards for the parameters (same count as plain's). */
+    assert_int_equal(tiny_peak(MC_SH_ZERO2, 2, 2, &end), 18 * 512 + WS);
+}
+
+/* ------------------------------------------------------------ at scale */
+
+static uint64_t peak_of(const mc_sh_config *c)
+{
+    char err[200] = "";
+    uint64_t p = 0;
+    if (mc_sh_predict_peak(c, 3, &p, err, sizeof err) != 0) print_error("%s\n", err);
+    return p;
+}
+
+static void test_scaling(void **state)
+{
+    (void)state;
+    /* 8 Linear layers of 4096, Adam, 32 rows a rank: parameter-dominated. */
+    uint64_t prev = UINT64_MAX;
+    mc_sh_config d = cfg(8, 4096, 4096, 4096, 32, MC_WL_ADAM, MC_SH_DDP, 1, 0);
+    uint64_t ddp1 = peak_of(&d);
+    d.world = 64;
+    assert_int_equal(peak_of(&d), ddp1); /* DDP's memory does not depend on N */
+    for (int n = 1; n <= 64; n *= 2) {
+        mc_sh_config f = cfg(8, 4096, 4096, 4096, 32, MC_WL_ADAM, MC_SH_FSDP, n, 0);
+        uint64_t p = peak_of(&f);
+        assert_true(p > 0 && p < prev); /* more ranks, less each */
+        mc_sh_config z = f;
+        z.mode = MC_SH_ZERO2;
+        assert_true(peak_of(&z) >= p);  /* ZeRO-2 keeps every layer gathered */
+        prev = p;
+    }
+    /* At N = 64 the unsharded floor (a gathered layer, its full gradient,
+     * the reduce-scatter input, the prefetch, workspaces) bounds the gain. */
+    assert_true(ddp1 / prev >= 4);
+    /* Adam's state is sharded over local rows: at N = 4 steady state holds
+     * the padded shards and the local exp_avg, exp_avg_sq, nothing else. */
+    mc_sh_config f4 = cfg(2, 4096, 4096, 4096, 32, MC_WL_ADAM, MC_SH_FSDP, 4, 0);
+    mc_sh_run *r = make(&f4);
+    mc_sh_step_result res;
+    for (int s = 0; s < 2; s++) assert_int_equal(mc_sh_step(r, &res), MC_WL_OK);
+    mc_sh_destroy(r);
+    uint64_t shardW = ca_round_size(1024ULL * 4096 * 4), shardb = ca_round_size(1024ULL * 4);
+    assert_int_equal(res.allocated_end, 2 * 3 * (shardW + shardb) + WS);
+}
+
+static void test_bad_config(void **state)
+{
+    (void)state;
+    char err[200];
+    mc_sh_config c = cfg(2, 8, 16, 4, 2, MC_WL_SGD, MC_SH_FSDP, 2, 2);
+    assert_null(mc_sh_create(&c, NULL, NULL, err, sizeof err));
+    assert_non_null(strstr(err, "rank"));
+    c.rank = 0;
+    c.wl.precision = MC_WL_BF16;
+    assert_null(mc_sh_create(&c, NULL, NULL, err, sizeof err));
+    c.wl.precision = MC_WL_FP32;
+    c.world = 0;
+    assert_null(mc_sh_create(&c, NULL, NULL, err, sizeof err));
+    mc_sh_mode m;
+    assert_int_equal(mc_sh_mode_parse("fsdp", &m), 0);
+    assert_int_equal(m, MC_SH_FSDP);
+    assert_int_equal(mc_sh_mode_parse("zero3", &m), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_plain_equals_workload),
+        cmocka_unit_test(test_ddp_buckets),
+        cmocka_unit_test(test_fsdp_shards),
+        cmocka_unit_test(test_tiny_by_hand),
+        cmocka_unit_test(test_scaling),
+        cmocka_unit_test(test_bad_config),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

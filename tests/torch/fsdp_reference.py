@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""fsdp_reference.py: PyTorch's own per-rank memory figures for C24 (the
+training workload data-parallel over two GPUs, common/workload/sharded_seq.h).
+Run it on a machine with two GPUs:
+
+    python3 tests/torch/fsdp_reference.py OUTDIR [--steps 6] [--only NAME,...] [--gpus 2]
+
+For each configuration in CONFIGS and each wrapper (ddp, zero2, fsdp), it
+starts `python3 -m torch.distributed.run --standalone --nproc_per_node GPUS`
+on this script (a fresh process per rank and configuration, so each rank's
+caching allocator and cuBLAS workspaces start clean, as in the model), with
+NCCL_NVLS_ENABLE=0 (NVLink multicast off). Each rank builds, on its GPU,
+
+    model = Sequential(Linear(in,H), ReLU(), [Linear(H,H), ReLU()] * (L-2), Linear(H,out))
+    ddp:   DistributedDataParallel(model, device_ids=[rank])   (bucket_cap_mb 25,
+           gradient_as_bucket_view False: the defaults)
+    zero2: fully_shard(each Linear, reshard_after_forward=False); fully_shard(model, same)
+    fsdp:  fully_shard(each Linear); fully_shard(model)        (FSDP2, ZeRO-3)
+    opt = SGD(lr) | SGD(lr, momentum=0.9) | Adam(lr)           (foreach, after wrapping)
+
+and trains it as build/workload's fp32 step does (mlp_reference.py), with
+its own batch of B rows:
+
+    reset_peak_memory_stats(); x = randn(B, in); y = randn(B, out)
+    out = model(x); loss = mse_loss(out, y) / 1; loss.backward(); del x, y, out, loss
+    opt.step(); opt.zero_grad(set_to_none=True)
+
+It writes into OUTDIR (the shape tests/scripts/test_sharded_fixtures.sh reads):
+
+  configs.txt        NAME_MODE, a tab, build/sharded_model's flags (without --rank)
+  meta.txt           key=value: torch, CUDA and NCCL versions, GPUs, ...
+  NAME_MODE.rankR.csv  one row per step: step,peak_allocated,allocated_end,
+                     peak_reserved,status (torch.cuda.max_memory_allocated() after
+                     reset_peak_memory_stats() at the step's start;
+                     memory_allocated() after zero_grad; max_memory_reserved()),
+                     and step_time_s (CUDA events around the step)
+
+Exit: 0 ok, 1 a configuration failed, 2 usage, 77 no torch, fewer GPUs than
+--gpus, or no NCCL. Standard library and torch only.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+# name, build/sharded_model's network flags. Shapes: C24's GPU run (--quick
+# 1024, default 4096: 8 layers, 32 rows a rank, Adam); an odd width so the
+# shards are padded (999 rows over 2 ranks: 500 and 499); a batch large
+# enough that activations dominate.
+CONFIGS = [
+    ("w1024_adam", "--layers 8 --in 1024 --width 1024 --out 1024 --batch 32 --optimizer adam"),
+    ("w4096_adam", "--layers 8 --in 4096 --width 4096 --out 4096 --batch 32 --optimizer adam"),
+    ("odd_momentum", "--layers 3 --in 100 --width 999 --out 10 --batch 64 --optimizer momentum"),
+    ("bigbatch_sgd", "--layers 4 --in 1024 --width 1024 --out 1024 --batch 4096 --optimizer sgd"),
+]
+MODES = ("ddp", "zero2", "fsdp")
+DEFAULT_STEPS = 6
+LR = {"sgd": 0.01, "momentum": 0.01, "adam": 1e-3}  # build/workload's
+CHILD_TIMEOUT_S = 300
+HEADER = "step,peak_allocated,allocated_end,peak_reserved,status,step_time_s"
+
+
+def parse_flags(flags):
+    """build/sharded_model's network flags as a dict (strict)."""
+    toks = flags.split()
+    ints = ("--layers", "--in", "--width", "--out", "--batch")
+    cfg = {"optimizer": "sgd"}
+    if len(toks) % 2:
+        raise ValueError("flags come in pairs: %s" % flags)
+    for k, v in zip(toks[::2], toks[1::2]):
+        if k in ints:
+            if int(v) < 1:
+                raise ValueError("%s must be >= 1" % k)
+            cfg[k[2:]] = int(v)
+        elif k == "--optimizer" and v in LR:
+            cfg["optimizer"] = v
+        else:
+            raise ValueError("bad flag %s %s" % (k, v))
+    for k in ("layers", "in", "width", "out", "batch"):
+        if k not in cfg:
+            raise ValueError("missing --%s" % k)
+    if cfg["layers"] < 2:
+        raise ValueError("--layers must be >= 2")
+    return cfg
+
+
+def run_rank(name, mode, flags, outdir, steps):
+    """One rank, under torchrun (RANK, LOCAL_RANK, WORLD_SIZE set)."""
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # before NCCL initialises
+    try:
+        import torch
+        import torch.distributed as dist
+        import torch.nn.functional as F
+        from torch import nn
+    except ImportError:
+        print("fsdp_reference: torch is not installed here: waived", file=sys.stderr)
+        return 77
+    from torch.distributed.fsdp import fully_shard
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    cfg = parse_flags(flags)
+    rank, local = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
+    world = int(os.environ["WORLD_SIZE"])
+    torch.cuda.set_device(local)
+    dev = torch.device("cuda", local)
+    dist.init_process_group("nccl", device_id=dev)
+    torch.manual_seed(0)
+    dims = [cfg["in"]] + [cfg["width"]] * (cfg["layers"] - 1) + [cfg["out"]]
+    mods = []
+    for i in range(cfg["layers"]):
+        mods.append(nn.Linear(dims[i], dims[i + 1], device=dev))
+        if i < cfg["layers"] - 1:
+            mods.append(nn.ReLU())
+    model = nn.Sequential(*mods)
+    if mode == "ddp":
+        model = DDP(model, device_ids=[local])
+    else:
+        raf = mode == "fsdp"
+        for m in mods:
+            if isinstance(m, nn.Linear):
+                fully_shard(m, reshard_after_forward=raf)
+        fully_shard(model, reshard_after_forward=raf)
+    params = list(model.parameters())
+    o = cfg["optimizer"]
+    if o == "adam":
+        opt = torch.optim.Adam(params, lr=LR[o])
+    else:
+        opt = torch.optim.SGD(params, lr=LR[o], momentum=0.9 if o == "momentum" else 0)
+    b = cfg["batch"]
+    start = torch.cuda.Event(enable_timing=True)
+    stop = torch.cuda.Event(enable_timing=True)
+    rows = []
+    torch.cuda.synchronize()
+    dist.barrier()
+    for step in range(1, steps + 1):
+        torch.cuda.reset_peak_memory_stats()
+        start.record()
+        x = torch.randn(b, cfg["in"], device=dev)
+        y = torch.randn(b, cfg["out"], device=dev)
+        out = model(x)
+        loss = F.mse_loss(out, y) / 1  # build/workload's `/ K` with K = 1
+        loss.backward()
+        del x, y, out, loss
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        stop.record()
+        stop.synchronize()
+        rows.append("%d,%d,%d,%d,ok,%.9g" % (
+            step, torch.cuda.max_memory_allocated(), torch.cuda.memory_allocated(),
+            torch.cuda.max_memory_reserved(), start.elapsed_time(stop) / 1e3))
+    path = os.path.join(outdir, "%s_%s.rank%d.csv" % (name, mode, rank))
+    with open(path + ".tmp", "w") as f:
+        f.write(HEADER + "\n" + "\n".join(rows) + "\n")
+    os.replace(path + ".tmp", path)
+    if rank == 0:
+        nccl = ".".join(str(v) for v in torch.cuda.nccl.version())
+        with open(os.path.join(outdir, "meta.txt.tmp"), "w") as f:
+            f.write("torch_version=%s\ncuda_version=%s\nnccl_version=%s\ndevice_name=%s\n"
+                    "world_size=%d\nsteps=%d\nNCCL_NVLS_ENABLE=%s\n" % (
+                        torch.__version__, torch.version.cuda, nccl,
+                        torch.cuda.get_device_name(dev), world, steps,
+                        os.environ.get("NCCL_NVLS_ENABLE", "")))
+        os.replace(os.path.join(outdir, "meta.txt.tmp"), os.path.join(outdir, "meta.txt"))
+    dist.destroy_process_group()
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("outdir")
+    ap.add_argument("--steps", type=int, default=DEFAULT_STEPS)
+    ap.add_argument("--gpus", type=int, default=2)
+    ap.add_argument("--only", default="", help="comma-separated configuration names")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--child", help=argparse.SUPPRESS)  # NAME under torchrun
+    ap.add_argument("--mode", choices=MODES, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.steps < 1 or a.gpus < 1:
+        ap.error("--steps and --gpus must be >= 1")
+    table = dict(CONFIGS)
+    if a.list:
+        for n, fl in CONFIGS:
+            print("%s\t%s --steps %d" % (n, fl, a.steps))
+        return 0
+    if a.child:
+        if a.child not in table or not a.mode:
+            ap.error("unknown configuration %s" % a.child)
+        return run_rank(a.child, a.mode, table[a.child], a.outdir, a.steps)
+
+    names = [s for s in a.only.split(",") if s] or [n for n, _ in CONFIGS]
+    bad = [s for s in names if s not in table]
+    if bad:
+        ap.error("unknown configuration(s): %s (see --list)" % ",".join(bad))
+    try:
+        for n in names:
+            parse_flags(table[n])
+    except ValueError as e:
+        print("fsdp_reference: bad configuration: %s" % e, file=sys.stderr)
+        return 2
+    try:
+        import torch
+    except ImportError:
+        print("fsdp_reference: torch is not installed here: waived", file=sys.stderr)
+        return 77
+    if torch.cuda.device_count() < a.gpus or not torch.distributed.is_nccl_available():
+        print("fsdp_reference: needs %d GPUs and NCCL (found %d GPUs): waived"
+              % (a.gpus, torch.cuda.device_count()), file=sys.stderr)
+        return 77
+    os.makedirs(a.outdir, exist_ok=True)
+    env = dict(os.environ, NCCL_NVLS_ENABLE="0")
+    t0 = time.monotonic()
+    failed, lines = [], []
+    for n in names:
+        for mode in MODES:
+            cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                   "--nproc_per_node", str(a.gpus), os.path.abspath(__file__), a.outdir,
+                   "--child", n, "--mode", mode, "--steps", str(a.steps)]
+            try:
+                rc = subprocess.run(cmd, env=env, timeout=CHILD_TIMEOUT_S).returncode
+            except subprocess.TimeoutExpired:
+                rc = -1
+            if rc != 0:
+                failed.append("%s_%s" % (n, mode))
+                print("fsdp_reference: %s %s failed (exit %d)" % (n, mode, rc), file=sys.stderr)
+                continue
+            lines.append("%s_%s\t--mode %s --world %d %s --steps %d"
+                         % (n, mode, mode, a.gpus, table[n], a.steps))
+    with open(os.path.join(a.outdir, "configs.txt"), "w") as f:
+        f.write("# name<TAB>build/sharded_model flags (add --rank R); "
+                "written by tests/torch/fsdp_reference.py\n")
+        f.write("".join(line + "\n" for line in lines))
+    print("fsdp_reference: %d runs in %.1f s, %d failed"
+          % (len(names) * len(MODES), time.monotonic() - t0, len(failed)), file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
