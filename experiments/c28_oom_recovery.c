@@ -382,6 +382,13 @@ int main(int argc, char **argv)
                       "1 if the last request of retry_alone succeeded");
         mc_emit_value(&run, SCEN[s], "", 0, "empty_cache_retry_ok", "bool", re->last_ok,
                       "1 if the last request of empty_cache_retry succeeded");
+        const step_fig *ec = find_step(re, "empty_cache");
+        if (ec) {
+            mc_emit_value(&run, SCEN[s], "", 0, "reserved_before_empty_cache", "bytes",
+                          (double)(ec - 1)->reserved, "empty_cache_retry: reserved before the manual call");
+            mc_emit_value(&run, SCEN[s], "", 0, "reserved_after_empty_cache", "bytes",
+                          (double)ec->reserved, "empty_cache_retry: reserved after it");
+        }
         if (ra->first_ok) continue;
         failed_first++;
         bool ch = ra->last_ok != re->last_ok;
