@@ -28,12 +28,12 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "child.h"
 #include "clock.h"
+#include "dataset_file.h"
 #include "experiment.h"
 
 static uint64_t size_opt = 0;          /* 0: 1 GiB, --quick 64 MiB */
@@ -48,8 +48,6 @@ static const mc_extra_opt EXTRA[] = {
     {NULL, MC_OPT_FLAG, NULL, NULL},
 };
 
-#define RECORD_BYTES 4096ULL /* one record: 512 64-bit words, one page */
-#define WORDS (RECORD_BYTES / 8)
 #define SEED 0x6d656d636c61696dULL
 #define MIN_SIZE (1ULL << 20)
 #define MAX_SIZE (64ULL << 30)
@@ -57,7 +55,7 @@ static const mc_extra_opt EXTRA[] = {
 static const char *validate(const mc_options *o)
 {
     (void)o;
-    if (size_opt && (size_opt % RECORD_BYTES || size_opt < MIN_SIZE || size_opt > MAX_SIZE))
+    if (size_opt && (size_opt % MC_DS_RECORD_BYTES || size_opt < MIN_SIZE || size_opt > MAX_SIZE))
         return "--file-size must be a multiple of 4 KiB from 1 MiB to 64 GiB";
     return NULL;
 }
@@ -97,61 +95,9 @@ static const mc_experiment EXP = {
     .validate = validate,
 };
 
-/* ------------------------------------------------------------ the data */
-
-static uint64_t splitmix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-/* Record i's words: word j is splitmix64(SEED ^ (i * WORDS + j)). */
-static void make_record(uint64_t i, uint64_t *w)
-{
-    for (uint64_t j = 0; j < WORDS; j++) w[j] = splitmix64(SEED ^ (i * WORDS + j));
-}
-
-/* What the program computes over a record it reads (FNV-1a over words). */
-static uint64_t checksum(const uint64_t *w)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (uint64_t j = 0; j < WORDS; j++) h = (h ^ w[j]) * 0x100000001b3ULL;
-    return h;
-}
-
-static uint64_t expected_checksum(uint64_t i)
-{
-    uint64_t w[WORDS];
-    make_record(i, w);
-    return checksum(w);
-}
-
 /* ------------------------------------------------------------ child */
 
-typedef struct {
-    double rss, anon, file, hwm; /* bytes */
-} mem_now;
-
-static mem_now read_status(void)
-{
-    mem_now m = {-1, -1, -1, -1};
-    FILE *fp = fopen("/proc/self/status", "r");
-    if (!fp) return m;
-    char line[256];
-    while (fgets(line, sizeof line, fp)) {
-        double kib;
-        if (sscanf(line, "VmRSS: %lf kB", &kib) == 1) m.rss = kib * 1024;
-        else if (sscanf(line, "RssAnon: %lf kB", &kib) == 1) m.anon = kib * 1024;
-        else if (sscanf(line, "RssFile: %lf kB", &kib) == 1) m.file = kib * 1024;
-        else if (sscanf(line, "VmHWM: %lf kB", &kib) == 1) m.hwm = kib * 1024;
-    }
-    fclose(fp);
-    return m;
-}
-
-static void print_mem(const char *when, mem_now m)
+static void print_mem(const char *when, mc_proc_mem m)
 {
     printf("%s_rss %.0f\n%s_anon %.0f\n%s_file %.0f\n%s_hwm %.0f\n", when, m.rss, when, m.anon, when,
            m.file, when, m.hwm);
@@ -164,7 +110,7 @@ static uint32_t *choose(uint64_t N, uint64_t K)
     for (uint64_t i = 0; i < N; i++) idx[i] = (uint32_t)i;
     uint64_t s = SEED ^ K;
     for (uint64_t i = 0; i < K; i++) {
-        s = splitmix64(s);
+        s = mc_ds_splitmix64(s);
         uint64_t j = i + s % (N - i);
         uint32_t t = idx[i];
         idx[i] = idx[j];
@@ -184,7 +130,7 @@ static int child_main(const char *spec, const char *path)
     int fd = open(path, O_RDONLY);
     struct stat st;
     CHECK(fd >= 0 && fstat(fd, &st) == 0, "open %s: %s", path, strerror(errno));
-    const uint64_t size = (uint64_t)st.st_size, N = size / RECORD_BYTES;
+    const uint64_t size = (uint64_t)st.st_size, N = size / MC_DS_RECORD_BYTES;
     CHECK(K <= N, "K %llu > %llu records", K, (unsigned long long)N);
     const bool is_read = strcmp(mode, "read") == 0, is_pread = strcmp(mode, "pread") == 0;
     const bool is_rand = strcmp(mode, "mmap_rand") == 0;
@@ -194,10 +140,10 @@ static int child_main(const char *spec, const char *path)
     /* The checksums and the pread buffer are written now, so that they are
      * resident before the baseline and only the dataset's pages grow RSS. */
     uint64_t *sums = mc_xmalloc((n_touch ? n_touch : 1) * sizeof *sums);
-    uint64_t *rec = mc_xmalloc(RECORD_BYTES);
+    uint64_t *rec = mc_xmalloc(MC_DS_RECORD_BYTES);
     memset(sums, 0, (n_touch ? n_touch : 1) * sizeof *sums);
-    memset(rec, 0, RECORD_BYTES);
-    print_mem("base", read_status());
+    memset(rec, 0, MC_DS_RECORD_BYTES);
+    print_mem("base", mc_proc_mem_self());
 
     /* ready: the dataset can be indexed */
     double t0 = mc_now_s();
@@ -219,25 +165,25 @@ static int child_main(const char *spec, const char *path)
         data = map;
     }
     double t1 = mc_now_s();
-    print_mem("ready", read_status()); /* outside both timed phases */
+    print_mem("ready", mc_proc_mem_self()); /* outside both timed phases */
     double t1b = mc_now_s();
 
     /* access: the records, in the chosen order */
     for (uint64_t k = 0; k < n_touch; k++) {
         uint64_t i = is_read ? k : idx[k];
         const uint64_t *w = rec;
-        if (!is_pread) w = (const uint64_t *)(data + i * RECORD_BYTES);
+        if (!is_pread) w = (const uint64_t *)(data + i * MC_DS_RECORD_BYTES);
         else {
-            CHECK(pread(fd, rec, RECORD_BYTES, (off_t)(i * RECORD_BYTES)) == (ssize_t)RECORD_BYTES,
+            CHECK(pread(fd, rec, MC_DS_RECORD_BYTES, (off_t)(i * MC_DS_RECORD_BYTES)) == (ssize_t)MC_DS_RECORD_BYTES,
                   "pread: %s", strerror(errno));
         }
-        sums[k] = checksum(w);
+        sums[k] = mc_ds_checksum(w);
     }
     double t2 = mc_now_s();
-    print_mem("after", read_status());
+    print_mem("after", mc_proc_mem_self());
 
     uint64_t bad = 0; /* verification against the generator, untimed */
-    for (uint64_t k = 0; k < n_touch; k++) bad += sums[k] != expected_checksum(is_read ? k : idx[k]);
+    for (uint64_t k = 0; k < n_touch; k++) bad += sums[k] != mc_ds_expected_checksum(SEED, is_read ? k : idx[k]);
     printf("ready_s %.9f\naccess_s %.9f\ntouched %llu\nbad_records %llu\n", t1 - t0, t2 - t1b,
            (unsigned long long)n_touch, (unsigned long long)bad);
     if (map != MAP_FAILED) munmap(map, size);
@@ -279,70 +225,10 @@ static int make_dataset(const char *dir, uint64_t size)
         g_path[0] = '\0';
         return -1;
     }
-    const uint64_t per_chunk = 256; /* records per write: 1 MiB */
-    uint64_t *chunk = mc_xmalloc(per_chunk * RECORD_BYTES);
-    int rc = 0;
-    for (uint64_t i = 0; i < size / RECORD_BYTES && rc == 0; i += per_chunk) {
-        uint64_t n = size / RECORD_BYTES - i < per_chunk ? size / RECORD_BYTES - i : per_chunk;
-        for (uint64_t k = 0; k < n; k++) make_record(i + k, chunk + k * WORDS);
-        const unsigned char *p = (const unsigned char *)chunk;
-        for (uint64_t left = n * RECORD_BYTES; left > 0 && rc == 0;) {
-            ssize_t w = write(fd, p, left);
-            if (w <= 0) rc = -1;
-            else {
-                p += w;
-                left -= (uint64_t)w;
-            }
-        }
-    }
-    int e = errno;
-    if (rc == 0 && fdatasync(fd) != 0) rc = -1, e = errno;
+    int rc = mc_ds_write(fd, SEED, size), e = errno;
     close(fd);
-    free(chunk);
     errno = e;
     return rc;
-}
-
-/* The share of the file's pages in the page cache now (mincore on a shared
- * mapping, which faults nothing in), or NaN if it cannot be read. */
-static double resident_share(uint64_t size)
-{
-    int fd = open(g_path, O_RDONLY);
-    if (fd < 0) return NAN;
-    void *map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) return NAN;
-    const uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE), pages = (size + pg - 1) / pg;
-    unsigned char *vec = mc_xmalloc(pages);
-    double share = NAN;
-    if (mincore(map, size, vec) == 0) {
-        uint64_t n = 0;
-        for (uint64_t i = 0; i < pages; i++) n += vec[i] & 1;
-        share = (double)n / (double)pages;
-    }
-    free(vec);
-    munmap(map, size);
-    return share;
-}
-
-/* read_ahead_kb of the block device that holds path (a partition's disk), or
- * -1 where sysfs does not say: the kernel's read-around on a page fault. */
-static long read_ahead_kb(const char *path)
-{
-    struct stat st;
-    if (stat(path, &st) != 0) return -1;
-    static const char *const FMT[2] = {"/sys/dev/block/%u:%u/queue/read_ahead_kb",
-                                       "/sys/dev/block/%u:%u/../queue/read_ahead_kb"};
-    long kb = -1;
-    for (int i = 0; i < 2 && kb < 0; i++) {
-        char p[128];
-        snprintf(p, sizeof p, FMT[i], major(st.st_dev), minor(st.st_dev));
-        FILE *fp = fopen(p, "r");
-        if (!fp) continue;
-        if (fscanf(fp, "%ld", &kb) != 1) kb = -1;
-        fclose(fp);
-    }
-    return kb;
 }
 
 enum { C_CACHED, C_EVICTED, NCOND };
@@ -356,7 +242,7 @@ static void set_condition(int cond, uint64_t size)
     CHECK(fd >= 0, "open %s: %s", g_path, strerror(errno));
     if (cond == C_EVICTED) {
         CHECK(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0, "posix_fadvise");
-    } else if (resident_share(size) < 1.0) {
+    } else if (mc_ds_resident_share(g_path, size) < 1.0) {
         static char buf[1 << 20];
         while (read(fd, buf, sizeof buf) > 0) {
         }
@@ -464,12 +350,8 @@ int main(int argc, char **argv)
 
     mc_run run;
     mc_run_begin(&run, &EXP, argc, argv);
-    if (g_child) {
-        fprintf(stderr, "%s: --child is internal\n", argv[0]);
-        exit(MC_EXIT_USAGE);
-    }
     const uint64_t size = size_opt ? size_opt : run.opt.quick ? 64ULL << 20 : 1ULL << 30;
-    const uint64_t N = size / RECORD_BYTES;
+    const uint64_t N = size / MC_DS_RECORD_BYTES;
     const int R = run.opt.quick ? 1 : run.opt.repeats;
     char self[1024];
     CHECK(mc_self_exe(self, sizeof self) == 0, "cannot read /proc/self/exe");
@@ -501,11 +383,11 @@ int main(int argc, char **argv)
             mc_log(&run, "run %d of %d, %s", r + 1, R, COND[c]);
             for (int v = 0; v < NVAR; v++) {
                 set_condition(c, size);
-                double resident = resident_share(size);
+                double resident = mc_ds_resident_share(g_path, size);
                 if (!run_child(&run, self, &VARS[v], N, resident, &FIG(c, v, r, 0))) failed = true;
             }
         }
-    const long ra_kb = read_ahead_kb(g_path);
+    const long ra_kb = mc_ds_read_ahead_kb(g_path);
     remove_dataset();
 
     mc_stats st[NCOND][NVAR][NFIG];
@@ -521,7 +403,7 @@ int main(int argc, char **argv)
                         st[c][v][k], "ok", FIG_NOTE[k]);
             }
             mc_emit_value(&run, name, "fraction", VARS[v].fraction, "touched_bytes", "bytes",
-                          (double)(records_of(&VARS[v], N) * RECORD_BYTES),
+                          (double)(records_of(&VARS[v], N) * MC_DS_RECORD_BYTES),
                           "records touched x 4 KiB");
         }
     free(tmp);
@@ -546,7 +428,7 @@ int main(int argc, char **argv)
         st[C_CACHED][m0][F_READY_S].median, st[C_CACHED][vr][F_ANON].median / MiB);
     for (int i = 0; i < 2; i++) {
         int mv = i ? m1 : m01;
-        double touched = (double)(records_of(&VARS[mv], N) * RECORD_BYTES);
+        double touched = (double)(records_of(&VARS[mv], N) * MC_DS_RECORD_BYTES);
         int qv = var_index("mmap_rand", VARS[mv].fraction), pv = var_index("pread", VARS[mv].fraction);
         mc_emit_finding(&run,
             "Touching %.1f%% of the records at random (%.2f MiB of records, %s): mmap grew VmRSS by "
