@@ -43,7 +43,8 @@ void mc_print_help(const mc_experiment *e, const char *argv0, FILE *fp)
                 "Output: CSV (" MC_CSV_HEADER ").\n");
     if (e->flags & MC_EXP_NO_GPU)
         fprintf(fp, "Needs no GPU: runs the same with or without one (--device is ignored).\n"
-                    "Exit: 0 ran, 1 verification failed, 2 usage.\n");
+                    "Exit: 0 ran, 1 verification failed, 2 usage, 77 waived (this machine cannot\n"
+                    "show the claim, e.g. no room for its files).\n");
     else
         fprintf(fp, "Exit: 0 ran, 1 verification failed, 2 usage, 3 CUDA error, 77 waived (no GPU).\n");
 }

@@ -513,7 +513,8 @@ int main(int argc, char **argv)
     mc_emit_verdict(&run, verdict,
         "At start mmap grows VmRSS by %.2f MiB against read()'s %.1f MiB for a %.0f MiB file: "
         "r0 = %.4f (rule: <= 0.05). After touching a fraction of the records at random, mmap's "
-        "growth over read's (cached): %s; r(1%%) = %.3f (rule: <= 0.25), %s with the fraction. From disk (evicted) r(1%%) = %.3f.",
+        "growth over read's (cached): %s; r(1%%) = %.3f (rule: <= 0.25), %s with the fraction. "
+        "From disk (evicted) r(1%%) = %.3f.",
         st[C_CACHED][m0][F_RSS_READY].median / MiB, st[C_CACHED][vr][F_RSS_READY].median / MiB,
         (double)size / MiB, r0, per_f, r1, grows ? "grows" : "does not grow",
         st[C_EVICTED][m1][F_RSS].median / st[C_EVICTED][vr][F_RSS].median);

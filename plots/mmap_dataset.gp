@@ -1,6 +1,7 @@
 # C26 mmap dataset: left, VmRSS growth of a child process after touching a
 # fraction of the dataset's records at random (mmap, mmap with MADV_RANDOM,
-# pread of only those records; the file in the page cache, and evicted),
+# pread of only those records; the file in the page cache after a read()
+# through it, evicted, and as the generator's writes left it),
 # against read() of the whole file (dashed); fraction 0 (mmap alone, "at
 # start") is drawn at 0.01%. Right, the time to touch the records, and
 # read()'s time to load the whole file (dashed).
@@ -33,8 +34,9 @@ set grid xtics ytics lc rgb "#dddddd"
 set key top left font ",9" opaque box
 if (has_read) { set arrow 1 from graph 0, first (read_rss/MiB) to graph 1, first (read_rss/MiB) nohead lc rgb "#d62728" lw 2 dt 2
                 set label 1 "read() of the whole file" at graph 0.02, first (read_rss/MiB) offset 0,0.7 font ",9" tc rgb "#d62728" }
-plot sel("mmap/cached", "rss_growth") using (x($3)):($7/MiB) with linespoints lw 2 pt 7 lc rgb "#1f77b4" title "mmap, file in page cache", \
+plot sel("mmap/cached", "rss_growth") using (x($3)):($7/MiB) with linespoints lw 2 pt 7 lc rgb "#1f77b4" title "mmap, cached (read() through first)", \
      sel("mmap/evicted", "rss_growth") using (x($3)):($7/MiB) with linespoints lw 1.5 dt 2 pt 6 lc rgb "#1f77b4" title "mmap, file evicted", \
+     sel("mmap/written", "rss_growth") using (x($3)):($7/MiB) with linespoints lw 1 dt 3 pt 2 lc rgb "#9467bd" title "mmap, cache as the writes left it (1 run)", \
      sel("mmap_rand/cached", "rss_growth") using (x($3)):($7/MiB) with linespoints lw 1.5 pt 5 lc rgb "#2ca02c" title "mmap + MADV_RANDOM, cached", \
      sel("pread/cached", "rss_growth") using (x($3)):($7/MiB) with linespoints lw 1.5 pt 9 lc rgb "#ff7f0e" title "pread of the records only", \
      sel("mmap/cached", "touched_bytes") using (x($3)):($7/MiB) with lines lw 1 dt 3 lc rgb "#555555" title "bytes of the records touched"
