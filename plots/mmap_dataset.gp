@@ -8,7 +8,7 @@
 #   gnuplot -e "data='TSV'; out='PNG'" plots/mmap_dataset.gp
 # TSV columns: 1 variant 2 param 3 param_value 4 metric 5 unit 6 n 7 median
 # 8 min 9 max 10 mean 11 stdev 12 status.
-set terminal pngcairo size 1200,560 font "sans,10" noenhanced
+set terminal pngcairo size 1260,680 font "sans,10" noenhanced
 set output out
 set datafile separator "\t"
 set datafile commentschars "#"
@@ -31,7 +31,7 @@ set xlabel "records touched at random (% of the file; 0.01% = mmap only, nothing
 set ylabel "MiB"
 set yrange [0:*]
 set grid xtics ytics lc rgb "#dddddd"
-set key top left font ",9" opaque box
+set key outside bottom center horizontal maxrows 3 font ",9"
 if (has_read) { set arrow 1 from graph 0, first (read_rss/MiB) to graph 1, first (read_rss/MiB) nohead lc rgb "#d62728" lw 2 dt 2
                 set label 1 "read() of the whole file" at graph 0.02, first (read_rss/MiB) offset 0,0.7 font ",9" tc rgb "#d62728" }
 plot sel("mmap/cached", "rss_growth") using (x($3)):($7/MiB) with linespoints lw 2 pt 7 lc rgb "#1f77b4" title "mmap, cached (read() through first)", \
