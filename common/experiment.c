@@ -40,8 +40,13 @@ void mc_print_help(const mc_experiment *e, const char *argv0, FILE *fp)
     }
     fprintf(fp, "  --list         print this experiment's descriptor as one tab-separated line\n"
                 "  --help         this text\n\n"
-                "Output: CSV (" MC_CSV_HEADER ").\n"
-                "Exit: 0 ran, 1 verification failed, 2 usage, 3 CUDA error, 77 waived (no GPU).\n");
+                "Output: CSV (" MC_CSV_HEADER ").\n");
+    if (e->flags & MC_EXP_NO_GPU)
+        fprintf(fp, "Needs no GPU: runs the same with or without one (--device is ignored).\n"
+                    "Exit: 0 ran, 1 verification failed, 2 usage, 77 waived (this machine cannot\n"
+                    "show the claim, e.g. no room for its files).\n");
+    else
+        fprintf(fp, "Exit: 0 ran, 1 verification failed, 2 usage, 3 CUDA error, 77 waived (no GPU).\n");
 }
 
 void mc_print_list(const mc_experiment *e, FILE *fp)
@@ -198,7 +203,7 @@ void mc_run_begin(mc_run *run, const mc_experiment *e, int argc, char **argv)
     signal(SIGHUP, on_signal);
     mc_csv_write_header(run->out.fp);
 
-    if (run->opt.model_only) return;
+    if (run->opt.model_only || (e->flags & MC_EXP_NO_GPU)) return;
     char reason[512];
     if (!mc_gpu_open(run->opt.device, reason, sizeof reason)) mc_run_waive(run, "%s", reason);
     run->on_gpu = true;

@@ -26,7 +26,9 @@ extern "C" {
 #endif
 
 enum {
-    MC_EXP_MODEL_ONLY = 1u << 0  /* accepts --model-only (host allocator backend) */
+    MC_EXP_MODEL_ONLY = 1u << 0, /* accepts --model-only (host allocator backend) */
+    MC_EXP_NO_GPU = 1u << 1      /* needs no GPU: mc_run_begin neither opens one nor waives
+                                    for want of one; the run is the same with or without */
 };
 
 typedef struct {
@@ -50,7 +52,7 @@ typedef struct {
     const mc_experiment *exp;
     mc_options opt;
     mc_file out;
-    bool on_gpu;          /* false in --model-only */
+    bool on_gpu;          /* false in --model-only and for MC_EXP_NO_GPU */
     int verify_failures;  /* > 0 makes mc_run_end return MC_EXIT_VERIFY */
     int rows;
 } mc_run;
@@ -58,8 +60,9 @@ typedef struct {
 /* Parses argv. --help and --list print and exit 0; a usage error prints one
  * line and exits 2. Opens the output (stdout or --out DIR/<key>.csv, written
  * atomically) and installs SIGINT/SIGTERM handlers that remove the temporary
- * file. Unless --model-only, opens the GPU; without one, writes a `waived`
- * verdict row with the reason and exits 77. Returns only to run. */
+ * file. Unless --model-only or MC_EXP_NO_GPU, opens the GPU; without one,
+ * writes a `waived` verdict row with the reason and exits 77. Returns only to
+ * run. */
 void mc_run_begin(mc_run *run, const mc_experiment *exp, int argc, char **argv);
 
 /* One measured figure. variant/param/note may be "" or NULL. */

@@ -49,6 +49,8 @@ END {
     }
     if (nexp > 0 && waived == nexp)
         printf "**Every experiment was waived** (%s): nothing was measured. Run on a machine with a CUDA GPU.\n\n", why_waived
+    else if (waived > 0)
+        printf "**%d of %d experiments were waived** (%s).\n\n", waived, nexp, why_waived
     if (missing > 0)
         printf "**%d of %d experiments have no verdict** (not run, interrupted or failed): see the table and logs/.\n\n", missing, nexp
 
