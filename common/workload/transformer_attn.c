@@ -27,14 +27,17 @@
  *   (check_prefer_cudnn_attention needs a cuDNN newer than 9.15.0 in the
  *   wheel; tests/torch/transformer_reference.py records the backend
  *   PyTorch picks, so a fixture says whether this holds).
- *   Flash (flash_api.cpp mha_fwd): out = empty_like(q) [N,L,H,hd], softmax
- *   lse [N,H,L] fp32, and ASSUMED with dropout 0 only: seed and offset as
- *   two 8-byte device tensors (with dropout they live on the CPU). Its
- *   output's permute(2,0,1,3) is then contiguous: no copy before out_proj.
+ *   Flash (flash_api.cpp mha_fwd, read at a recent commit): out =
+ *   empty_like(q) [N,L,H,hd], softmax_lse [N,H,L] fp32; without dropout the
+ *   split-KV accumulators when num_splits_heuristic asks for more than one
+ *   split (freed on return); then rng_state [2] uint64 and _unused [] uint64
+ *   on the device, and with dropout rng_state made again (the first freed);
+ *   both saved as philox seed and offset. Its output's permute(2,0,1,3) is
+ *   then contiguous: no copy before out_proj.
  *   Backward (_flash_attention_backward, mha_bwd): grad_out.contiguous()
- *   and out.contiguous() (both copies: they are transposed), dq, dk, dv,
- *   softmax_d [N,H,L128] fp32 and dq_accum [N,L128,H,hd32] fp32, the last
- *   four freed on return.
+ *   and out.contiguous() (both copies: they are transposed), dq, dk, dv
+ *   (empty_like), softmax_d [N,H,L128] fp32 and dq_accum [N,L128,H,hd32]
+ *   fp32 (hd rounded to 32, or 64 past 128), the last four freed on return.
  *   Memory-efficient (attention.cpp _efficient_attention_forward): output
  *   [N,L,H,hd] then logsumexp [N,H,ceil(L/32)*32] fp32, seed and offset on
  *   the CPU; the output's permute is not contiguous: .contiguous() copies.
@@ -46,6 +49,8 @@
  *   .view(L, N, E); batch_first: .transpose(1, 0), whose gradient reaches
  *   the view as a non-contiguous tensor: the view's backward copies.
  */
+#include <math.h>
+
 #include "check.h"
 #include "transformer_internal.h"
 
@@ -57,8 +62,8 @@ static bool dense_copy(const mc_tfm *T) { return T->N > 1 && T->L > 1; }
 static int flash_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
 {
     const int64_t n = nd->a[0] * nd->a[1] * nd->a[3], N = nd->a[5], H = nd->a[1];
-    const int64_t L128 = round_up(nd->a[2], 128), hd8 = round_up(nd->a[3], 8);
-    const int64_t hdr = hd8 <= 192 ? round_up(hd8, 32) : 256;
+    const int64_t L128 = round_up(nd->a[2], 128), hd = nd->a[3];
+    const int64_t hdr = round_up(hd, hd <= 128 ? 32 : 64);
     const int es = (int)nd->a[4];
     tb *go = NULL, *oc = NULL, *sd = NULL, *acc = NULL;
     int rc = -1;
@@ -113,30 +118,69 @@ done:
     return rc;
 }
 
+/* flash_api.cpp num_splits_heuristic: split-KV blocks for a forward without
+ * dropout that would not fill the SMs (num_SMs: 2 per SM, 128 threads). */
+static int num_splits(int64_t bhm, int64_t sms2, int64_t nblocks)
+{
+    if ((double)bhm >= 0.8 * (double)sms2) return 1;
+    int64_t maxs = 128;
+    if (sms2 < maxs) maxs = sms2;
+    if (nblocks < maxs) maxs = nblocks;
+    double eff[129], best = 0;
+    for (int64_t s = 1; s <= maxs; s++) {
+        bool ok = s == 1 || (nblocks + s - 1) / s != (nblocks + s - 2) / (s - 1);
+        double waves = (double)(bhm * s) / (double)sms2;
+        eff[s] = ok ? waves / ceil(waves) : 0;
+        if (eff[s] > best) best = eff[s];
+    }
+    for (int64_t s = 1; s <= maxs; s++) {
+        bool ok = s == 1 || (nblocks + s - 1) / s != (nblocks + s - 2) / (s - 1);
+        if (ok && eff[s] >= 0.85 * best) return (int)s;
+    }
+    return 1;
+}
+
 static tv sdpa(mc_tfm *T, tv q, tv k, tv v, bool causal)
 {
     if (T->oom || T->stopped || !q.b || !k.b || !v.b) return TV_NONE;
     const bool flash = T->lowp;
-    const int64_t n = T->T * T->E;
+    const int64_t n = T->T * T->E, N = T->N, H = T->H, L = T->L, hd = T->hd;
     tb *o = tb_new(T, (uint64_t)(n * T->es), MC_WL_ACTIVATIONS, flash ? "flash attention output" : "efficient attention output");
-    tb *lse = o ? tb_new(T, (uint64_t)(T->N * T->H * (flash ? T->L : round_up(T->L, 32)) * 4),
+    tb *lse = o ? tb_new(T, (uint64_t)(N * H * (flash ? L : round_up(L, 32)) * 4),
                          MC_WL_ACTIVATIONS, "attention logsumexp") : NULL;
-    tb *seed = NULL, *off = NULL;
-    if (lse && flash && T->c.dropout == 0) {
-        seed = tb_new(T, 8, MC_WL_OTHER, "flash philox seed (dropout 0, assumed)");
-        off = seed ? tb_new(T, 8, MC_WL_OTHER, "flash philox offset (dropout 0, assumed)") : NULL;
+    tb *rng = NULL, *unused = NULL, *la = NULL, *oa = NULL;
+    if (lse && flash) {
+        if (T->c.dropout == 0) { /* set_params_splitkv: split-KV accumulators */
+            const int64_t block_n = hd <= 64 ? 256 : hd <= 128 ? 128 : 64;
+            const int64_t hdr = round_up(hd, hd <= 128 ? 32 : 64);
+            int s = num_splits(N * H * ((L + 63) / 64), 2 * (int64_t)T->c.sm_count, (L + block_n - 1) / block_n);
+            if (s > 1) {
+                la = tb_new(T, (uint64_t)(s * N * H * L * 4), MC_WL_ACTIVATIONS, "flash softmax_lse_accum (split-KV)");
+                oa = la ? tb_new(T, (uint64_t)(s * N * H * L * hdr * 4), MC_WL_ACTIVATIONS, "flash out_accum (split-KV)") : NULL;
+            }
+        }
+        rng = tb_new(T, 16, MC_WL_OTHER, "flash rng_state (2 x uint64)");
+        unused = rng ? tb_new(T, 8, MC_WL_OTHER, "flash _unused (uint64)") : NULL;
+        if (unused && T->c.dropout > 0) { /* rng_state is made again for dropout */
+            tb *r2 = tb_new(T, 16, MC_WL_OTHER, "flash rng_state with dropout");
+            tb_unref(T, rng);
+            rng = r2;
+        }
+        tb_unref(T, oa); /* mha_fwd's locals go when it returns */
+        tb_unref(T, la);
     }
-    if (!lse || (flash && T->c.dropout == 0 && !off)) {
+    if (!lse || (flash && !rng) || (flash && !unused)) {
         tb_unref(T, o);
         tb_unref(T, lse);
-        tb_unref(T, seed);
+        tb_unref(T, rng);
+        tb_unref(T, unused);
         return TV_NONE;
     }
     int nd = tape_node(T, flash ? flash_bwd : efficient_bwd,
                        flash ? "ScaledDotProductFlashAttentionBackward0"
                              : "ScaledDotProductEfficientAttentionBackward0", 3);
     int64_t *a = T->tape[nd].a;
-    a[0] = T->T, a[1] = T->H, a[2] = T->L, a[3] = T->hd, a[4] = T->es, a[5] = T->N, a[6] = causal;
+    a[0] = T->T, a[1] = H, a[2] = L, a[3] = hd, a[4] = T->es, a[5] = N, a[6] = causal;
     tape_edge(T, nd, 0, q);
     tape_edge(T, nd, 1, k);
     tape_edge(T, nd, 2, v);
@@ -145,11 +189,11 @@ static tv sdpa(mc_tfm *T, tv q, tv k, tv v, bool causal)
     tape_save(T, nd, v.b);
     tape_save(T, nd, o);
     tape_save(T, nd, lse);
-    tape_save(T, nd, seed);
-    tape_save(T, nd, off);
+    tape_save(T, nd, rng);    /* philox_seed */
+    tape_save(T, nd, unused); /* philox_offset */
     tb_unref(T, lse);
-    tb_unref(T, seed);
-    tb_unref(T, off);
+    tb_unref(T, rng);
+    tb_unref(T, unused);
     return (tv){o, n, T->es, nd, 0, true};
 }
 

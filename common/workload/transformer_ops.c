@@ -13,8 +13,9 @@
  *   region exits, a view's (the decoder's split in_proj) is not.
  * - layer_norm (layer_norm_cuda): Y, then mean and rstd [rows] fp32; saves
  *   input, weight, bias, mean, rstd. Backward: dX, dgamma, dbeta; a
- *   non-contiguous dY is made contiguous first. ASSUMED: no partial
- *   dgamma/dbeta buffers (GammaBetaBackward's blocks) for any row count.
+ *   non-contiguous dY is made contiguous (ASSUMED: after those three); past
+ *   65536 rows with d_model / 32 under half the SMs, partial dgamma/dbeta
+ *   blocks summed into new tensors (layer_norm_kernel.cu).
  * - native_dropout (Dropout.cu dropout_cuda): ASSUMED mask (bool) before the
  *   output; saves the mask. p = 0 is no op at all (at::dropout returns the
  *   input: is_fused_kernel_acceptable needs p > 0).
@@ -231,12 +232,31 @@ static int layer_norm_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
     if (!(out[1] = tb_new(T, (uint64_t)(E * 4), MC_WL_GRADS, "layer_norm backward: dgamma")) ||
         !(out[2] = tb_new(T, (uint64_t)(E * 4), MC_WL_GRADS, "layer_norm backward: dbeta")))
         return -1;
-    if (nd->gin_nc[0]) { /* dY.contiguous() inside the kernel's launcher */
-        tb *c = tb_new(T, (uint64_t)(rows * E * 4), MC_WL_ACTIVATIONS, "layer_norm backward: dY.contiguous()");
-        if (!c) return -1;
-        tb_unref(T, c);
+    tb *c = NULL;
+    if (nd->gin_nc[0] && /* dY made contiguous for the kernels (ASSUMED here, after the outputs) */
+        !(c = tb_new(T, (uint64_t)(rows * E * 4), MC_WL_ACTIVATIONS, "layer_norm backward: dY.contiguous()")))
+        return -1;
+    /* LaunchGammaBetaBackwardCUDAKernel: many rows, few columns: partial
+     * sums per block of 32 rows, then dgamma = blocks.sum(0) (a new tensor) */
+    if (rows > 64 * 1024 && E / 32 < T->c.sm_count / 2) {
+        const int64_t bx = (E + 31) / 32, by0 = (rows + 31) / 32;
+        const int64_t by = 32768 / bx < by0 ? 32768 / bx : by0;
+        tb *gb = tb_new(T, (uint64_t)(by * E * 4), MC_WL_ACTIVATIONS, "layer_norm backward: dgamma_blocks");
+        tb *bb = gb ? tb_new(T, (uint64_t)(by * E * 4), MC_WL_ACTIVATIONS, "layer_norm backward: dbeta_blocks") : NULL;
+        for (int k = 1; k <= 2 && bb; k++) {
+            tb *s = tb_new(T, (uint64_t)(E * 4), MC_WL_GRADS, "layer_norm backward: blocks.sum(0)");
+            if (!s || reduce_scratch(T, E, by, true, 4)) {
+                tb_unref(T, s);
+                break;
+            }
+            tb_unref(T, out[k]);
+            out[k] = s;
+        }
+        tb_unref(T, bb);
+        tb_unref(T, gb);
     }
-    return 0;
+    tb_unref(T, c);
+    return T->oom ? -1 : 0;
 }
 
 tv op_layer_norm(mc_tfm *T, tv x, int pw, int pb)
