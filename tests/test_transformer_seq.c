@@ -326,6 +326,66 @@ static void trace_matches_allocator(void **state)
     free(buf);
 }
 
+/* Bytes a step holds (parameters and workspaces aside) when the forward
+ * ends, read from the trace at mse_loss's first request. */
+static uint64_t live_at_forward_end(const mc_tfm_config *c)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
+    assert_non_null(fp);
+    char err[256];
+    mc_tfm *t = mc_tfm_create(c, false, fp, err, sizeof err);
+    assert_non_null(t);
+    mc_workload_step_result r;
+    mc_tfm_step(t, &r);
+    mc_tfm_destroy(t);
+    fclose(fp);
+    uint64_t *size = calloc(1 << 16, sizeof *size), live = 0, got = UINT64_MAX;
+    assert_non_null(size);
+    bool in_step = false;
+    for (char *line = strtok(buf, "\n"); line && got == UINT64_MAX; line = strtok(NULL, "\n")) {
+        unsigned long long id, bytes;
+        if (!strcmp(line, "reset_peak")) in_step = true;
+        else if (in_step && strstr(line, "mse_loss elementwise")) got = live;
+        else if (in_step && !strstr(line, "workspace") && sscanf(line, "alloc %llu %llu", &id, &bytes) == 2) {
+            size[id] = ca_round_size(bytes);
+            live += size[id];
+        } else if (in_step && sscanf(line, "free %llu", &id) == 1) {
+            live -= size[id];
+        }
+    }
+    free(size);
+    free(buf);
+    return got;
+}
+
+/* One post-norm encoder layer, dropout 0, N 4, L 8, E 32 (4 heads of 8),
+ * F 64: T = 32 tokens, [T,E] fp32 = 4096 bytes, [T] fp32 rounds to 512.
+ * fp32 (memory-efficient attention): src, tgt; the in-projection copy
+ * [3,T,E] 12288 (saved as q, k, v); attention output 4096, logsumexp
+ * N*H*32*4 = 2048, its .contiguous() 4096 (out_proj's input); the
+ * residual sum 4096 (norm1's input), mean and rstd 512 each; norm1's output
+ * 4096 (linear1's input); relu's output [T,F] 8192 (saved, linear2's input);
+ * the second sum 4096 (norm2's input) with mean and rstd; norm2's output.
+ * fp16 (flash): the eight cached weight and bias casts 18432; src's cast
+ * 2048 (the in-projection's input); the copy 6144; flash output 2048, lse
+ * 512, rng_state and _unused 512 each; the fp32 sums 4096 each, norm1's
+ * output gone (linear1 keeps its cast, 2048), relu's output 4096. */
+static void forward_end_by_hand(void **state)
+{
+    (void)state;
+    mc_tfm_config c = tiny(MC_TFM_ENCODER);
+    c.enc_layers = 1;
+    c.dropout = 0;
+    assert_int_equal(live_at_forward_end(&c),
+                     8 * 4096 + 12288 + 2048 + 8192 + 4 * 512);
+    c.precision = MC_WL_FP16;
+    assert_int_equal(live_at_forward_end(&c),
+                     2 * 4096 + 18432 + 2048 + 6144 + 2048 + 3 * 512 + 4096 + 2 * 512 + 2048 + 4096 +
+                         4096 + 4096 + 2 * 512);
+}
+
 static void bad_configs(void **state)
 {
     (void)state;
@@ -365,6 +425,7 @@ int main(void)
         cmocka_unit_test(oom_is_a_status),
         cmocka_unit_test(gpu_refused),
         cmocka_unit_test(trace_matches_allocator),
+        cmocka_unit_test(forward_end_by_hand),
         cmocka_unit_test(bad_configs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
