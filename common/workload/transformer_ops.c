@@ -16,8 +16,8 @@
  *   non-contiguous dY is made contiguous (ASSUMED: after those three); past
  *   65536 rows with d_model / 32 under half the SMs, partial dgamma/dbeta
  *   blocks summed into new tensors (layer_norm_kernel.cu).
- * - native_dropout (Dropout.cu dropout_cuda): ASSUMED mask (bool) before the
- *   output; saves the mask. p = 0 is no op at all (at::dropout returns the
+ * - native_dropout (Dropout.cu dropout_cuda): the bool mask, then the
+ *   output (empty_like each); saves the mask. p = 0 is no op at all (at::dropout returns the
  *   input: is_fused_kernel_acceptable needs p > 0).
  * - relu saves its result, gelu its input; the residual add saves nothing
  *   and passes its gradient to both inputs, cast to an input's dtype where

@@ -8,7 +8,8 @@
  *   (Parameter.__deepcopy__: one clone each, in the same order); then the
  *   decoder layer (self_attn, multihead_attn, linear1, linear2, norm1..3),
  *   its norm and M copies; _reset_parameters works in place; the two
- *   template layers die with __init__'s frame. The encoder alone:
+ *   template layers die with __init__'s frame (ASSUMED: at once, no
+ *   reference cycle leaving them to the garbage collector). The encoder alone:
  *   layer, N copies, `del layer`; with --causal the mask is
  *   torch.full((L, L), -inf) then torch.triu(..., 1), the full one freed.
  * - Layers, training mode (no fast path): post-norm
