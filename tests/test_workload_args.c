@@ -78,11 +78,89 @@ static void cli_bad(void **state)
     }
 }
 
+/* --arch transformer|encoder: every flag into mc_tfm_config, PyTorch's defaults. */
+static void cli_transformer_good(void **state)
+{
+    (void)state;
+    mc_workload_cli cli;
+    char err[256];
+    assert_int_equal(parse("--arch transformer --seq 64 --batch 100 --model-only", &cli, err), 0);
+    assert_int_equal(cli.arch, MC_WL_ARCH_TRANSFORMER);
+    assert_int_equal(cli.tfm.arch, MC_TFM_TRANSFORMER);
+    assert_int_equal(cli.tfm.d_model, 512);
+    assert_int_equal(cli.tfm.heads, 8);
+    assert_int_equal(cli.tfm.enc_layers, 6);
+    assert_int_equal(cli.tfm.dec_layers, 6);
+    assert_int_equal(cli.tfm.ff, 2048);
+    assert_near(cli.tfm.dropout, 0.1, 0);
+    assert_int_equal(cli.tfm.seq, 64);
+    assert_int_equal(cli.tfm.batch, 100);
+    assert_false(cli.tfm.batch_first || cli.tfm.norm_first || cli.tfm.causal || cli.tfm.checkpoint);
+    assert_int_equal(parse("--model-only --d-model 256 --heads 4 --enc-layers 3 --dec-layers 2 --ff 512 "
+                           "--dropout 0 --activation gelu --norm-first --batch-first --seq 32 --batch 8 "
+                           "--optimizer adamw --precision fp16 --accum 4 --checkpoint --steps 3 "
+                           "--arch encoder --causal --sms 114 --limit 1G", &cli, err), 0);
+    assert_int_equal(cli.tfm.arch, MC_TFM_ENCODER);
+    assert_int_equal(cli.tfm.d_model, 256);
+    assert_int_equal(cli.tfm.heads, 4);
+    assert_int_equal(cli.tfm.enc_layers, 3);
+    assert_int_equal(cli.tfm.dec_layers, 2);
+    assert_int_equal(cli.tfm.ff, 512);
+    assert_near(cli.tfm.dropout, 0, 0);
+    assert_int_equal(cli.tfm.activation, MC_TFM_GELU);
+    assert_true(cli.tfm.norm_first && cli.tfm.batch_first && cli.tfm.causal && cli.tfm.checkpoint);
+    assert_int_equal(cli.tfm.optimizer, MC_TFM_ADAMW);
+    assert_int_equal(cli.tfm.precision, MC_WL_FP16);
+    assert_int_equal(cli.tfm.accum, 4);
+    assert_int_equal(cli.tfm.sm_count, 114);
+    assert_int_equal(cli.tfm.alloc.limit_bytes, 1ULL << 30);
+    assert_int_equal(cli.steps, 3);
+    /* the MLP stays the default and keeps its flags */
+    assert_int_equal(parse("--arch mlp --layers 3 --in 4 --width 4 --out 4 --batch 4", &cli, err), 0);
+    assert_int_equal(cli.arch, MC_WL_ARCH_MLP);
+}
+
+static void cli_transformer_bad(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "--arch transformer --seq 16 --batch 4 --heads 3",          /* 512 % 3 */
+        "--arch transformer --seq 16 --batch 4 --causal",           /* causal needs the encoder */
+        "--arch encoder --seq 0 --batch 4",                         /* a sequence of 0 */
+        "--arch transformer --batch 4",                             /* no --seq */
+        "--arch transformer --seq 16",                              /* no --batch */
+        "--arch transformer --seq 16 --batch 6 --accum 4",
+        "--arch transformer --seq 16 --batch 4 --dropout 1",
+        "--arch transformer --seq 16 --batch 4 --dropout x",
+        "--arch transformer --seq 16 --batch 4 --activation tanh",
+        "--arch transformer --seq 16 --batch 4 --optimizer lamb",
+        "--arch transformer --seq 16 --batch 4 --layers 3",         /* an MLP flag */
+        "--arch transformer --seq 16 --batch 4 --inject-overflow 1",
+        "--arch transformer --seq 16 --batch 4 --d-model 0",
+        "--arch transformer --seq 16 --batch 4 --enc-layers",
+        "--arch transformer --seq 16 --batch 4 --precision fp16 --d-model 96 --heads 8", /* head 12 */
+        "--arch rnn --seq 16 --batch 4",
+        "--arch",
+        "--layers 3 --in 4 --width 4 --out 4 --batch 4 --d-model 64", /* a Transformer flag, MLP */
+        "--layers 3 --in 4 --width 4 --out 4 --batch 4 --optimizer adamw",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        mc_workload_cli cli;
+        char err[256] = "";
+        if (parse(bad[i], &cli, err) != MC_EXIT_USAGE) print_error("accepted: %s\n", bad[i]);
+        assert_int_equal(parse(bad[i], &cli, err), MC_EXIT_USAGE);
+        assert_true(err[0] != '\0');
+        assert_null(strchr(err, '\n'));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cli_good),
         cmocka_unit_test(cli_bad),
+        cmocka_unit_test(cli_transformer_good),
+        cmocka_unit_test(cli_transformer_bad),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,8 +15,47 @@
 #include "check_cuda.h"
 #include "gpu.h"
 #include "workload/mlp_verify.h"
+#include "workload/transformer.h"
 #include "workload/workload.h"
 #include "workload/workload_args.h"
+
+/* --arch transformer|encoder: the model-only sequence (the GPU path is not
+ * wired yet: refused before any GPU work). */
+static int run_transformer(const mc_workload_cli *cli)
+{
+    char err[256];
+    if (!cli->model_only || cli->verify) {
+        fprintf(stderr, "workload: --arch %s runs with --model-only only (its GPU path is not wired yet)\n",
+                cli->arch == MC_WL_ARCH_ENCODER ? "encoder" : "transformer");
+        return MC_EXIT_USAGE;
+    }
+    FILE *trace = NULL;
+    if (cli->trace_path && !(trace = fopen(cli->trace_path, "w"))) {
+        fprintf(stderr, "workload: cannot write %s\n", cli->trace_path);
+        return MC_EXIT_USAGE;
+    }
+    mc_tfm *t = mc_tfm_create(&cli->tfm, false, trace, err, sizeof err);
+    if (!t) {
+        fprintf(stderr, "workload: %s\n", err);
+        if (trace) fclose(trace);
+        return MC_EXIT_USAGE;
+    }
+    if (mc_tfm_setup_status(t) != MC_WL_OK)
+        fprintf(stderr, "workload: the parameters do not fit: every step is out of memory\n");
+    printf("%s\n", MC_WORKLOAD_CSV_HEADER);
+    for (int s = 0; s < cli->steps; s++) {
+        mc_workload_step_result r;
+        mc_tfm_step(t, &r);
+        mc_workload_csv_row(stdout, &r);
+    }
+    mc_tfm_destroy(t);
+    if (fflush(stdout) != 0) return MC_EXIT_USAGE;
+    if (trace && fclose(trace) != 0) {
+        fprintf(stderr, "workload: error writing %s\n", cli->trace_path);
+        return MC_EXIT_USAGE;
+    }
+    return MC_EXIT_OK;
+}
 
 int main(int argc, char **argv)
 {
@@ -31,6 +70,7 @@ int main(int argc, char **argv)
         mc_workload_usage(stdout);
         return MC_EXIT_OK;
     }
+    if (cli.arch != MC_WL_ARCH_MLP) return run_transformer(&cli);
     if (!cli.model_only || cli.verify) {
         char reason[256];
         if (!mc_gpu_open(cli.device, reason, sizeof reason)) {

@@ -30,6 +30,17 @@ void mc_workload_usage(FILE *fp)
         "  --seed N  --sms N (SMs, for reduction scratch; 132)  --device N\n"
         "  --trace FILE       write the request sequence (memclaims-trace v1: set-up, 2 steps)\n"
         "  --verify           check the arithmetic on the GPU against a float64 reference\n"
+        "\n"
+        "usage: workload --arch transformer|encoder --seq L --batch B [options]\n"
+        "PyTorch's nn.Transformer (src and tgt of the same shape, loss mse_loss(out, tgt)) or\n"
+        "nn.TransformerEncoder(layer, N, enable_nested_tensor=False) (loss against a second random\n"
+        "tensor), in training mode; --model-only only so far (the GPU path is not wired):\n"
+        "  --d-model E (512)  --heads H (8)  --enc-layers N (6)  --dec-layers M (6)  --ff F (2048)\n"
+        "  --dropout P (0.1)  --activation relu|gelu (relu)  --norm-first  --batch-first\n"
+        "  --causal           encoder: generate_square_subsequent_mask, passed with is_causal=True\n"
+        "  --seq L --batch B  the whole batch; --accum K makes micro-batches of B/K\n"
+        "  --optimizer sgd|momentum|adam|adamw   --precision, --accum, --checkpoint (each layer),\n"
+        "  --steps, --limit, --max-split-size, --sms, --trace as above\n"
         "Exit: 0 ran, 1 --verify failed, 2 usage, 3 CUDA error, 77 no CUDA device.\n"
         "An out-of-memory step is a row with status oom, not an error.\n",
         MC_WORKLOAD_CSV_HEADER);
@@ -56,8 +67,12 @@ int mc_workload_parse_args(mc_workload_cli *cli, int argc, char **argv, char *er
 {
     memset(cli, 0, sizeof *cli);
     cli->cfg = mc_workload_config_default();
+    cli->tfm = mc_tfm_config_default();
     cli->steps = 10;
     err[0] = '\0';
+    for (int i = 1; i < argc; i++) /* --arch first: it decides which flags exist */
+        if (!strcmp(argv[i], "--arch") && mc_workload_parse_arch(i + 1 < argc ? argv[i + 1] : NULL, &cli->arch))
+            return bad(err, len, "--arch", "mlp, transformer or encoder", i + 1 < argc ? argv[i + 1] : NULL);
     bool have[5] = {false};
     static const char *const shape[5] = {"--layers", "--in", "--width", "--out", "--batch"};
     for (int i = 1; i < argc; i++) {
@@ -69,6 +84,16 @@ int mc_workload_parse_args(mc_workload_cli *cli, int argc, char **argv, char *er
         if (strncmp(a, "--", 2) != 0) {
             snprintf(err, len, "unexpected argument '%s' (see --help)", a);
             return MC_EXIT_USAGE;
+        }
+        if (!strcmp(a, "--arch")) { i++; continue; }
+        if (cli->arch != MC_WL_ARCH_MLP) {
+            bool took = false;
+            int t = mc_tfm_parse_flag(cli, a, v, &took, err, len);
+            if (t == MC_EXIT_USAGE) return t;
+            if (t == 0) {
+                i += took;
+                continue;
+            }
         }
         static const char *const valued[] = {
             "--layers", "--in", "--width", "--out", "--batch", "--optimizer", "--precision",
@@ -140,6 +165,7 @@ int mc_workload_parse_args(mc_workload_cli *cli, int argc, char **argv, char *er
         }
     }
     if (cli->help || cli->verify) return 0;
+    if (cli->arch != MC_WL_ARCH_MLP) return mc_tfm_finish_args(cli, err, len);
     for (int s = 0; s < 5; s++)
         if (!have[s]) {
             snprintf(err, len, "%s is required (see --help)", shape[s]);

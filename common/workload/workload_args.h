@@ -18,7 +18,12 @@
  *   --seed N, --sms N (SMs for reduction scratch, default 132), --device N
  *   --trace FILE                                     the request sequence (memclaims-trace v1)
  *   --verify                                         the GPU arithmetic check, then exit
- *   --help */
+ *   --help
+ *
+ *   --arch mlp|transformer|encoder                  default mlp; the Transformer's flags:
+ *   --d-model --heads --enc-layers --dec-layers --ff --dropout --activation relu|gelu
+ *   --norm-first --batch-first --causal --seq L --batch B --optimizer ...|adamw
+ *   (transformer_args.c) */
 #ifndef MC_WORKLOAD_ARGS_H
 #define MC_WORKLOAD_ARGS_H
 
@@ -26,14 +31,20 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "transformer.h"
 #include "workload.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+typedef enum { MC_WL_ARCH_MLP, MC_WL_ARCH_TRANSFORMER, MC_WL_ARCH_ENCODER } mc_wl_arch;
+
 typedef struct {
     mc_workload_config cfg;
+    mc_wl_arch arch;          /* --arch (mlp) */
+    mc_tfm_config tfm;        /* the Transformer's, when arch is not mlp */
+    bool seq_given, batch_given;
     int steps;
     int device;
     bool model_only, verify, help;
@@ -45,6 +56,14 @@ typedef struct {
  * --verify need no shape. */
 int mc_workload_parse_args(mc_workload_cli *cli, int argc, char **argv, char *err, size_t len);
 void mc_workload_usage(FILE *fp);
+
+/* transformer_args.c: --arch's value (0, or -1 when unknown); one flag of the
+ * Transformer (0 taken, 1 not its flag, MC_EXIT_USAGE with err; took_value:
+ * it consumed the next argument); the checks once all flags are read. */
+int mc_workload_parse_arch(const char *v, mc_wl_arch *arch);
+int mc_tfm_parse_flag(mc_workload_cli *cli, const char *a, const char *v, bool *took_value,
+                      char *err, size_t len);
+int mc_tfm_finish_args(mc_workload_cli *cli, char *err, size_t len);
 
 #ifdef __cplusplus
 }

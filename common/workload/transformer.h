@@ -1,0 +1,87 @@
+/* transformer.h: the suite's second training workload (issue 9): PyTorch
+ * 2.11's nn.Transformer (encoder-decoder) or nn.TransformerEncoder trained
+ * with MSE in eager mode, every tensor taken from the caching-allocator
+ * model in the order PyTorch requests it:
+ *
+ *   transformer: model = nn.Transformer(d_model, nhead, enc, dec, ff, dropout,
+ *                                       activation, batch_first, norm_first)
+ *                per micro-step: src = randn; tgt = randn (same shape)
+ *                                loss = mse_loss(model(src, tgt), tgt) / K
+ *   encoder:     layer = nn.TransformerEncoderLayer(...); model =
+ *                nn.TransformerEncoder(layer, enc, enable_nested_tensor=False)
+ *                [causal: mask = generate_square_subsequent_mask(L) once,
+ *                 model(src, mask=mask, is_causal=True)]
+ *                per micro-step: src = randn; tgt = randn (the output's shape)
+ *                                loss = mse_loss(model(src), tgt) / K
+ *   opt: SGD | SGD(momentum 0.9) | Adam | AdamW (foreach), GradScaler for fp16,
+ *        autocast for fp16/bf16, zero_grad(set_to_none) after the step.
+ *
+ * Only the model-only mode (the host backend, no arithmetic) exists so far:
+ * the GPU arithmetic is another helper's (tfm_kernels.cuh) and is not wired
+ * here; mc_tfm_create refuses on_gpu with a reason. How the sequence follows
+ * PyTorch, and where it had to assume, is said in transformer_seq.c and
+ * transformer_attn.c. The step result and CSV are workload.h's. */
+#ifndef MC_TRANSFORMER_H
+#define MC_TRANSFORMER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "alloc/alloc_model.h"
+#include "workload.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { MC_TFM_TRANSFORMER, MC_TFM_ENCODER } mc_tfm_arch;
+typedef enum { MC_TFM_RELU, MC_TFM_GELU } mc_tfm_activation;
+/* The optimizers of the MLP plus AdamW (decoupled weight decay 0.01). */
+#define MC_TFM_ADAMW 3
+
+typedef struct {
+    mc_tfm_arch arch;
+    int64_t d_model, heads, enc_layers, dec_layers, ff;
+    double dropout;              /* 0 <= p < 1 */
+    mc_tfm_activation activation;
+    bool norm_first, batch_first, causal;
+    int64_t seq, batch;          /* L tokens; the whole batch B (micro-batch B/accum) */
+    int accum;
+    int optimizer;               /* mc_wl_optimizer, or MC_TFM_ADAMW */
+    mc_wl_precision precision;
+    bool checkpoint;             /* each encoder and decoder layer, use_reentrant=False */
+    ca_config alloc;
+    uint64_t host_capacity;      /* the simulated device (model-only), bytes */
+    int sm_count;                /* for PyTorch's reduction scratch (132 on an H100) */
+    int trace_steps;             /* steps written to the trace (2) */
+} mc_tfm_config;
+
+typedef struct mc_tfm mc_tfm;
+
+/* PyTorch's defaults: d_model 512, 8 heads, 6+6 layers, ff 2048, dropout
+ * 0.1, relu, post-norm, batch_first False; seq and batch 0 (to be set). */
+mc_tfm_config mc_tfm_config_default(void);
+/* 0, or -1 with one line in err (a head count that does not divide d_model,
+ * --causal with the encoder-decoder, a zero sequence or batch, a batch not
+ * divisible by accum, a head size the attention backends do not take, ...). */
+int mc_tfm_config_check(const mc_tfm_config *c, char *err, size_t len);
+/* Parameters of the model, exactly as sum(p.numel() for p in model.parameters()). */
+uint64_t mc_tfm_param_count(const mc_tfm_config *c);
+const char *mc_tfm_optimizer_name(int o);
+
+/* Model-only (on_gpu must be false: the GPU path is not wired; err says so).
+ * trace: memclaims-trace v1 of set-up and the first trace_steps steps. */
+mc_tfm *mc_tfm_create(const mc_tfm_config *c, bool on_gpu, FILE *trace, char *err, size_t len);
+mc_wl_status mc_tfm_setup_status(const mc_tfm *t);
+mc_wl_status mc_tfm_step(mc_tfm *t, mc_workload_step_result *r);
+void mc_tfm_destroy(mc_tfm *t);
+const ca_allocator *mc_tfm_allocator(const mc_tfm *t);
+/* Live bytes of each category now (they sum to memory_allocated). */
+void mc_tfm_live_by_category(const mc_tfm *t, uint64_t out[MC_WL_NCAT]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

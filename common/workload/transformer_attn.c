@@ -1,0 +1,272 @@
+/* transformer_attn.c: MultiheadAttention in training mode, as
+ * torch/nn/functional.py multi_head_attention_forward runs it with
+ * need_weights=False (the Transformer layers' call) in PyTorch 2.11:
+ *
+ * - batch_first: MultiheadAttention.forward transposes query (and key) to
+ *   (L, N, E): views, so the in-projection's input is not contiguous and
+ *   F.linear takes matmul (transformer_ops.c).
+ * - _in_projection_packed, self-attention: proj = linear(x, W, b) [L,N,3E];
+ *   proj.unflatten(-1, (3, E)).unsqueeze(0).transpose(0, -2).squeeze(-2)
+ *   .contiguous() copies it to [3,L,N,E] (then the linear's output goes);
+ *   q, k, v = proj[0], proj[1], proj[2] (SelectBackward0 each; backward:
+ *   zeros of the whole and a copy). The unflatten's ViewBackward0 reshapes
+ *   a non-viewable gradient: a copy.
+ *   Cross-attention (k is v, q is not): w.split([E, 2E]) and b.split (one
+ *   SplitWithSizesBackward0 each, whose backward cats), q = linear(q, w_q,
+ *   b_q), kv = linear(mem, w_kv, b_kv) made [2,S,N,E] contiguous as above.
+ *   Under autocast the split views are cast afresh (not leaves: no cache).
+ * - q.view(L, N*H, hd).transpose(0, 1) then .view(N, H, L, hd): views; their
+ *   ViewBackward0 copies only when the gradient cannot be viewed, which is
+ *   the memory-efficient kernel's case (its grad_q is [N,L,H,hd]
+ *   contiguous), not flash's (empty_like(q) keeps q's strides).
+ * - scaled_dot_product_attention(q, k, v, None, dropout_p, is_causal): the
+ *   encoder's causal mask is dropped for is_causal (no key padding mask,
+ *   need_weights False), so no configuration passes a mask. Backend on an
+ *   H100 (sdp_utils.cpp): fp16/bf16 take flash attention, fp32 the
+ *   memory-efficient kernel. ASSUMED: cuDNN attention is not chosen first
+ *   (check_prefer_cudnn_attention needs a cuDNN newer than 9.15.0 in the
+ *   wheel; tests/torch/transformer_reference.py records the backend
+ *   PyTorch picks, so a fixture says whether this holds).
+ *   Flash (flash_api.cpp mha_fwd, read at a recent commit): out =
+ *   empty_like(q) [N,L,H,hd], softmax_lse [N,H,L] fp32; without dropout the
+ *   split-KV accumulators when num_splits_heuristic asks for more than one
+ *   split (freed on return); then rng_state [2] uint64 and _unused [] uint64
+ *   on the device, and with dropout rng_state made again (the first freed);
+ *   both saved as philox seed and offset. Its output's permute(2,0,1,3) is
+ *   then contiguous: no copy before out_proj.
+ *   Backward (_flash_attention_backward, mha_bwd): grad_out.contiguous()
+ *   and out.contiguous() (both copies: they are transposed), dq, dk, dv
+ *   (empty_like), softmax_d [N,H,L128] fp32 and dq_accum [N,L128,H,hd32]
+ *   fp32 (hd rounded to 32, or 64 past 128), the last four freed on return.
+ *   Memory-efficient (attention.cpp _efficient_attention_forward): output
+ *   [N,L,H,hd] then logsumexp [N,H,ceil(L/32)*32] fp32, seed and offset on
+ *   the CPU; the output's permute is not contiguous: .contiguous() copies.
+ *   Backward (attention_backward.cu): grad_out.contiguous(), grad_q, grad_k,
+ *   grad_v, delta = (grad_out * out).sum(-1).transpose(-2,-1).contiguous()
+ *   (fp32 kernels do not compute it), ASSUMED workspace of the split-keys
+ *   grad_q accumulator N*H*ceil(L/64)*64*ceil(hd/64)*64 fp32.
+ * - attn.permute(2,0,1,3).contiguous().view(L*N, E); out_proj = linear;
+ *   .view(L, N, E); batch_first: .transpose(1, 0), whose gradient reaches
+ *   the view as a non-contiguous tensor: the view's backward copies.
+ */
+#include <math.h>
+
+#include "check.h"
+#include "transformer_internal.h"
+
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+static bool dense_copy(const mc_tfm *T) { return T->N > 1 && T->L > 1; }
+
+/* a: tokens, heads, L, hd, es, N, dropout_p == 0 */
+static int flash_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
+{
+    const int64_t n = nd->a[0] * nd->a[1] * nd->a[3], N = nd->a[5], H = nd->a[1];
+    const int64_t L128 = round_up(nd->a[2], 128), hd = nd->a[3];
+    const int64_t hdr = round_up(hd, hd <= 128 ? 32 : 64);
+    const int es = (int)nd->a[4];
+    tb *go = NULL, *oc = NULL, *sd = NULL, *acc = NULL;
+    int rc = -1;
+    if (dense_copy(T) && !(go = tb_new(T, (uint64_t)(n * es), MC_WL_ACTIVATIONS, "flash backward: grad_out.contiguous()")))
+        goto done;
+    if (dense_copy(T) && !(oc = tb_new(T, (uint64_t)(n * es), MC_WL_ACTIVATIONS, "flash backward: out.contiguous()")))
+        goto done;
+    for (int k = 0; k < 3; k++)
+        if (!(out[k] = tb_new(T, (uint64_t)(n * es), MC_WL_ACTIVATIONS, k == 0 ? "flash backward: dq" : k == 1 ? "flash backward: dk" : "flash backward: dv")))
+            goto done;
+    if (!(sd = tb_new(T, (uint64_t)(N * H * L128 * 4), MC_WL_ACTIVATIONS, "flash backward: softmax_d")) ||
+        !(acc = tb_new(T, (uint64_t)(N * L128 * H * hdr * 4), MC_WL_ACTIVATIONS, "flash backward: dq_accum")))
+        goto done;
+    rc = 0;
+done:
+    tb_unref(T, acc);
+    tb_unref(T, sd);
+    tb_unref(T, oc);
+    tb_unref(T, go);
+    return rc;
+}
+
+static int efficient_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
+{
+    const int64_t tok = nd->a[0], H = nd->a[1], L = nd->a[2], hd = nd->a[3], N = nd->a[5];
+    const int64_t n = tok * H * hd;
+    tb *go = NULL, *prod = NULL, *sum = NULL, *delta = NULL, *ws = NULL;
+    int rc = -1;
+    if (dense_copy(T) && !(go = tb_new(T, (uint64_t)(n * 4), MC_WL_ACTIVATIONS, "efficient backward: grad_out.contiguous()")))
+        goto done;
+    for (int k = 0; k < 3; k++)
+        if (!(out[k] = tb_new(T, (uint64_t)(n * 4), MC_WL_ACTIVATIONS, k == 0 ? "efficient backward: grad_q" : k == 1 ? "efficient backward: grad_k" : "efficient backward: grad_v")))
+            goto done;
+    if (!(prod = tb_new(T, (uint64_t)(n * 4), MC_WL_ACTIVATIONS, "efficient backward: grad_out * out")) ||
+        !(sum = tb_new(T, (uint64_t)(tok * H * 4), MC_WL_ACTIVATIONS, "efficient backward: .sum(-1)")) ||
+        reduce_scratch(T, tok * H, hd, false, 4) ||
+        !(delta = tb_new(T, (uint64_t)(tok * H * 4), MC_WL_ACTIVATIONS, "efficient backward: delta")))
+        goto done;
+    tb_unref(T, sum);
+    tb_unref(T, prod);
+    sum = prod = NULL;
+    if (!(ws = tb_new(T, (uint64_t)(N * H * round_up(L, 64) * round_up(hd, 64) * 4), MC_WL_ACTIVATIONS,
+                      "efficient backward: workspace (grad_q accumulator, assumed)")))
+        goto done;
+    rc = 0;
+done:
+    tb_unref(T, prod);
+    tb_unref(T, sum);
+    tb_unref(T, delta);
+    tb_unref(T, ws);
+    tb_unref(T, go);
+    return rc;
+}
+
+/* flash_api.cpp num_splits_heuristic: split-KV blocks for a forward without
+ * dropout that would not fill the SMs (num_SMs: 2 per SM, 128 threads). */
+static int num_splits(int64_t bhm, int64_t sms2, int64_t nblocks)
+{
+    if ((double)bhm >= 0.8 * (double)sms2) return 1;
+    int64_t maxs = 128;
+    if (sms2 < maxs) maxs = sms2;
+    if (nblocks < maxs) maxs = nblocks;
+    double eff[129], best = 0;
+    for (int64_t s = 1; s <= maxs; s++) {
+        bool ok = s == 1 || (nblocks + s - 1) / s != (nblocks + s - 2) / (s - 1);
+        double waves = (double)(bhm * s) / (double)sms2;
+        eff[s] = ok ? waves / ceil(waves) : 0;
+        if (eff[s] > best) best = eff[s];
+    }
+    for (int64_t s = 1; s <= maxs; s++) {
+        bool ok = s == 1 || (nblocks + s - 1) / s != (nblocks + s - 2) / (s - 1);
+        if (ok && eff[s] >= 0.85 * best) return (int)s;
+    }
+    return 1;
+}
+
+static tv sdpa(mc_tfm *T, tv q, tv k, tv v, bool causal)
+{
+    if (T->oom || T->stopped || !q.b || !k.b || !v.b) return TV_NONE;
+    const bool flash = T->lowp;
+    const int64_t n = T->T * T->E, N = T->N, H = T->H, L = T->L, hd = T->hd;
+    tb *o = tb_new(T, (uint64_t)(n * T->es), MC_WL_ACTIVATIONS, flash ? "flash attention output" : "efficient attention output");
+    tb *lse = o ? tb_new(T, (uint64_t)(N * H * (flash ? L : round_up(L, 32)) * 4),
+                         MC_WL_ACTIVATIONS, "attention logsumexp") : NULL;
+    tb *rng = NULL, *unused = NULL, *la = NULL, *oa = NULL;
+    if (lse && flash) {
+        if (T->c.dropout == 0) { /* set_params_splitkv: split-KV accumulators */
+            const int64_t block_n = hd <= 64 ? 256 : hd <= 128 ? 128 : 64;
+            const int64_t hdr = round_up(hd, hd <= 128 ? 32 : 64);
+            int s = num_splits(N * H * ((L + 63) / 64), 2 * (int64_t)T->c.sm_count, (L + block_n - 1) / block_n);
+            if (s > 1) {
+                la = tb_new(T, (uint64_t)(s * N * H * L * 4), MC_WL_ACTIVATIONS, "flash softmax_lse_accum (split-KV)");
+                oa = la ? tb_new(T, (uint64_t)(s * N * H * L * hdr * 4), MC_WL_ACTIVATIONS, "flash out_accum (split-KV)") : NULL;
+            }
+        }
+        rng = tb_new(T, 16, MC_WL_OTHER, "flash rng_state (2 x uint64)");
+        unused = rng ? tb_new(T, 8, MC_WL_OTHER, "flash _unused (uint64)") : NULL;
+        if (unused && T->c.dropout > 0) { /* rng_state is made again for dropout */
+            tb *r2 = tb_new(T, 16, MC_WL_OTHER, "flash rng_state with dropout");
+            tb_unref(T, rng);
+            rng = r2;
+        }
+        tb_unref(T, oa); /* mha_fwd's locals go when it returns */
+        tb_unref(T, la);
+    }
+    if (!lse || (flash && !rng) || (flash && !unused)) {
+        tb_unref(T, o);
+        tb_unref(T, lse);
+        tb_unref(T, rng);
+        tb_unref(T, unused);
+        return TV_NONE;
+    }
+    int nd = tape_node(T, flash ? flash_bwd : efficient_bwd,
+                       flash ? "ScaledDotProductFlashAttentionBackward0"
+                             : "ScaledDotProductEfficientAttentionBackward0", 3);
+    int64_t *a = T->tape[nd].a;
+    a[0] = T->T, a[1] = H, a[2] = L, a[3] = hd, a[4] = T->es, a[5] = N, a[6] = causal;
+    tape_edge(T, nd, 0, q);
+    tape_edge(T, nd, 1, k);
+    tape_edge(T, nd, 2, v);
+    tape_save(T, nd, q.b);
+    tape_save(T, nd, k.b);
+    tape_save(T, nd, v.b);
+    tape_save(T, nd, o);
+    tape_save(T, nd, lse);
+    tape_save(T, nd, rng);    /* philox_seed */
+    tape_save(T, nd, unused); /* philox_offset */
+    tb_unref(T, lse);
+    tb_unref(T, rng);
+    tb_unref(T, unused);
+    return (tv){o, n, T->es, nd, 0, true};
+}
+
+static tv transposed(tv x)
+{
+    tv r = tv_view(x);
+    r.contig = false;
+    return r;
+}
+
+tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal, int64_t S)
+{
+    (void)S;
+    if (T->oom || T->stopped || !q_in.b) return TV_NONE;
+    const bool bf = T->c.batch_first, flash = T->lowp;
+    const int64_t E = T->E, tok = T->T;
+    tv q = TV_NONE, k = TV_NONE, v = TV_NONE;
+    tv qt = bf ? transposed(q_in) : tv_view(q_in);
+    if (self_attn) {
+        tv P = op_linear(T, qt, param_tv(T, p0), param_tv(T, p0 + 1), tok, E, 3 * E, bf);
+        tv Pv = op_view_copy_bwd(T, P, "ViewBackward0: unflatten of the in-projection");
+        tv C = op_contiguous(T, Pv, "in-projection .contiguous() [3,L,N,E]");
+        tv_drop(T, &Pv);
+        tv_drop(T, &P);
+        q = op_select(T, C, tok * E, "SelectBackward0 q");
+        k = op_select(T, C, tok * E, "SelectBackward0 k");
+        v = op_select(T, C, tok * E, "SelectBackward0 v");
+        tv_drop(T, &C);
+    } else {
+        int sw = op_split(T, p0, E * E), sb = op_split(T, p0 + 1, E);
+        tv kt = bf ? transposed(kv_in) : tv_view(kv_in);
+        tv wq = {NULL, E * E, 4, sw, 0, true}, wkv = {NULL, 2 * E * E, 4, sw, 1, true};
+        tv bq = {NULL, E, 4, sb, 0, true}, bkv = {NULL, 2 * E, 4, sb, 1, true};
+        q = op_linear(T, qt, wq, bq, tok, E, E, bf);
+        tv KV = op_linear(T, kt, wkv, bkv, tok, E, 2 * E, bf);
+        tv KVv = op_view_copy_bwd(T, KV, "ViewBackward0: unflatten of the kv projection");
+        tv C = op_contiguous(T, KVv, "kv projection .contiguous() [2,S,N,E]");
+        tv_drop(T, &KVv);
+        tv_drop(T, &KV);
+        k = op_select(T, C, tok * E, "SelectBackward0 k");
+        v = op_select(T, C, tok * E, "SelectBackward0 v");
+        tv_drop(T, &C);
+        tv_drop(T, &kt);
+    }
+    tv_drop(T, &qt);
+    if (!flash) { /* the views' backward reshapes copy the efficient kernel's gradients */
+        tv *qkv[3] = {&q, &k, &v};
+        static const char *const w1[3] = {"ViewBackward0 q (L, N*H, hd)", "ViewBackward0 k (S, N*H, hd)",
+                                          "ViewBackward0 v (S, N*H, hd)"};
+        static const char *const w2[3] = {"ViewBackward0 q (N, H, L, hd)", "ViewBackward0 k (N, H, S, hd)",
+                                          "ViewBackward0 v (N, H, S, hd)"};
+        for (int pass = 0; pass < 2; pass++)
+            for (int i = 0; i < 3; i++) {
+                tv n = op_view_copy_bwd(T, *qkv[i], pass ? w2[i] : w1[i]);
+                tv_drop(T, qkv[i]);
+                *qkv[i] = n;
+            }
+    }
+    tv a = sdpa(T, q, k, v, causal);
+    tv_drop(T, &q);
+    tv_drop(T, &k);
+    tv_drop(T, &v);
+    if (!flash) {
+        tv c = op_contiguous(T, a, "attention output .permute(2,0,1,3).contiguous()");
+        tv_drop(T, &a);
+        a = c;
+    }
+    tv o = op_linear(T, a, param_tv(T, p0 + 2), param_tv(T, p0 + 3), tok, E, E, false);
+    tv_drop(T, &a);
+    if (bf) {
+        tv r = op_view_copy_bwd(T, o, "ViewBackward0: out_proj output (L, N, E), transposed after");
+        tv_drop(T, &o);
+        o = r;
+    }
+    return o;
+}

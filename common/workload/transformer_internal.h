@@ -1,0 +1,171 @@
+/* transformer_internal.h: what the Transformer workload's files share. The
+ * model replays PyTorch's eager autograd in miniature: forward ops request
+ * their outputs and record nodes on a tape with the tensors they save;
+ * backward runs the nodes in reverse creation order (the engine's order:
+ * the ready node with the highest sequence number runs first, and in one
+ * thread that is always the newest node not yet run), each node requesting
+ * its gradients, then dropping its incoming gradient and its saved tensors,
+ * then handing each gradient to the next node's input buffer (added in
+ * place when the buffer holds the only reference, engine.cpp InputBuffer)
+ * or to .grad (AccumulateGrad: stolen when it is the only reference, added
+ * in place on later micro-steps). Buffers are reference counted: a block is
+ * freed when the last Python variable, saved tensor, cast cache or gradient
+ * buffer that holds it lets go, which is when PyTorch frees it. */
+#ifndef MC_TRANSFORMER_INTERNAL_H
+#define MC_TRANSFORMER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "transformer.h"
+#include "workload_internal.h"
+
+/* workload_internal.h's MLP shorthands are not used here. */
+#undef G
+#undef A
+#undef AK
+#undef F
+
+/* One storage: a block of the allocator and who holds it. */
+typedef struct tb {
+    wl_t t;
+    int refs;
+    struct tb *prev, *next;    /* every live buffer, for the OOM unwind */
+} tb;
+
+/* A tensor in the forward: its storage (NULL: none), its numel and element
+ * size, its producer on the tape (node -1: needs no gradient, -2 - i: the
+ * parameter i itself), the producer's output slot, and whether its strides
+ * are those of a contiguous tensor. */
+typedef struct {
+    tb *b;
+    int64_t n;
+    int es;
+    int node, slot;
+    bool contig;
+} tv;
+
+#define TV_NONE ((tv){NULL, 0, 0, -1, 0, false})
+#define MAX_SAVED 8
+#define MAX_NEXT 4
+
+struct mc_tfm;
+struct tnode;
+/* A node's backward: requests its gradients into out[] (one per next edge,
+ * NULL where none), calling tape_apply_return at the point where PyTorch's
+ * apply() returns. Returns 0 or -1 on OOM. */
+typedef int (*bwd_fn)(struct mc_tfm *T, struct tnode *nd, tb *out[MAX_NEXT]);
+
+typedef struct tnode {
+    bwd_fn bwd;
+    const char *what;
+    tb *saved[MAX_SAVED];
+    int nsaved;
+    struct { int node, slot; } next[MAX_NEXT];
+    int nnext;
+    tb *gin[3];                /* input buffer: the gradient of each output */
+    bool gin_nc[3];            /* ... held as a non-contiguous view */
+    int64_t a[8];              /* the op's sizes, for its backward */
+    int group;                 /* checkpointed layer (-1: none) */
+    int orig_saved;            /* checkpointed: how many the first forward packed */
+    bool ran, applied, released;
+} tnode;
+
+typedef struct {
+    wl_t p, g, m, v, s;        /* parameter, .grad, exp_avg|momentum, exp_avg_sq, sqrt temp */
+    int64_t n;                 /* elements */
+    tb *cast;                  /* autocast's cached fp16/bf16 copy (NULL: none) */
+    int cast_node;             /* its ToCopyBackward0 on the tape */
+    char name[80];             /* its name in model.named_parameters() */
+} tparam;
+
+/* One checkpointed layer: its nodes on the tape and its inputs. */
+typedef struct {
+    int first, last;           /* tape range [first, last) */
+    int last_saving;           /* the last node in it that saves (early stop) */
+    int layer;                 /* encoder 0..N-1, decoder N.. */
+    tv in, mem;                /* what _NoopSaveInputs keeps (mem: decoder only) */
+    bool recomputed;
+    int live_nodes;            /* nodes not yet released (frame dies at 0) */
+} tgroup;
+
+struct mc_tfm {
+    mc_workload w;             /* accounting, trace, allocator (workload.c) */
+    mc_tfm_config c;
+    int64_t N, L, E, H, hd, T; /* micro-batch, sequence, width, heads, head size, tokens */
+    int es;                    /* compute element size: 4, or 2 under autocast */
+    bool lowp;
+    tb *all;                   /* live buffers */
+    bool oom;
+
+    tparam *p;
+    int np, cap_p;
+    int enc_first, enc_norm, dec_first, dec_norm; /* parameter indices (-1: none) */
+    int per_enc, per_dec;      /* parameters per layer: 12, 18 */
+
+    tnode *tape;
+    int nt, cap_t;
+    tgroup *grp;
+    int ngrp, cap_grp;
+    int cur_group;             /* forward: the checkpointed layer being built (-1) */
+    bool recomputing, stopped; /* a checkpoint's recomputation; its early stop */
+    int rec_target, rec_base;  /* the group being recomputed; its node offset */
+    int handle;                /* cuBLAS handle: 0 forward thread, 1 backward thread */
+
+    tb *mask;                  /* the encoder's causal mask (set-up) */
+    wl_t ws_fwd, lt_fwd, ws_bwd, lt_bwd;
+    wl_t red_buf, red_sem;
+    wl_t scale, growth, scaled, ones, gmul, gdiv, inv_d, inv_r, inv_f, found, found_c, inv_c;
+    wl_t mse, mse_tmp, loss;
+    int step;
+    bool opt_ready;
+    double scale_host;
+    int growth_tracker;
+};
+typedef struct mc_tfm mc_tfm;
+
+/* transformer_tape.c: buffers, the tape, backward. */
+tb *tb_new(mc_tfm *T, uint64_t bytes, mc_wl_category cat, const char *what);
+void tb_ref(tb *b);
+void tb_unref(mc_tfm *T, tb *b);
+void tv_drop(mc_tfm *T, tv *x);          /* a Python variable goes */
+tv tv_view(tv x);                        /* a view: the same storage, one more reference */
+int tape_node(mc_tfm *T, bwd_fn f, const char *what, int nnext);
+void tape_save(mc_tfm *T, int node, tb *b);
+void tape_edge(mc_tfm *T, int node, int k, tv from);
+void tape_apply_return(mc_tfm *T, tnode *nd);
+int tape_backward(mc_tfm *T, int root, tb *grad);
+void tape_clear(mc_tfm *T);
+int workspaces(mc_tfm *T, bool lt);      /* first GEMM on the current handle */
+int reduce_scratch(mc_tfm *T, int64_t outputs, int64_t inputs, bool along_rows, int es);
+void tfm_unwind(mc_tfm *T);
+
+/* transformer_ops.c: forward ops. Each returns its output with one
+ * reference (the Python variable), or TV_NONE after an OOM or a
+ * checkpoint's early stop. */
+tv param_tv(mc_tfm *T, int i);
+/* F.linear(x, W, b) on rows x in: addmm, or (matmul: the input is a
+ * transposed 3-D view) matmul's reshape copy, mm and add_. */
+tv op_linear(mc_tfm *T, tv x, tv W, tv b, int64_t rows, int64_t in, int64_t out, bool matmul);
+tv op_layer_norm(mc_tfm *T, tv x, int pw, int pb);
+tv op_dropout(mc_tfm *T, tv x);
+tv op_activation(mc_tfm *T, tv x);
+tv op_add(mc_tfm *T, tv a, tv b);
+tv op_to(mc_tfm *T, tv x, int es);       /* autocast's cast of a non-leaf */
+tv op_contiguous(mc_tfm *T, tv x, const char *what);   /* a copy; CloneBackward passes through */
+tv op_view_copy_bwd(mc_tfm *T, tv x, const char *what); /* a view whose backward reshape copies */
+int op_split(mc_tfm *T, int param, int64_t n_first);   /* SplitWithSizesBackward0's node */
+tv op_select(mc_tfm *T, tv whole, int64_t n_part, const char *what); /* proj[i] */
+void cast_cache_clear(mc_tfm *T);                      /* autocast region exit */
+
+/* transformer_attn.c: MultiheadAttention in training mode (need_weights False). */
+tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal, int64_t S);
+
+/* transformer_opt.c: the optimizer step and zero_grad over T->p. */
+int tfm_optimizer(mc_tfm *T, bool *skipped);
+void tfm_zero_grad(mc_tfm *T);
+
+/* transformer_seq.c: the layers; a checkpointed layer's recomputation. */
+int tfm_recompute(mc_tfm *T, int group);
+
+#endif

@@ -1,0 +1,437 @@
+/* transformer_ops.c: the Transformer's forward ops and their backward nodes,
+ * each requesting what PyTorch 2.11's CUDA kernel requests, in its order:
+ *
+ * - linear (aten/src/ATen/native/Linear.cpp): a 2-D or contiguous 3-D input
+ *   takes addmm (_flatten_nd_linear; cuBLASLt, so the Lt workspace too);
+ *   a transposed 3-D input (MultiheadAttention with batch_first) takes
+ *   matmul: the fold's reshape copies the input, mm (cuBLAS), add_(bias).
+ *   AddmmBackward0/MmBackward0 give the input's gradient then the weight's
+ *   (mm each), and the broadcast bias gradient is summed in validate_outputs
+ *   (sum_to: a reduction with gpu_reduce_kernel's scratch). Autocast casts
+ *   bias, weight, then input (the wrapper's arguments, right to left, as
+ *   workload_seq.c found for the MLP); a leaf's cast is cached until the
+ *   region exits, a view's (the decoder's split in_proj) is not.
+ * - layer_norm (layer_norm_cuda): Y, then mean and rstd [rows] fp32; saves
+ *   input, weight, bias, mean, rstd. Backward: dX, dgamma, dbeta; a
+ *   non-contiguous dY is made contiguous (ASSUMED: after those three); past
+ *   65536 rows with d_model / 32 under half the SMs, partial dgamma/dbeta
+ *   blocks summed into new tensors (layer_norm_kernel.cu).
+ * - native_dropout (Dropout.cu dropout_cuda): the bool mask, then the
+ *   output (empty_like each); saves the mask. p = 0 is no op at all (at::dropout returns the
+ *   input: is_fused_kernel_acceptable needs p > 0).
+ * - relu saves its result, gelu its input; the residual add saves nothing
+ *   and passes its gradient to both inputs, cast to an input's dtype where
+ *   they differ (validate_outputs: autocast's half sublayer output).
+ */
+#include "check.h"
+#include "transformer_internal.h"
+
+static bool needs_grad(tv x) { return x.node != -1; }
+
+static int new_node(mc_tfm *T, bwd_fn f, const char *what, int nnext)
+{
+    return tape_node(T, f, what, nnext);
+}
+
+tv param_tv(mc_tfm *T, int i)
+{
+    return (tv){NULL, T->p[i].n, 4, -2 - i, 0, true};
+}
+
+/* ------------------------------------------------------------ casts */
+
+static int to_copy_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
+{
+    out[0] = tb_new(T, (uint64_t)(nd->a[0] * nd->a[1]), (mc_wl_category)nd->a[2], "ToCopyBackward0");
+    return out[0] ? 0 : -1;
+}
+
+static tv cast(mc_tfm *T, tv x, int es, mc_wl_category cat, const char *what)
+{
+    tb *b = tb_new(T, (uint64_t)(x.n * es), cat, what);
+    if (!b) return TV_NONE;
+    tv r = {b, x.n, es, -1, 0, true};
+    if (needs_grad(x)) {
+        r.node = new_node(T, to_copy_bwd, "ToCopyBackward0", 1);
+        tape_edge(T, r.node, 0, x);
+        T->tape[r.node].a[0] = x.n;
+        T->tape[r.node].a[1] = x.es;
+        T->tape[r.node].a[2] = x.node <= -2 ? MC_WL_GRADS : cat == MC_WL_CASTS ? MC_WL_GRADS
+                                                                              : MC_WL_ACTIVATIONS;
+    }
+    return r;
+}
+
+tv op_to(mc_tfm *T, tv x, int es)
+{
+    if (T->oom || T->stopped || !x.b) return TV_NONE;
+    return cast(T, x, es, MC_WL_ACTIVATIONS, "autocast input cast");
+}
+
+/* A parameter's autocast copy, cached (with its ToCopyBackward0) until the
+ * autocast region exits; returned as a new reference. */
+static tv cast_param(mc_tfm *T, int i)
+{
+    tparam *p = &T->p[i];
+    if (!p->cast) {
+        tv c = cast(T, param_tv(T, i), 2, MC_WL_CASTS, p->name);
+        if (!c.b) return TV_NONE;
+        p->cast = c.b;
+        p->cast_node = c.node;
+    }
+    tb_ref(p->cast);
+    return (tv){p->cast, p->n, 2, p->cast_node, 0, true};
+}
+
+void cast_cache_clear(mc_tfm *T)
+{
+    for (int i = T->np - 1; i >= 0; i--) {
+        tb_unref(T, T->p[i].cast);
+        T->p[i].cast = NULL;
+    }
+}
+
+/* Autocast's copy of a linear argument: a parameter's is cached, a view's
+ * (b NULL, node not a parameter) and an fp32 activation's are fresh. */
+static tv autocast_arg(mc_tfm *T, tv x, const char *what)
+{
+    if (x.node <= -2) return cast_param(T, -2 - x.node);
+    if (x.es == 2) return tv_view(x);
+    return cast(T, x, 2, x.b ? MC_WL_ACTIVATIONS : MC_WL_CASTS, what);
+}
+
+/* ------------------------------------------------------------ linear */
+
+/* AddmmBackward0 (a: rows, in, out, es): mm for the input, mm for the
+ * weight, then sum_to for the bias (the incoming gradient, until summed). */
+static int addmm_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
+{
+    const int64_t rows = nd->a[0], in = nd->a[1], o = nd->a[2];
+    const int es = (int)nd->a[3];
+    if (nd->next[1].node != -1) {
+        if (!(out[1] = tb_new(T, (uint64_t)(rows * in * es), MC_WL_ACTIVATIONS, "mm: grad of linear input")))
+            return -1;
+        if (workspaces(T, false)) return -1;
+    }
+    if (!(out[2] = tb_new(T, (uint64_t)(o * in * es), MC_WL_GRADS, "mm: grad of weight"))) return -1;
+    if (workspaces(T, false)) return -1;
+    tb *g = nd->gin[0];
+    tb_ref(g);
+    tape_apply_return(T, nd);
+    if (nd->next[0].node != -1) {
+        out[0] = tb_new(T, (uint64_t)(o * es), MC_WL_GRADS, "sum_to: grad of bias");
+        if (!out[0] || reduce_scratch(T, o, rows, true, es)) {
+            tb_unref(T, g);
+            return -1;
+        }
+    }
+    tb_unref(T, g);
+    return 0;
+}
+
+/* MmBackward0 of matmul's folded input (a: rows, in, out, es). */
+static int mm_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
+{
+    const int64_t rows = nd->a[0], in = nd->a[1], o = nd->a[2];
+    const int es = (int)nd->a[3];
+    if (nd->next[0].node != -1) {
+        if (!(out[0] = tb_new(T, (uint64_t)(rows * in * es), MC_WL_ACTIVATIONS, "mm: grad of linear input")))
+            return -1;
+        if (workspaces(T, false)) return -1;
+    }
+    if (!(out[1] = tb_new(T, (uint64_t)(o * in * es), MC_WL_GRADS, "mm: grad of weight"))) return -1;
+    return workspaces(T, false);
+}
+
+/* AddBackward0 of matmul's add_(bias): passes through, sums the bias's. */
+static int add_bias_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
+{
+    out[0] = nd->gin[0];
+    tb_ref(out[0]);
+    tape_apply_return(T, nd);
+    if (nd->next[1].node == -1) return 0;
+    out[1] = tb_new(T, (uint64_t)(nd->a[1] * nd->a[2]), MC_WL_GRADS, "sum_to: grad of bias");
+    return out[1] ? reduce_scratch(T, nd->a[1], nd->a[0], true, (int)nd->a[2]) : -1;
+}
+
+tv op_linear(mc_tfm *T, tv x, tv W, tv b, int64_t rows, int64_t in, int64_t out, bool matmul)
+{
+    if (T->oom || T->stopped || !x.b) return TV_NONE;
+    tv xc = tv_view(x), Wc = W, bc = b;
+    bool own_wb = false;
+    if (T->lowp) {
+        bc = autocast_arg(T, b, "autocast cast of a split bias");
+        Wc = autocast_arg(T, W, "autocast cast of a split weight");
+        tv_drop(T, &xc);
+        xc = autocast_arg(T, x, "autocast input cast");
+        own_wb = true;
+        if (T->oom) goto fail;
+    }
+    const int es = T->es;
+    tv r = TV_NONE;
+    if (!matmul) {
+        tb *o = tb_new(T, (uint64_t)(rows * out * es), MC_WL_ACTIVATIONS, "addmm output of linear");
+        if (!o || workspaces(T, true)) {
+            tb_unref(T, o);
+            goto fail;
+        }
+        r = (tv){o, rows * out, es, -1, 0, true};
+        r.node = new_node(T, addmm_bwd, "AddmmBackward0", 3);
+        tnode *nd = &T->tape[r.node];
+        nd->a[0] = rows, nd->a[1] = in, nd->a[2] = out, nd->a[3] = es;
+        tape_edge(T, r.node, 0, bc);
+        tape_edge(T, r.node, 1, xc);
+        tape_edge(T, r.node, 2, Wc);
+        tape_save(T, r.node, xc.b);                    /* mat1, for the weight's gradient */
+        if (needs_grad(xc)) tape_save(T, r.node, Wc.b); /* mat2, for the input's */
+    } else {
+        tb *R = tb_new(T, (uint64_t)(rows * in * es), MC_WL_ACTIVATIONS, "matmul: reshape copy of the input");
+        tb *o = R ? tb_new(T, (uint64_t)(rows * out * es), MC_WL_ACTIVATIONS, "mm output of linear") : NULL;
+        if (!o || workspaces(T, false)) {
+            tb_unref(T, R);
+            tb_unref(T, o);
+            goto fail;
+        }
+        int mm = new_node(T, mm_bwd, "MmBackward0", 2);
+        tnode *nd = &T->tape[mm];
+        nd->a[0] = rows, nd->a[1] = in, nd->a[2] = out, nd->a[3] = es;
+        tape_edge(T, mm, 0, xc); /* through the reshape's CloneBackward0 */
+        tape_edge(T, mm, 1, Wc);
+        tape_save(T, mm, R);
+        if (needs_grad(xc)) tape_save(T, mm, Wc.b);
+        tb_unref(T, R);
+        int add = new_node(T, add_bias_bwd, "AddBackward0 (add_ of the bias)", 2);
+        T->tape[add].a[0] = rows, T->tape[add].a[1] = out, T->tape[add].a[2] = es;
+        tape_edge(T, add, 0, (tv){o, 0, es, mm, 0, true});
+        tape_edge(T, add, 1, bc);
+        r = (tv){o, rows * out, es, add, 0, true};
+    }
+    tv_drop(T, &xc); /* the wrapper's copies go when linear returns */
+    if (own_wb) {
+        tv_drop(T, &Wc);
+        tv_drop(T, &bc);
+    }
+    return r;
+fail:
+    tv_drop(T, &xc);
+    if (own_wb) {
+        tv_drop(T, &Wc);
+        tv_drop(T, &bc);
+    }
+    return TV_NONE;
+}
+
+/* ------------------------------------------------------------ layer_norm */
+
+static int layer_norm_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
+{
+    const int64_t rows = nd->a[0], E = nd->a[1];
+    if (nd->next[0].node != -1 &&
+        !(out[0] = tb_new(T, (uint64_t)(rows * E * 4), MC_WL_ACTIVATIONS, "layer_norm backward: dX")))
+        return -1;
+    if (!(out[1] = tb_new(T, (uint64_t)(E * 4), MC_WL_GRADS, "layer_norm backward: dgamma")) ||
+        !(out[2] = tb_new(T, (uint64_t)(E * 4), MC_WL_GRADS, "layer_norm backward: dbeta")))
+        return -1;
+    tb *c = NULL;
+    if (nd->gin_nc[0] && /* dY made contiguous for the kernels (ASSUMED here, after the outputs) */
+        !(c = tb_new(T, (uint64_t)(rows * E * 4), MC_WL_ACTIVATIONS, "layer_norm backward: dY.contiguous()")))
+        return -1;
+    /* LaunchGammaBetaBackwardCUDAKernel: many rows, few columns: partial
+     * sums per block of 32 rows, then dgamma = blocks.sum(0) (a new tensor) */
+    if (rows > 64 * 1024 && E / 32 < T->c.sm_count / 2) {
+        const int64_t bx = (E + 31) / 32, by0 = (rows + 31) / 32;
+        const int64_t by = 32768 / bx < by0 ? 32768 / bx : by0;
+        tb *gb = tb_new(T, (uint64_t)(by * E * 4), MC_WL_ACTIVATIONS, "layer_norm backward: dgamma_blocks");
+        tb *bb = gb ? tb_new(T, (uint64_t)(by * E * 4), MC_WL_ACTIVATIONS, "layer_norm backward: dbeta_blocks") : NULL;
+        for (int k = 1; k <= 2 && bb; k++) {
+            tb *s = tb_new(T, (uint64_t)(E * 4), MC_WL_GRADS, "layer_norm backward: blocks.sum(0)");
+            if (!s || reduce_scratch(T, E, by, true, 4)) {
+                tb_unref(T, s);
+                break;
+            }
+            tb_unref(T, out[k]);
+            out[k] = s;
+        }
+        tb_unref(T, bb);
+        tb_unref(T, gb);
+    }
+    tb_unref(T, c);
+    return T->oom ? -1 : 0;
+}
+
+tv op_layer_norm(mc_tfm *T, tv x, int pw, int pb)
+{
+    if (T->oom || T->stopped || !x.b) return TV_NONE;
+    const int64_t E = T->E, rows = x.n / E;
+    tb *y = tb_new(T, (uint64_t)(x.n * 4), MC_WL_ACTIVATIONS, "layer_norm output");
+    tb *mean = y ? tb_new(T, (uint64_t)(rows * 4), MC_WL_ACTIVATIONS, "layer_norm mean") : NULL;
+    tb *rstd = mean ? tb_new(T, (uint64_t)(rows * 4), MC_WL_ACTIVATIONS, "layer_norm rstd") : NULL;
+    if (!rstd) {
+        tb_unref(T, y);
+        tb_unref(T, mean);
+        return TV_NONE;
+    }
+    int n = new_node(T, layer_norm_bwd, "NativeLayerNormBackward0", 3);
+    T->tape[n].a[0] = rows, T->tape[n].a[1] = E;
+    tape_edge(T, n, 0, x);
+    tape_edge(T, n, 1, param_tv(T, pw));
+    tape_edge(T, n, 2, param_tv(T, pb));
+    tape_save(T, n, x.b);
+    tape_save(T, n, NULL); /* weight */
+    tape_save(T, n, NULL); /* bias */
+    tape_save(T, n, mean);
+    tape_save(T, n, rstd);
+    tb_unref(T, mean);
+    tb_unref(T, rstd);
+    return (tv){y, x.n, 4, n, 0, true};
+}
+
+/* ------------------------------------------------------------ elementwise */
+
+static int elementwise_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
+{
+    out[0] = tb_new(T, (uint64_t)(nd->a[0] * nd->a[1]), MC_WL_ACTIVATIONS, nd->what);
+    return out[0] ? 0 : -1;
+}
+
+tv op_dropout(mc_tfm *T, tv x)
+{
+    if (T->oom || T->stopped || !x.b) return TV_NONE;
+    if (T->c.dropout == 0) return tv_view(x);
+    tb *mask = tb_new(T, (uint64_t)x.n, MC_WL_ACTIVATIONS, "dropout mask (bool)");
+    tb *o = mask ? tb_new(T, (uint64_t)(x.n * x.es), MC_WL_ACTIVATIONS, "dropout output") : NULL;
+    if (!o) {
+        tb_unref(T, mask);
+        return TV_NONE;
+    }
+    tv r = {o, x.n, x.es, -1, 0, x.contig};
+    if (needs_grad(x)) {
+        r.node = new_node(T, elementwise_bwd, "NativeDropoutBackward0", 1);
+        T->tape[r.node].a[0] = x.n, T->tape[r.node].a[1] = x.es;
+        tape_edge(T, r.node, 0, x);
+        tape_save(T, r.node, mask);
+        r.contig = true;
+    }
+    tb_unref(T, mask);
+    return r;
+}
+
+tv op_activation(mc_tfm *T, tv x)
+{
+    if (T->oom || T->stopped || !x.b) return TV_NONE;
+    bool gelu = T->c.activation == MC_TFM_GELU;
+    tb *o = tb_new(T, (uint64_t)(x.n * x.es), MC_WL_ACTIVATIONS, gelu ? "gelu output" : "relu output");
+    if (!o) return TV_NONE;
+    tv r = {o, x.n, x.es, -1, 0, true};
+    r.node = new_node(T, elementwise_bwd, gelu ? "GeluBackward0" : "ReluBackward0", 1);
+    T->tape[r.node].a[0] = x.n, T->tape[r.node].a[1] = x.es;
+    tape_edge(T, r.node, 0, x);
+    tape_save(T, r.node, gelu ? x.b : o);
+    return r;
+}
+
+/* AddBackward0 (a: n, es of a, es of b, es of the sum). */
+static int add_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
+{
+    const int64_t n = nd->a[0];
+    tb *g = nd->gin[0];
+    tb_ref(g);
+    tape_apply_return(T, nd);
+    for (int k = 0; k < 2; k++) {
+        if (nd->next[k].node == -1) continue;
+        if (nd->a[1 + k] == nd->a[3]) {
+            tb_ref(g);
+            out[k] = g;
+        } else if (!(out[k] = tb_new(T, (uint64_t)(n * nd->a[1 + k]), MC_WL_ACTIVATIONS,
+                                     "validate_outputs: the gradient in the input's dtype"))) {
+            tb_unref(T, g);
+            return -1;
+        }
+    }
+    tb_unref(T, g);
+    return 0;
+}
+
+tv op_add(mc_tfm *T, tv a, tv b)
+{
+    if (T->oom || T->stopped || !a.b || !b.b) return TV_NONE;
+    int es = a.es > b.es ? a.es : b.es; /* type promotion: fp32 + half is fp32 */
+    tb *o = tb_new(T, (uint64_t)(a.n * es), MC_WL_ACTIVATIONS, "residual add");
+    if (!o) return TV_NONE;
+    tv r = {o, a.n, es, -1, 0, true};
+    if (needs_grad(a) || needs_grad(b)) {
+        r.node = new_node(T, add_bwd, "AddBackward0", 2);
+        tnode *nd = &T->tape[r.node];
+        nd->a[0] = a.n, nd->a[1] = a.es, nd->a[2] = b.es, nd->a[3] = es;
+        tape_edge(T, r.node, 0, a);
+        tape_edge(T, r.node, 1, b);
+    }
+    return r;
+}
+
+/* ------------------------------------------------------------ views, copies */
+
+tv op_contiguous(mc_tfm *T, tv x, const char *what)
+{
+    if (T->oom || T->stopped || !x.b) return TV_NONE;
+    tb *o = tb_new(T, (uint64_t)(x.n * x.es), MC_WL_ACTIVATIONS, what);
+    if (!o) return TV_NONE;
+    return (tv){o, x.n, x.es, x.node, x.slot, x.contig}; /* CloneBackward0 passes through */
+}
+
+static int view_copy_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
+{
+    out[0] = tb_new(T, (uint64_t)(nd->a[0] * nd->a[1]), MC_WL_ACTIVATIONS, nd->what);
+    return out[0] ? 0 : -1;
+}
+
+tv op_view_copy_bwd(mc_tfm *T, tv x, const char *what)
+{
+    if (T->oom || T->stopped || !x.b) return TV_NONE;
+    tv r = tv_view(x);
+    if (!needs_grad(x)) return r;
+    r.node = new_node(T, view_copy_bwd, what, 1);
+    T->tape[r.node].a[0] = x.n, T->tape[r.node].a[1] = x.es;
+    tape_edge(T, r.node, 0, x);
+    r.slot = 0;
+    r.contig = true;
+    return r;
+}
+
+/* SelectBackward0: zeros of the whole, the part copied in. */
+static int select_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
+{
+    out[0] = tb_new(T, (uint64_t)(nd->a[0] * nd->a[1]), MC_WL_ACTIVATIONS, "SelectBackward0: zeros of the whole");
+    return out[0] ? 0 : -1;
+}
+
+tv op_select(mc_tfm *T, tv whole, int64_t n_part, const char *what)
+{
+    if (T->oom || T->stopped || !whole.b) return TV_NONE;
+    tv r = tv_view(whole);
+    r.n = n_part;
+    if (!needs_grad(whole)) return r;
+    r.node = new_node(T, select_bwd, what, 1);
+    T->tape[r.node].a[0] = whole.n, T->tape[r.node].a[1] = whole.es;
+    tape_edge(T, r.node, 0, whole);
+    r.slot = 0;
+    r.contig = true;
+    return r;
+}
+
+/* SplitWithSizesBackward0: the parts' gradients concatenated (at::cat). */
+static int split_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
+{
+    out[0] = tb_new(T, (uint64_t)(nd->a[0] * 4), MC_WL_GRADS, "SplitWithSizesBackward0: cat");
+    return out[0] ? 0 : -1;
+}
+
+int op_split(mc_tfm *T, int param, int64_t n_first)
+{
+    (void)n_first;
+    if (T->oom || T->stopped) return -1;
+    int n = new_node(T, split_bwd, "SplitWithSizesBackward0", 1);
+    T->tape[n].a[0] = T->p[param].n;
+    tape_edge(T, n, 0, param_tv(T, param));
+    return n;
+}

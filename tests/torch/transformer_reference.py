@@ -1,0 +1,486 @@
+#!/usr/bin/env python3
+"""transformer_reference.py: PyTorch's own figures for the suite's Transformer
+workload (build/workload --arch transformer|encoder, issue 9). Run it on the
+GPU machine (PyTorch 2.11, CUDA, an H100):
+
+    python3 tests/torch/transformer_reference.py OUTDIR
+    python3 tests/torch/transformer_reference.py OUTDIR --only enc_tiny_sgd_fp32_causal
+
+then copy OUTDIR's files into tests/fixtures/transformer/ (make test compares
+build/workload --model-only against them: tests/scripts/test_transformer_fixtures.sh).
+
+For each configuration in CONFIGS, a fresh Python process (clean allocator
+statistics, cuBLAS handles and workspaces, as build/workload) builds
+
+    transformer: model = nn.Transformer(d_model, nhead, enc, dec, ff, dropout,
+                                        activation, batch_first=, norm_first=,
+                                        device="cuda")
+    encoder:     layer = nn.TransformerEncoderLayer(d_model, nhead, ff, dropout,
+                                                    activation, batch_first=,
+                                                    norm_first=, device="cuda")
+                 model = nn.TransformerEncoder(layer, enc, enable_nested_tensor=False)
+                 del layer
+                 --causal: mask = nn.Transformer.generate_square_subsequent_mask(L,
+                           device="cuda"), once, before the first step
+    opt   = SGD(lr) | SGD(lr, momentum=0.9) | Adam(lr) | AdamW(lr)   (foreach on CUDA)
+    scaler = GradScaler("cuda") if fp16
+
+and trains it in training mode for --steps steps:
+
+    per step: reset_peak_memory_stats(); K micro-steps of
+        src = randn(shape); tgt = randn(shape)   (shape (L, b, E), or (b, L, E)
+                                                  with --batch-first; b = B/K)
+        with autocast(fp16|bf16) unless fp32:
+            out = model(src, tgt)                         (transformer)
+                | model(src, mask=mask, is_causal=True)   (encoder --causal)
+                | model(src)                              (encoder)
+                  --checkpoint: the same loops as TransformerEncoder/Decoder.forward
+                  with each layer under torch.utils.checkpoint(use_reentrant=False)
+            loss = mse_loss(out, tgt) / K
+        (scaler.scale(loss) if fp16 else loss).backward(); del src, tgt, out, loss
+    then scaler.step(opt); scaler.update() | opt.step(); opt.zero_grad(set_to_none=True)
+
+It writes into OUTDIR, in tests/torch/mlp_reference.py's shapes:
+
+  configs.txt   one line per configuration: NAME, a tab, build/workload's flags
+  meta.txt      key=value lines: torch, CUDA and cuDNN versions, GPU, SM count,
+                and sdpa_backend: the backend scaled_dot_product_attention picks
+                for the first configuration's attention (torch._fused_sdp_choice:
+                flash, efficient, cudnn or math), since the model assumes flash
+                for fp16/bf16 and efficient for fp32
+  NAME.csv      one row per step, build/workload's CSV (the breakdown empty)
+  NAME.meta     the same keys for that configuration
+  NAME.trace    for the configurations in TRACED only: the allocator's requests
+                over set-up and the first two steps (memclaims-trace v1, Python
+                frames as comments, no machine paths: file names only)
+
+Exit: 0 ok, 1 a configuration failed, 2 usage, 77 no CUDA device. Standard
+library and torch only.
+"""
+import argparse
+import contextlib
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+# name, build/workload flags (without --steps). Together: both architectures,
+# every optimizer and precision, accumulation, checkpointing, causal,
+# norm-first, gelu, dropout 0, both batch_first values; the first two are
+# the seeds' own (seed 000: nn.Transformer(d_model=256) on (64, 100, 256)
+# with batch_first False, i.e. seq 64 and batch 100, accumulation 4 with
+# Adam; nn.Transformer(d_model=512, batch_first=True) on (32, 100, 512)
+# under autocast fp16 and GradScaler, with Adam).
+CONFIGS = [
+    ("seed_t256_adam_fp32_accum4", "--arch transformer --d-model 256 --seq 64 --batch 100 --accum 4 "
+                                   "--optimizer adam --precision fp32"),
+    ("seed_t512_bf_adam_fp16", "--arch transformer --d-model 512 --batch-first --seq 100 --batch 32 "
+                               "--optimizer adam --precision fp16"),
+    ("enc_tiny_sgd_fp32_causal", "--arch encoder --d-model 64 --heads 4 --enc-layers 2 --ff 128 "
+                                 "--seq 32 --batch 8 --causal --optimizer sgd --precision fp32"),
+    ("tfm_tiny_adamw_fp16_ckpt_bf", "--arch transformer --d-model 64 --heads 4 --enc-layers 1 "
+                                    "--dec-layers 1 --ff 128 --seq 16 --batch 8 --accum 2 --checkpoint "
+                                    "--batch-first --optimizer adamw --precision fp16"),
+    ("enc_momentum_bf16_prenorm_gelu_bf", "--arch encoder --d-model 256 --heads 4 --enc-layers 4 "
+                                          "--ff 1024 --seq 128 --batch 16 --norm-first --activation gelu "
+                                          "--batch-first --optimizer momentum --precision bf16"),
+    ("tfm_sgd_bf16_prenorm_bf", "--arch transformer --d-model 128 --heads 4 --enc-layers 2 "
+                                "--dec-layers 2 --ff 512 --seq 64 --batch 16 --norm-first --batch-first "
+                                "--optimizer sgd --precision bf16"),
+    ("enc_adamw_fp32_ckpt_causal_bf", "--arch encoder --d-model 256 --heads 8 --enc-layers 3 --ff 1024 "
+                                      "--seq 128 --batch 16 --causal --checkpoint --batch-first "
+                                      "--optimizer adamw --precision fp32"),
+    ("tfm_momentum_fp32_gelu_nodrop", "--arch transformer --d-model 128 --heads 4 --enc-layers 2 "
+                                      "--dec-layers 1 --ff 256 --seq 32 --batch 16 --activation gelu "
+                                      "--dropout 0 --optimizer momentum --precision fp32"),
+    ("enc_adam_fp16_causal_accum4", "--arch encoder --d-model 512 --heads 8 --enc-layers 2 --ff 2048 "
+                                    "--seq 256 --batch 16 --causal --accum 4 --optimizer adam "
+                                    "--precision fp16"),
+    ("tfm_adam_fp32_ckpt_prenorm", "--arch transformer --d-model 256 --heads 8 --enc-layers 2 "
+                                   "--dec-layers 2 --ff 1024 --seq 64 --batch 32 --norm-first --checkpoint "
+                                   "--optimizer adam --precision fp32"),
+]
+TRACED = ("enc_tiny_sgd_fp32_causal", "tfm_tiny_adamw_fp16_ckpt_bf")
+DEFAULT_STEPS = 6
+TRACED_STEPS = 2          # steps recorded in NAME.trace; also the timing warm-up
+LR = {"sgd": 0.01, "momentum": 0.01, "adam": 1e-3, "adamw": 1e-3}
+CHILD_TIMEOUT_S = 300
+HEADER = ("step,peak_allocated,allocated_end,peak_reserved,reserved_end,step_time_s,loss,"
+          "loss_scale,skipped,status,peak_weights,peak_casts,peak_grads,peak_optimizer,"
+          "peak_activations,peak_workspace,peak_other")
+SDPA_NAMES = {0: "math", 1: "flash", 2: "efficient", 3: "cudnn", 4: "overrideable"}
+
+
+class Cfg:
+    """build/workload's Transformer flags, parsed as strictly as it does."""
+
+    INTS = {"--d-model": "d_model", "--heads": "heads", "--enc-layers": "enc", "--dec-layers": "dec",
+            "--ff": "ff", "--seq": "seq", "--batch": "batch", "--accum": "accum", "--steps": "steps"}
+    FLAGS = {"--norm-first": "norm_first", "--batch-first": "batch_first", "--causal": "causal",
+             "--checkpoint": "checkpoint"}
+    CHOICES = {"--arch": ("arch", ("transformer", "encoder")),
+               "--activation": ("activation", ("relu", "gelu")),
+               "--optimizer": ("optimizer", ("sgd", "momentum", "adam", "adamw")),
+               "--precision": ("precision", ("fp32", "fp16", "bf16"))}
+
+    def __init__(self, flags, steps):
+        self.arch, self.d_model, self.heads, self.enc, self.dec, self.ff = None, 512, 8, 6, 6, 2048
+        self.dropout, self.activation, self.seq, self.batch, self.accum = 0.1, "relu", None, None, 1
+        self.optimizer, self.precision, self.steps = "sgd", "fp32", steps
+        self.norm_first = self.batch_first = self.causal = self.checkpoint = False
+        toks = flags.split()
+        i = 0
+        while i < len(toks):
+            t = toks[i]
+            if t in self.FLAGS:
+                setattr(self, self.FLAGS[t], True)
+                i += 1
+                continue
+            if i + 1 >= len(toks):
+                raise ValueError("%s needs a value" % t)
+            v = toks[i + 1]
+            if t in self.INTS:
+                n = int(v)
+                if n < 1:
+                    raise ValueError("%s needs a whole number >= 1" % t)
+                setattr(self, self.INTS[t], n)
+            elif t == "--dropout":
+                self.dropout = float(v)
+                if not 0 <= self.dropout < 1:
+                    raise ValueError("--dropout must be in [0, 1)")
+            elif t in self.CHOICES and v in self.CHOICES[t][1]:
+                setattr(self, self.CHOICES[t][0], v)
+            else:
+                raise ValueError("bad option %s %s" % (t, v))
+            i += 2
+        for k in ("arch", "seq", "batch"):
+            if getattr(self, k) is None:
+                raise ValueError("missing --%s" % k)
+        if self.d_model % self.heads:
+            raise ValueError("--heads must divide --d-model")
+        if self.causal and self.arch != "encoder":
+            raise ValueError("--causal needs --arch encoder")
+        if self.batch % self.accum:
+            raise ValueError("--batch must be divisible by --accum")
+
+
+def number(v):
+    """A figure as build/workload writes it: integers bare, others %.10g, None empty."""
+    if v is None:
+        return ""
+    if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and abs(v) < 2 ** 53):
+        return str(int(v))
+    return "%.10g" % v
+
+
+# ---------------------------------------------------------------- trace
+
+def frame_note(frames, script):
+    """The innermost Python frame of a request, and this script's frame if another."""
+    if not frames:
+        return ""
+    def fmt(f):
+        return "%s@%s:%s" % (f.get("name", "?"), os.path.basename(f.get("filename", "?")),
+                             f.get("line", "?"))
+    out = [fmt(frames[0])]
+    for f in frames[1:]:
+        if os.path.basename(f.get("filename", "")) == script:
+            out.append(fmt(f))
+            break
+    return " < ".join(out)
+
+
+def write_trace(path, entries, marks, script):
+    """entries: device_traces[dev] (dicts with action, addr, size, frames);
+    marks: [(index into entries, label, reset_peak?)], in order."""
+    live = {}
+    next_id = 1
+    lines = ["# memclaims-trace v1",
+             "# PyTorch's caching-allocator requests (torch.cuda.memory._record_memory_history),",
+             "# written by tests/torch/transformer_reference.py; ids count requests in order"]
+    mi = 0
+    for i, e in enumerate(entries + [None]):
+        while mi < len(marks) and marks[mi][0] <= i:
+            lines.append("# %s" % marks[mi][1])
+            if marks[mi][2]:
+                lines.append("reset_peak")
+            mi += 1
+        if e is None:
+            break
+        act, addr, size = e.get("action"), int(e.get("addr", 0)), int(e.get("size", 0))
+        note = frame_note(e.get("frames"), script)
+        if act == "alloc":
+            live[addr] = next_id
+            lines.append("alloc %d %d 0x%x%s" % (next_id, size, addr, "  # " + note if note else ""))
+            next_id += 1
+        elif act == "free_completed":
+            if addr in live:
+                lines.append("free %d" % live.pop(addr))
+            else:
+                lines.append("# free_completed of a block allocated before recording: %d 0x%x"
+                             % (size, addr))
+        elif act in ("free_requested", "snapshot"):
+            continue
+        else:  # segment_alloc, segment_free, segment_map, segment_unmap, oom
+            lines.append("# %s %d 0x%x" % (act, size, addr))
+    with open(path + ".tmp", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(path + ".tmp", path)
+
+
+# ---------------------------------------------------------------- one configuration
+
+def sdpa_choice(torch, cfg, dev, amp_dtype):
+    """The backend SDPA picks for this configuration's attention call."""
+    b, hd = cfg.batch // cfg.accum, cfg.d_model // cfg.heads
+    dt = amp_dtype or torch.float32
+    q, k, v = (torch.randn(b, cfg.heads, cfg.seq, hd, device=dev, dtype=dt, requires_grad=True)
+               for _ in range(3))
+    try:
+        c = torch._fused_sdp_choice(q, k, v, None, cfg.dropout, cfg.causal)
+        return SDPA_NAMES.get(int(c), str(c))
+    except Exception as e:  # the private function moved: say so, do not guess
+        return "unknown (%s)" % type(e).__name__
+
+
+def run_child(name, flags, outdir, steps, device):
+    try:
+        import torch
+    except ImportError:
+        print("transformer_reference: torch is not installed here: waived", file=sys.stderr)
+        return 77
+    import torch.nn.functional as F
+    from torch import nn
+    from torch.utils.checkpoint import checkpoint
+
+    if not torch.cuda.is_available() or device >= torch.cuda.device_count():
+        print("transformer_reference: no CUDA device %d: waived" % device, file=sys.stderr)
+        return 77
+    cfg = Cfg(flags, steps)
+    torch.cuda.set_device(device)
+    dev = torch.device("cuda", device)
+    torch.manual_seed(0)
+    script = os.path.basename(__file__)
+    traced = name in TRACED
+    if traced:
+        torch.cuda.memory._record_memory_history(max_entries=1000000, stacks="python")
+    marks = []
+
+    def mark(label, reset_peak):
+        if traced:
+            n = len(torch.cuda.memory._snapshot()["device_traces"][device])
+            marks.append((n, label, reset_peak))
+
+    mark("set-up: parameters, optimizer%s" % (", GradScaler" if cfg.precision == "fp16" else ""),
+         False)
+    common = dict(dropout=cfg.dropout, activation=cfg.activation, batch_first=cfg.batch_first,
+                  norm_first=cfg.norm_first, device=dev)
+    mask = None
+    if cfg.arch == "transformer":
+        model = nn.Transformer(d_model=cfg.d_model, nhead=cfg.heads, num_encoder_layers=cfg.enc,
+                               num_decoder_layers=cfg.dec, dim_feedforward=cfg.ff, **common)
+    else:
+        layer = nn.TransformerEncoderLayer(cfg.d_model, cfg.heads, dim_feedforward=cfg.ff, **common)
+        model = nn.TransformerEncoder(layer, cfg.enc, enable_nested_tensor=False)
+        del layer
+        if cfg.causal:
+            mask = nn.Transformer.generate_square_subsequent_mask(cfg.seq, device=dev)
+    model.train()
+    params = list(model.parameters())
+    if cfg.optimizer == "sgd":
+        opt = torch.optim.SGD(params, lr=LR["sgd"])
+    elif cfg.optimizer == "momentum":
+        opt = torch.optim.SGD(params, lr=LR["momentum"], momentum=0.9)
+    elif cfg.optimizer == "adam":
+        opt = torch.optim.Adam(params, lr=LR["adam"])
+    else:
+        opt = torch.optim.AdamW(params, lr=LR["adamw"])
+    scaler = torch.amp.GradScaler("cuda") if cfg.precision == "fp16" else None
+    amp_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(cfg.precision)
+    K, b = cfg.accum, cfg.batch // cfg.accum
+    shape = (b, cfg.seq, cfg.d_model) if cfg.batch_first else (cfg.seq, b, cfg.d_model)
+
+    def autocast():
+        if amp_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast("cuda", dtype=amp_dtype)
+
+    def forward(src, tgt):
+        if not cfg.checkpoint:
+            if cfg.arch == "transformer":
+                return model(src, tgt)
+            return model(src, mask=mask, is_causal=True) if cfg.causal else model(src)
+        # TransformerEncoder/Decoder.forward's loops (no fast path in training),
+        # each layer under a non-reentrant checkpoint
+        if cfg.arch == "encoder":
+            x = src
+            for mod in model.layers:
+                x = checkpoint(mod, x, mask, None, cfg.causal, use_reentrant=False)
+            return x
+        x = src
+        for mod in model.encoder.layers:
+            x = checkpoint(mod, x, None, None, False, use_reentrant=False)
+        memory = model.encoder.norm(x)
+        del x
+        y = tgt
+        for mod in model.decoder.layers:
+            y = checkpoint(mod, y, memory, None, None, None, None, False, False, use_reentrant=False)
+        return model.decoder.norm(y)
+
+    loss_host = torch.zeros(K, dtype=torch.float32).pin_memory()
+    start = torch.cuda.Event(enable_timing=True)
+    stop = torch.cuda.Event(enable_timing=True)
+    rows, times = [], []
+    prev_scale = 65536.0  # GradScaler's init_scale
+    torch.cuda.synchronize()
+    for step in range(1, cfg.steps + 1):
+        if step <= TRACED_STEPS:
+            mark("step %d" % step, True)
+        torch.cuda.reset_peak_memory_stats()
+        start.record()
+        for k in range(K):
+            src = torch.randn(shape, device=dev)
+            tgt = torch.randn(shape, device=dev)
+            with autocast():
+                out = forward(src, tgt)
+                loss = F.mse_loss(out, tgt) / K
+            if scaler is not None:
+                scaler.scale(loss).backward()
+            else:
+                loss.backward()
+            loss_host[k].copy_(loss.detach(), non_blocking=True)
+            del src, tgt, out, loss
+        if scaler is not None:
+            scaler.step(opt)
+            scaler.update()
+        else:
+            opt.step()
+        opt.zero_grad(set_to_none=True)
+        stop.record()
+        stop.synchronize()
+        st = torch.cuda.memory_stats()
+        if step <= TRACED_STEPS:
+            mark("end of step %d (after zero_grad)" % step, False)
+        dt = start.elapsed_time(stop) * 1e-3
+        scale, skipped = 1.0, 0
+        if scaler is not None:
+            scale = scaler.get_scale()
+            skipped = int(scale < prev_scale)
+            prev_scale = scale
+        rows.append([step, st["allocated_bytes.all.peak"], st["allocated_bytes.all.current"],
+                     st["reserved_bytes.all.peak"], st["reserved_bytes.all.current"], dt,
+                     float(loss_host.sum()), scale, skipped, "ok"] + [None] * 7)
+        if step > TRACED_STEPS:
+            times.append(dt)
+        if traced and (step == TRACED_STEPS or (step == cfg.steps and step < TRACED_STEPS)):
+            snap = torch.cuda.memory._snapshot()
+            torch.cuda.memory._record_memory_history(enabled=None)
+            write_trace(os.path.join(outdir, name + ".trace"), snap["device_traces"][device],
+                        marks, script)
+            traced = False
+
+    path = os.path.join(outdir, name + ".csv")
+    with open(path + ".tmp", "w") as f:
+        f.write(HEADER + "\n")
+        for r in rows:
+            f.write(",".join(number(v) if not isinstance(v, str) else v for v in r) + "\n")
+    os.replace(path + ".tmp", path)
+
+    props = torch.cuda.get_device_properties(device)
+    meta = {
+        "torch_version": torch.__version__,
+        "cuda_version": torch.version.cuda,
+        "cudnn_version": torch.backends.cudnn.version(),
+        "device_name": props.name,
+        "sm_count": props.multi_processor_count,
+        "capability": "%d.%d" % (props.major, props.minor),
+        "total_memory": props.total_memory,
+        "python_version": sys.version.split()[0],
+        "sdpa_backend": sdpa_choice(torch, cfg, dev, amp_dtype),
+        "CUBLAS_WORKSPACE_CONFIG": os.environ.get("CUBLAS_WORKSPACE_CONFIG", ""),
+        "CUBLASLT_WORKSPACE_SIZE": os.environ.get("CUBLASLT_WORKSPACE_SIZE", ""),
+        "TORCH_CUBLASLT_UNIFIED_WORKSPACE": os.environ.get("TORCH_CUBLASLT_UNIFIED_WORKSPACE", ""),
+        "TORCH_CUDNN_SDPA_DEPRIORITIZED": os.environ.get("TORCH_CUDNN_SDPA_DEPRIORITIZED", ""),
+        "PYTORCH_CUDA_ALLOC_CONF": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
+        "steps": cfg.steps,
+        "traced_steps": TRACED_STEPS if name in TRACED else 0,
+    }
+    with open(os.path.join(outdir, name + ".meta"), "w") as f:
+        for k, v in meta.items():
+            f.write("%s=%s\n" % (k, v))
+    med = statistics.median(times) if times else float("nan")
+    last = rows[-1]
+    print("transformer_reference: %-34s peak_allocated %12d  allocated_end %12d  step %.3f ms (median of %d), sdpa %s"
+          % (name, last[1], last[2], med * 1e3, len(times), meta["sdpa_backend"]), file=sys.stderr)
+    return 0
+
+
+# ---------------------------------------------------------------- driver
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("outdir", help="folder for configs.txt, meta.txt, NAME.csv, NAME.trace")
+    ap.add_argument("--only", help="comma-separated configuration names (default: all)")
+    ap.add_argument("--steps", type=int, default=DEFAULT_STEPS, help="steps per configuration")
+    ap.add_argument("--device", type=int, default=0, help="CUDA device number")
+    ap.add_argument("--list", action="store_true", help="print the configurations and exit")
+    ap.add_argument("--child", help=argparse.SUPPRESS)  # one configuration, in this process
+    a = ap.parse_args()
+    if a.steps < 1 or a.device < 0:
+        ap.error("--steps must be >= 1 and --device >= 0")
+    table = dict(CONFIGS)
+    if a.list:
+        for n, fl in CONFIGS:
+            print("%s\t%s --steps %d" % (n, fl, a.steps))
+        return 0
+    if a.child:
+        if a.child not in table:
+            ap.error("unknown configuration %s" % a.child)
+        return run_child(a.child, table[a.child], a.outdir, a.steps, a.device)
+
+    names = [n for n, _ in CONFIGS]
+    if a.only:
+        names = [s for s in a.only.split(",") if s]
+        bad = [s for s in names if s not in table]
+        if bad:
+            ap.error("unknown configuration(s): %s (see --list)" % ",".join(bad))
+    try:
+        Cfg(table[names[0]], a.steps)
+        for n in names:
+            Cfg(table[n], a.steps)
+    except ValueError as e:
+        print("transformer_reference: bad configuration: %s" % e, file=sys.stderr)
+        return 2
+    os.makedirs(a.outdir, exist_ok=True)
+    with open(os.path.join(a.outdir, "configs.txt"), "w") as f:
+        f.write("# name<TAB>build/workload flags; written by tests/torch/transformer_reference.py\n")
+        for n in names:
+            f.write("%s\t%s --steps %d\n" % (n, table[n], a.steps))
+    t0 = time.monotonic()
+    failed = []
+    for n in names:
+        cmd = [sys.executable, os.path.abspath(__file__), a.outdir, "--child", n,
+               "--steps", str(a.steps), "--device", str(a.device)]
+        try:
+            rc = subprocess.run(cmd, timeout=CHILD_TIMEOUT_S).returncode
+        except subprocess.TimeoutExpired:
+            rc = -1
+            print("transformer_reference: %s: timed out after %d s" % (n, CHILD_TIMEOUT_S), file=sys.stderr)
+        if rc == 77:
+            return 77
+        if rc != 0:
+            failed.append(n)
+            print("transformer_reference: %s failed (exit %d)" % (n, rc), file=sys.stderr)
+    meta_src = os.path.join(a.outdir, names[0] + ".meta")
+    if os.path.exists(meta_src):
+        with open(meta_src) as src, open(os.path.join(a.outdir, "meta.txt"), "w") as dst:
+            dst.write(src.read())
+            dst.write("wall_s=%.1f\n" % (time.monotonic() - t0))
+    print("transformer_reference: %d configurations in %.1f s, %d failed"
+          % (len(names), time.monotonic() - t0, len(failed)), file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
