@@ -44,7 +44,7 @@ space     := $(empty) $(empty)
 NVCCFLAGS := -arch=$(CUDA_ARCH) -std=c++17 $(OPT) -Icommon -MMD -MP \
              -Xcompiler $(subst $(space),$(comma),-Wall -Wextra -Wno-missing-field-initializers $(strip $(SANFLAGS)))
 LDFLAGS   := -Wl,--as-needed $(SANFLAGS) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
-LDLIBS    := -lcublasLt -lcublas -lcudart_static -lm -lpthread -ldl -lrt
+LDLIBS    := -lcjson -lcublasLt -lcublas -lcudart_static -lm -lpthread -ldl -lrt
 
 COMMON_SRC := $(wildcard common/*.c common/*.cu common/alloc/*.c common/alloc/*.cu \
                           common/workload/*.c common/workload/*.cu)
