@@ -57,7 +57,7 @@ TEST_SRC   := $(wildcard tests/test_*.c)
 TEST_BIN   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 LIB        := $(BUILD)/libmemclaims.a
 
-.PHONY: all help test test-build test-gpu run-all plots report bench fuzz deps clean
+.PHONY: all help test test-build test-gpu run-all plots report compare bench fuzz deps clean
 .DEFAULT_GOAL := all
 
 all: $(EXP_BIN) $(TOOL_BIN)
@@ -68,6 +68,7 @@ help:
 	@echo "make test       everything that needs no GPU (unit tests, sanitizers, waivers, scripts)"
 	@echo "make test-gpu   every experiment with --quick and its verification on this machine's GPU"
 	@echo "make plots RUN=results/<run>   charts for a run;  make report RUN=...   its REPORT.md"
+	@echo "make compare A=results/<run> B=results/<run> [OUT=DIR]   verdicts and figures of two runs: COMPARE.md"
 	@echo "make bench      the allocator model's replay speed;  make fuzz   the trace parser under libFuzzer"
 	@echo "make deps       install the Debian packages (gnuplot, hyperfine, cmocka, clang)"
 	@echo "Variables: CUDA_ARCH=$(CUDA_ARCH) CUDA_HOME=$(CUDA_HOME) SAN=1 V=1"
@@ -139,6 +140,12 @@ plots:
 
 report:
 	$(Q)scripts/report $(RUN)
+
+# Two runs side by side: COMPARE.md, compare.tsv and compare.png in OUT
+# (default: the current folder). Runs from older commits compare too.
+compare: $(BUILD)/compare
+	$(Q)test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=results/<run> B=results/<run> [OUT=DIR]" >&2; exit 2; }
+	$(Q)scripts/compare --build $(BUILD) --out "$(or $(OUT),.)" "$(A)" "$(B)"
 
 bench: $(BUILD)/replay $(BUILD)/gen_trace
 	$(Q)scripts/bench $(BUILD)

@@ -238,7 +238,7 @@ static int read_csv(const char *dir, mc_run_experiment *e, char *err, size_t err
     }
     e->has_csv = true;
     char *line = NULL;
-    size_t cap = 0;
+    size_t cap = 0, rows_cap = 0;
     int rc = 0;
     for (long lineno = 1; rc == 0 && getline(&line, &cap, fp) >= 0; lineno++) {
         chomp(line);
@@ -255,7 +255,10 @@ static int read_csv(const char *dir, mc_run_experiment *e, char *err, size_t err
             rc = -1;
             break;
         }
-        e->rows = xgrow(e->rows, e->nrows + 1, sizeof *e->rows);
+        if (e->nrows == rows_cap) {
+            rows_cap = rows_cap ? 2 * rows_cap : 64;
+            e->rows = xgrow(e->rows, rows_cap, sizeof *e->rows);
+        }
         mc_result_row *r = &e->rows[e->nrows++];
         memset(r, 0, sizeof *r);
         rc = parse_row(f, r, path, lineno, err, errlen);

@@ -29,6 +29,7 @@ typedef struct {
     const char *claim, *experiment, *variant, *param, *metric, *unit;
     char param_value[40];
     long n;
+    size_t order;       /* position in the run */
     mc_figure fig;
 } figure_row;
 
@@ -108,6 +109,7 @@ static void gather(run_side *s)
             }
             figure_row *f = &s->rows[s->nrows++];
             memset(f, 0, sizeof *f);
+            f->order = s->nrows - 1;
             f->claim = mc_json_str(row, "claim");
             f->experiment = mc_json_str(row, "experiment");
             f->variant = mc_json_str(row, "variant");
@@ -127,24 +129,43 @@ static void gather(run_side *s)
                      f->variant, f->param, f->param_value, f->metric, f->unit);
         }
     }
-    /* A key repeated within a run (the same figure twice) is told apart by
-     * its occurrence, so the k-th matches the k-th. */
-    for (size_t i = 0; i < s->nrows; i++) {
-        int k = 0;
-        for (size_t j = 0; j < i; j++) k += !strcmp(s->rows[j].key, s->rows[i].key);
-        if (k == 0) continue;
-        size_t len = strlen(s->rows[i].key) + 16;
-        char *key = mc_xmalloc(len);
-        snprintf(key, len, "%s\x1f#%d", s->rows[i].key, k + 1);
-        free(s->rows[i].key);
-        s->rows[i].key = key;
-    }
 }
 
 static int by_key(const void *x, const void *y)
 {
     return strcmp(((const figure_row *)x)->key, ((const figure_row *)y)->key);
 }
+
+/* Same key, then the order in the run (qsort is not stable). */
+static int by_key_then_order(const void *x, const void *y)
+{
+    const figure_row *p = x, *q = y;
+    int c = strcmp(p->key, q->key);
+    return c ? c : (p->order > q->order) - (p->order < q->order);
+}
+
+/* Sorts the rows by key. A key repeated within a run (the same figure
+ * twice) is told apart by its occurrence, so the k-th matches the k-th. */
+static void sort_keys(run_side *s)
+{
+    qsort(s->rows, s->nrows, sizeof *s->rows, by_key_then_order);
+    int k = 1;
+    for (size_t i = 1; i <= s->nrows; i++) {
+        bool repeat = i < s->nrows && !strcmp(s->rows[i].key, s->rows[i - 1].key);
+        if (repeat) {
+            k++;
+            size_t len = strlen(s->rows[i].key) + 16;
+            char *key = mc_xmalloc(len);
+            snprintf(key, len, "%s\x1f#%d", s->rows[i].key, k);
+            free(s->rows[i].key);
+            s->rows[i].key = key;
+        } else {
+            k = 1;
+        }
+    }
+    qsort(s->rows, s->nrows, sizeof *s->rows, by_key);
+}
+
 
 static int load(run_side *s, const char *dir)
 {
@@ -449,8 +470,8 @@ int main(int argc, char **argv)
     }
     gather(&a);
     gather(&b);
-    qsort(a.rows, a.nrows, sizeof *a.rows, by_key);
-    qsort(b.rows, b.nrows, sizeof *b.rows, by_key);
+    sort_keys(&a);
+    sort_keys(&b);
     match *m;
     size_t nm = match_all(&a, &b, &m);
     qsort(m, nm, sizeof *m, by_change);
