@@ -44,7 +44,7 @@ END {
             else if (!(k in verdict) || verdict[k] == "waived") { nw++; wlist = wlist (nw > 1 ? ", " : "") claim[k] }
         }
         printf "**What a GPU run would add.**"
-        if (nw > 0) printf " %d claim%s need%s a GPU and %s waived or not run here: %s; a GPU run measures them and states their verdicts.", nw, (nw > 1 ? "s" : ""), (nw > 1 ? "" : "s"), (nw > 1 ? "were" : "was"), wlist
+        if (nw > 0) printf " %d claim%s need%s a GPU and %s waived or not run here: %s; a GPU run measures %s and states %s verdict%s.", nw, (nw > 1 ? "s" : ""), (nw > 1 ? "" : "s"), (nw > 1 ? "were" : "was"), wlist, (nw > 1 ? "them" : "it"), (nw > 1 ? "their" : "its"), (nw > 1 ? "s" : "")
         if (nm > 0) printf " %d verdict%s (%s) %s computed by the allocator model with no GPU (`--model-only`); on a GPU the same experiments also take real cudaMalloc segments and add the driver's memory figures and the timings.", nm, (nm > 1 ? "s" : ""), mlist, (nm > 1 ? "were" : "was")
         printf "\n\n"
     }
