@@ -155,5 +155,8 @@ check "results.json written and complete" grep -q '"state":	"complete"' "$real/r
 check "runs.tsv records the mode" grep -q '	model-only$' "$real/runs.tsv"
 out=$("$build/compare" "$root/results/reference-h100" "$real" 2>&1); rc=$?
 check_eq "this no-GPU run compares with reference-h100 (exit 0)" "$rc" 0
+"$build/c01_del_empty_cache" --repeats 0 --out "$tmp/never/made" >/dev/null 2>&1; rc=$?
+check_eq "bad input with a missing --out folder: exit 2" "$rc" 2
+check "... and the folder is not created" test ! -e "$tmp/never"
 check "experiments' --out creates a missing folder" bash -c "'$build/c01_del_empty_cache' --model-only --quick --out '$tmp/new/deep' && test -s '$tmp/new/deep/del_empty_cache.csv'"
 summary
