@@ -44,7 +44,7 @@ space     := $(empty) $(empty)
 NVCCFLAGS := -arch=$(CUDA_ARCH) -std=c++17 $(OPT) -Icommon -MMD -MP \
              -Xcompiler $(subst $(space),$(comma),-Wall -Wextra -Wno-missing-field-initializers $(strip $(SANFLAGS)))
 LDFLAGS   := -Wl,--as-needed $(SANFLAGS) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
-LDLIBS    := -lcublasLt -lcublas -lcudart_static -lm -lpthread -ldl -lrt
+LDLIBS    := -lcjson -lcublasLt -lcublas -lcudart_static -lm -lpthread -ldl -lrt
 
 # NCCL, for C24's GPU run (common/workload/sharded_gpu.cu). NCCL_HOME is a
 # folder with include/nccl.h and lib/libnccl.so*; unset, the pip package
@@ -73,7 +73,7 @@ TEST_SRC   := $(wildcard tests/test_*.c)
 TEST_BIN   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 LIB        := $(BUILD)/libmemclaims.a
 
-.PHONY: all help test test-build test-gpu run-all plots report readme bench fuzz deps clean
+.PHONY: all help test test-build test-gpu run-all plots report compare readme bench fuzz deps clean
 .DEFAULT_GOAL := all
 
 all: $(EXP_BIN) $(TOOL_BIN)
@@ -84,6 +84,7 @@ help:
 	@echo "make test       everything that needs no GPU (unit tests, sanitizers, waivers, scripts)"
 	@echo "make test-gpu   every experiment with --quick and its verification on this machine's GPU"
 	@echo "make plots RUN=results/<run>   charts for a run;  make report RUN=...   its REPORT.md"
+	@echo "make compare A=results/<run> B=results/<run> [OUT=DIR]   verdicts and figures of two runs: COMPARE.md"
 	@echo "make readme     regenerate the README's figures and verdict table from results/reference-h100 and tests/fixtures"
 	@echo "make bench      the allocator model's replay speed;  make fuzz   the trace parser under libFuzzer"
 	@echo "make deps       install the Debian packages (gnuplot, hyperfine, cmocka, clang)"
@@ -156,6 +157,12 @@ plots:
 
 report:
 	$(Q)scripts/report $(RUN)
+
+# Two runs side by side: COMPARE.md, compare.tsv and compare.png in OUT
+# (default: the current folder). Runs from older commits compare too.
+compare: $(BUILD)/compare
+	$(Q)test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=results/<run> B=results/<run> [OUT=DIR]" >&2; exit 2; }
+	$(Q)scripts/compare --build $(BUILD) --out "$(or $(OUT),.)" "$(A)" "$(B)"
 
 readme:
 	$(Q)scripts/readme

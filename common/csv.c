@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -21,6 +22,31 @@ static char *join_path(const char *dir, const char *prefix, const char *name, co
     return p;
 }
 
+/* mkdir -p: creates dir and its missing parents (mode 0777 less umask).
+ * Returns 0 when dir exists as a folder afterwards, else -1 with errno. */
+static int make_dirs(const char *dir)
+{
+    size_t len = strlen(dir);
+    char *p = mc_xmalloc(len + 1);
+    memcpy(p, dir, len + 1);
+    int rc = 0;
+    for (size_t i = 1; i <= len && rc == 0; i++) {
+        if (p[i] != '/' && p[i] != '\0') continue;
+        char c = p[i];
+        p[i] = '\0';
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) rc = -1;
+        p[i] = c;
+    }
+    free(p);
+    struct stat st;
+    if (rc == 0 && stat(dir, &st) != 0) rc = -1;
+    if (rc == 0 && !S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        rc = -1;
+    }
+    return rc;
+}
+
 int mc_file_open(mc_file *f, const char *dir, const char *name)
 {
     memset(f, 0, sizeof *f);
@@ -28,6 +54,8 @@ int mc_file_open(mc_file *f, const char *dir, const char *name)
         f->fp = stdout;
         return 0;
     }
+    /* --out DIR is created when missing: options were checked before this. */
+    if (make_dirs(dir) != 0) return -1;
     char suffix[32];
     snprintf(suffix, sizeof suffix, ".tmp.%ld", (long)getpid());
     f->tmp_path = join_path(dir, ".", name, suffix);

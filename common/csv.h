@@ -43,7 +43,8 @@ typedef struct {
     char *final_path;
 } mc_file;
 
-/* Returns 0, or -1 with errno set (folder missing, not writable, ...). */
+/* Creates dir and its missing parents first (mkdir -p). Returns 0, or -1
+ * with errno set (a path component is a file, not writable, ...). */
 int mc_file_open(mc_file *f, const char *dir, const char *name);
 /* Flushes, fsyncs, closes and renames. Returns 0 or -1 (the temp is removed). */
 int mc_file_commit(mc_file *f);

@@ -122,11 +122,44 @@ static void atomic_write(void **state)
     rmdir(tmpdir);
 }
 
-static void open_in_missing_folder_fails(void **state)
+/* --out DIR: a missing folder and its parents are created (mkdir -p). */
+static void open_creates_missing_folders(void **state)
 {
     (void)state;
+    char tmpdir[] = "/tmp/test_csv.XXXXXX";
+    assert_non_null(mkdtemp(tmpdir));
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/a/b", tmpdir);
     mc_file f;
-    assert_int_equal(mc_file_open(&f, "/nonexistent/folder", "x.csv"), -1);
+    assert_int_equal(mc_file_open(&f, dir, "x.csv"), 0);
+    assert_int_equal(mc_file_commit(&f), 0);
+    char path[160];
+    snprintf(path, sizeof path, "%s/x.csv", dir);
+    assert_int_equal(access(path, F_OK), 0);
+    unlink(path);
+    rmdir(dir);
+    snprintf(path, sizeof path, "%s/a", tmpdir);
+    rmdir(path);
+    rmdir(tmpdir);
+}
+
+/* A path through a file cannot become a folder: -1, nothing created. */
+static void open_under_a_file_fails(void **state)
+{
+    (void)state;
+    char tmpdir[] = "/tmp/test_csv.XXXXXX";
+    assert_non_null(mkdtemp(tmpdir));
+    char file[128], dir[160];
+    snprintf(file, sizeof file, "%s/file", tmpdir);
+    FILE *fp = fopen(file, "w");
+    assert_non_null(fp);
+    fclose(fp);
+    snprintf(dir, sizeof dir, "%s/sub", file);
+    mc_file f;
+    assert_int_equal(mc_file_open(&f, dir, "x.csv"), -1);
+    assert_int_equal(mc_file_open(&f, file, "x.csv"), -1);
+    unlink(file);
+    assert_int_equal(rmdir(tmpdir), 0); /* empty: nothing else was created */
 }
 
 int main(void)
@@ -136,7 +169,8 @@ int main(void)
         cmocka_unit_test(numbers),
         cmocka_unit_test(row_shape),
         cmocka_unit_test(atomic_write),
-        cmocka_unit_test(open_in_missing_folder_fails),
+        cmocka_unit_test(open_creates_missing_folders),
+        cmocka_unit_test(open_under_a_file_fails),
     };
     return cmocka_run_group_tests_name("csv", tests, NULL, NULL);
 }

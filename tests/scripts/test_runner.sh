@@ -50,6 +50,7 @@ if command -v gnuplot >/dev/null; then
     check_eq "plot draws every fixture without error" "$(cat "$tmp/plot.err")" ""
     for gp in "$root"/plots/*.gp; do
         key=$(basename "$gp" .gp)
+        [ "$key" = compare ] && continue   # two runs' chart: test_compare.sh
         [ -f "$run/$key.csv" ] || { failure "plots/$key.gp has a fixture CSV in tests/fixtures/results"; continue; }
         check "plot draws $key.png (a PNG file)" bash -c "head -c 4 '$run/$key.png' | grep -q PNG"
     done
@@ -63,12 +64,15 @@ fi
 fake=$tmp/fake-build
 mkdir -p "$fake"
 cp "$build/meta" "$fake/meta"
-# A fake experiment: --list, and --out DIR writes its CSV via a temp + rename
-# after sleeping $2 seconds; the temp file exists while it sleeps.
+cp "$build/results_json" "$fake/results_json"
+# A fake experiment: --list, --help (no --model-only), and --out DIR writes
+# its CSV via a temp + rename after sleeping $2 seconds; the temp file exists
+# while it sleeps.
 make_fake() { # NAME CLAIM SECONDS VERDICT
     cat > "$fake/$1" <<FAKE
 #!/usr/bin/env bash
 [ "\$1" = --list ] && { printf '$2\t${1#c[0-9][0-9]_}\tfake\tseed says $2\tmethod\trule\n'; exit 0; }
+[ "\$1" = --help ] && { echo "fake $2: options --quick --out DIR"; exit 0; }
 out=\${2:-.}; [ "\$1" = --quick ] && out=\$3
 echo partial > "\$out/.${1#c[0-9][0-9]_}.csv.tmp.\$\$"
 trap 'rm -f "\$out/.${1#c[0-9][0-9]_}.csv.tmp.\$\$"; exit 143' TERM
@@ -106,6 +110,10 @@ check "the interrupted experiment left no CSV under its final name" test ! -e "$
 check_eq "the interrupted run left no temporary file" "$(ls -A "$results/$second" | grep -c tmp)" 0
 check "the report marks the interrupted experiment" grep -q '^| C02 | seed says C02 | - | \*\*interrupted\*\* |$' "$results/$second/REPORT.md"
 check "the experiment that finished keeps its verdict" grep -q '^| C01 .*\*\*holds\*\* |$' "$results/$second/REPORT.md"
+check "the interrupted run's results.json says interrupted" grep -q '"state":	"interrupted"' "$results/$second/results.json"
+err=$("$build/compare" "$results/$second" "$results/$first" 2>&1 >/dev/null); rc=$?
+check_eq "compare refuses the interrupted run (exit 2)" "$rc" 2
+check "the first run's results.json is complete" grep -q '"state":	"complete"' "$results/$first/results.json"
 sum_after=$(cd "$results/$first" && find . -type f -exec md5sum {} + | sort)
 check_eq "the earlier run is untouched" "$sum_after" "$sum_before"
 
@@ -115,19 +123,46 @@ out=$("$root/scripts/run-all" --build "$tmp/empty" --results "$results" 2>&1); r
 check_eq "run-all without built experiments exits 2" "$rc" 2
 
 # ---------------------------------------------------------- the real ones, no GPU
+# Model-only where the experiment offers it, a waiver line for the others,
+# charts only from data that exists, no gnuplot message, results.json.
 out=$("$root/scripts/run-all" --build "$build" --results "$results" --quick 2>&1); rc=$?
 check_eq "run-all of the real experiments without a GPU exits 0" "$rc" 0
-real=$(readlink "$results/latest")
-# Experiments that need no GPU (MC_EXP_NO_GPU: --help says so) run instead.
-n=$(ls "$build"/c[0-9][0-9]_* | wc -l)
-no_gpu=0
-for exe in "$build"/c[0-9][0-9]_*; do "$exe" --help | grep -q "Needs no GPU" && no_gpu=$((no_gpu + 1)); done
-if [ "$no_gpu" = 0 ]; then
-    check "its report says why everything was waived" grep -q "Every experiment was waived" "$results/$real/REPORT.md"
-else
-    check "its report says how many were waived and why" \
-        grep -q "$((n - no_gpu)) of $n experiments were waived" "$results/$real/REPORT.md"
-fi
-check_eq "every experiment that needs a GPU has a waived row" \
-    "$(grep -l ',verdict,,0,,,,,,waived,' "$results/$real"/*.csv | wc -l)" "$((n - no_gpu))"
+real=$results/$(readlink "$results/latest")
+n=0; n_model=0; n_host=0; bad_lines=""
+for exe in "$build"/c[0-9][0-9]_*; do
+    name=$(basename "$exe"); key=${name#c[0-9][0-9]_}; id=$(printf '%s' "$name" | cut -c1-3 | tr c C)
+    n=$((n + 1))
+    if "$exe" --help | grep -q "Needs no GPU"; then
+        # MC_EXP_NO_GPU: runs as it is, with a verdict and a chart.
+        n_host=$((n_host + 1))
+        grep -Eq "^\[[0-9]+/[0-9]+\] $id $key \.\.\. [0-9.]+ s (holds|holds-partly|does-not-hold|inconclusive)$" <<<"$out" || bad_lines="$bad_lines $id"
+        grep -q "^| $id | .* | \*\*[a-z-]*\*\* |$" "$real/REPORT.md" || bad_lines="$bad_lines $id(report)"
+        [ "$(head -c 4 "$real/$key.png" 2>/dev/null)" = "$(printf '\x89PNG')" ] || bad_lines="$bad_lines $id(chart)"
+    elif "$exe" --help | grep -q -- --model-only; then
+        n_model=$((n_model + 1))
+        grep -Eq "^\[[0-9]+/[0-9]+\] $id $key \(model-only\) \.\.\. [0-9.]+ s (holds|holds-partly|does-not-hold|inconclusive) \(allocator model, no GPU\)$" <<<"$out" || bad_lines="$bad_lines $id"
+        grep -q "^| $id | .* | \*\*[a-z-]*\*\* (computed by the allocator model, no GPU) |$" "$real/REPORT.md" || bad_lines="$bad_lines $id(report)"
+        [ "$(head -c 4 "$real/$key.png" 2>/dev/null)" = "$(printf '\x89PNG')" ] || bad_lines="$bad_lines $id(chart)"
+    else
+        grep -Eq "^\[[0-9]+/[0-9]+\] $id $key \.\.\. [0-9.]+ s waived: .+$" <<<"$out" || bad_lines="$bad_lines $id"
+        grep -q "^| $id | .* | \*\*waived\*\* |$" "$real/REPORT.md" || bad_lines="$bad_lines $id(report)"
+        [ ! -e "$real/$key.png" ] || bad_lines="$bad_lines $id(chart of nothing)"
+    fi
+done
+check "found experiments with --model-only ($n_model of $n)" test "$n_model" -gt 0
+check_eq "each experiment: model-only verdict or one waiver line, in the console and the report; charts only from data" "$bad_lines" ""
+check_eq "one console line per experiment, plus the header lines and the report line" \
+    "$(grep -vc '^\[' <<<"$out")" 3
+check "the console says up front there is no GPU and what runs on the model" grep -q "^run-all: no usable GPU (.*): $n_model experiments run on the allocator model (--model-only), $n_host need no GPU, $((n - n_model - n_host)) need a GPU and are waived$" <<<"$out"
+printf '%s\n' "$out" > "$tmp/console.txt"
+check "no gnuplot message on the console" bash -c "! grep -qi -e gnuplot -e warning -e 'line [0-9]' '$tmp/console.txt'"
+check "the report's first lines say what a GPU run would add" bash -c "sed -n 3p '$real/REPORT.md' | grep -q '^\*\*What a GPU run would add\.\*\* .* need a GPU .* computed by the allocator model with no GPU'"
+check "results.json written and complete" grep -q '"state":	"complete"' "$real/results.json"
+check "runs.tsv records the mode" grep -q '	model-only$' "$real/runs.tsv"
+out=$("$build/compare" "$root/results/reference-h100" "$real" 2>&1); rc=$?
+check_eq "this no-GPU run compares with reference-h100 (exit 0)" "$rc" 0
+"$build/c01_del_empty_cache" --repeats 0 --out "$tmp/never/made" >/dev/null 2>&1; rc=$?
+check_eq "bad input with a missing --out folder: exit 2" "$rc" 2
+check "... and the folder is not created" test ! -e "$tmp/never"
+check "experiments' --out creates a missing folder" bash -c "'$build/c01_del_empty_cache' --model-only --quick --out '$tmp/new/deep' && test -s '$tmp/new/deep/del_empty_cache.csv'"
 summary
