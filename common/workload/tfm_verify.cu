@@ -50,7 +50,11 @@ void *tfm_v_alloc(uint64_t bytes)
     return p;
 }
 
-void tfm_v_free(void *p) { CHECK_CUDA(cudaFree(p)); }
+void tfm_v_free(void *p)
+{
+    CHECK_CUDA(cudaDeviceSynchronize()); /* no kernel on g's stream still uses p */
+    CHECK_CUDA(cudaFree(p));
+}
 
 double *tfm_v_host(int64_t n)
 {
@@ -80,8 +84,17 @@ void *tfm_v_upload(double *h, int64_t n, int dt)
     }
     void *d = tfm_v_alloc((uint64_t)n * es);
     CHECK_CUDA(cudaMemcpy(d, tmp, (size_t)n * es, cudaMemcpyHostToDevice));
+    /* The kernels run on g's non-blocking stream, which does not wait for
+     * the legacy stream's copies: finish them first. */
+    CHECK_CUDA(cudaDeviceSynchronize());
     free(tmp);
     return d;
+}
+
+void tfm_v_bytes_to_host(mc_wl_gpu *g, void *h, const void *d, uint64_t bytes)
+{
+    mc_gpu_sync(g); /* the kernels that wrote d ran on g's non-blocking stream */
+    CHECK_CUDA(cudaMemcpy(h, d, (size_t)bytes, cudaMemcpyDeviceToHost));
 }
 
 void tfm_v_download(mc_wl_gpu *g, double *h, const void *d, int64_t n, int dt)
@@ -197,7 +210,7 @@ static void check_eager(tfm_vctx *v, int dt, int64_t n, int shift)
     tfm_ref_dropout(want, NULL, xs, n, p, 7, 3);
     tfm_v_download(v->g, got, pout, n, dt);
     double e = tfm_v_err(got, want, n);
-    CHECK_CUDA(cudaMemcpy(hm, mask + shift, (size_t)n, cudaMemcpyDeviceToHost));
+    tfm_v_bytes_to_host(v->g, hm, mask + shift, (uint64_t)n);
     int64_t wrong = 0;
     for (int64_t i = 0; i < n; i++) wrong += hm[i] != (uint8_t)tfm_rng_keep(7, 3, (uint64_t)i, p);
     snprintf(what, sizeof what, "dropout fwd n %lld shift %d (%lld masks differ)", (long long)n, shift, (long long)wrong);
@@ -241,7 +254,7 @@ static void check_fused(tfm_vctx *v, int dt, int64_t rows, int64_t cols, int act
     tfm_fused_bwd(v->g, ddu, ddy, dto, bits, dh, db, rows, cols, act, p, dt);
     uint8_t *hb = (uint8_t *)malloc((size_t)n);
     CHECK(hb != NULL, "out of host memory");
-    CHECK_CUDA(cudaMemcpy(hb, bits, (size_t)n, cudaMemcpyDeviceToHost));
+    tfm_v_bytes_to_host(v->g, hb, bits, (uint64_t)n);
     int64_t wrong = 0;
     const double f = p > 0.0f ? 1.0 / (1.0 - (double)p) : 1.0;
     for (int64_t i = 0; i < n; i++) {

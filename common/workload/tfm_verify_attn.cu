@@ -77,6 +77,7 @@ static void attn_case(tfm_vctx *v, int dt, int kind, int Dh, bool causal, float 
     char *dgrad = (char *)tfm_v_alloc((uint64_t)(L.n_in * es)), *dout_o = (char *)tfm_v_alloc((uint64_t)(L.n_out * es));
     float *lse = (float *)tfm_v_alloc(4 * (uint64_t)(B * H * Lq)), *delta = (float *)tfm_v_alloc(4 * (uint64_t)(B * H * Lq));
     CHECK_CUDA(cudaMemset(dgrad, 0, (size_t)(L.n_in * es)));
+    CHECK_CUDA(cudaDeviceSynchronize()); /* before g's non-blocking stream uses it */
 
     tfm_attn a;
     memset(&a, 0, sizeof a);

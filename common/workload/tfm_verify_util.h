@@ -32,6 +32,8 @@ void tfm_v_free(void *p);
 void *tfm_v_upload(double *h, int64_t n, int dt);
 /* Device buffer of n dt elements -> doubles. */
 void tfm_v_download(mc_wl_gpu *g, double *h, const void *d, int64_t n, int dt);
+/* bytes of d -> h, after g's stream has finished. */
+void tfm_v_bytes_to_host(mc_wl_gpu *g, void *h, const void *d, uint64_t bytes);
 /* Uniform values in [lo, hi) from a small LCG. */
 void tfm_v_fill(double *h, int64_t n, double lo, double hi, uint64_t *state);
 double *tfm_v_host(int64_t n); /* zeroed, exits on failure */
