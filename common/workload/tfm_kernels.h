@@ -88,7 +88,11 @@ bool tfm_attn_supported(int Dh);
  * softmax over tiles of keys in shared memory. q, k, v, o: dtype dt.
  * lse: float32 [B, H, Lq] contiguous, logsumexp of each row of scale Q K^T
  * (natural log), saved for the backward (the only thing saved besides
- * q, k, v, o; no dropout mask: the backward regenerates it). */
+ * q, k, v, o; no dropout mask: the backward regenerates it). PyTorch's
+ * memory-efficient forward allocates its logsumexp [B, H, ceil(Lq / 32) 32]
+ * (flash: [B, H, Lq]); a buffer of that size works here (the first
+ * B H Lq floats are used). Dropout p > 0 and is_causal are taken as SDPA
+ * gets them from MultiheadAttention (attn_mask None, is_causal True). */
 void tfm_attn_fwd(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view vo, float *lse,
                   const void *q, tfm_view vq, const void *k, tfm_view vk, const void *v,
                   tfm_view vv, int dt);
@@ -144,6 +148,9 @@ void tfm_add(mc_wl_gpu *g, void *out, int dt_out, const void *a, int dt_a, const
  * dropout (always 1 when p == 0), bit 1 = u > 0 (relu's derivative). For
  * gelu the backward also needs u, recomputed from h and bias: h is saved
  * (by the fused chain, instead of eager's separate activation output).
+ * Eager PyTorch adds the bias inside cuBLASLt (addmm's epilogue), so the
+ * usual call passes bias NULL and h from mc_gpu_linear; the fused kernel
+ * then replaces activation, dropout and residual add.
  * Saved bytes per element, fused vs eager for the FFN's first chain
  * (linear1 -> act -> dropout, the dropout output saved by linear2 in both):
  *   relu: fused 1 (bits) vs eager sizeof(dt) (relu's output) + 1 (mask);
