@@ -30,7 +30,7 @@ __global__ void k_adamw(aw_args t, aw_scalars s)
         const float vi = s.b * v[i] + (1.0f - s.b) * gi * gi;  /* mul_(beta2).addcmul_(g, g, 1 - beta2) */
         m[i] = mi;
         v[i] = vi;
-        p[i] = pi - s.step_size * mi / (sqrtf(vi) / s.bc2_sqrt + s.eps);
+        p[i] = pi - s.step_size * (mi / (sqrtf(vi) / s.bc2_sqrt + s.eps)); /* addcdiv_ */
     }
 }
 
@@ -40,7 +40,7 @@ extern "C" void tfm_adamw(mc_wl_gpu *g, int nt, float *const *p, float *const *g
 {
     CHECK(step >= 1, "AdamW step %d", step);
     aw_scalars s;
-    s.decay = 1.0f - lr * weight_decay;
+    s.decay = (float)(1.0 - (double)lr * (double)weight_decay); /* a Python float, as PyTorch's */
     s.a = beta1;
     s.b = beta2;
     s.eps = eps;

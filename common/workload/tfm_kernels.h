@@ -43,18 +43,17 @@ extern "C" {
 void tfm_ln_fwd(mc_wl_gpu *g, void *y, float *mean, float *rstd, const void *x,
                 const void *gamma, const void *beta, int64_t rows, int64_t n, float eps, int dt);
 
-/* Rows of partial sums the backward splits the rows over (>= 1). PyTorch's
- * layer_norm backward (ATen/native/cuda/layer_norm_kernel.cu, "dgamma_blocks",
- * "dbeta_blocks") allocates two [blocks.y * threads.y, n] buffers of the
- * weight's dtype when the rows are many; pass what it allocates (as float,
- * fp32 under autocast) and its row count here, or NULL / 0 where it
- * allocates none. */
 /* dx[rows, n], dgamma[n], dbeta[n] from dy[rows, n], x, gamma, mean, rstd.
  * dx = rstd * (dy g - mean(dy g) - xhat * mean(dy g xhat)) per row;
  * dgamma = sum_rows dy xhat, dbeta = sum_rows dy (fp32 accumulation).
- * part_g, part_b: float [part_rows, n] each, or NULL with part_rows 0: then
- * one block per 32 columns walks every row (slower, no scratch). dgamma or
- * dbeta NULL: not computed. dx NULL: not computed. */
+ * Column sums split over part_rows blocks of rows into part_g, part_b
+ * (float [part_rows, n] each), then one final pass. PyTorch's layer_norm
+ * backward (ATen/native/cuda/layer_norm_kernel.cu, "dgamma_blocks",
+ * "dbeta_blocks") allocates two [blocks.y * threads.y, n] buffers of the
+ * weight's dtype (fp32 under autocast) when the rows are many: pass those
+ * and their row count. NULL with part_rows 0 (where PyTorch allocates
+ * none): one block per 32 columns walks every row, no scratch. dx, dgamma
+ * or dbeta NULL: not computed. */
 void tfm_ln_bwd(mc_wl_gpu *g, void *dx, void *dgamma, void *dbeta, const void *dy, const void *x,
                 const void *gamma, const float *mean, const float *rstd, int64_t rows, int64_t n,
                 float *part_g, float *part_b, int64_t part_rows, int dt);
