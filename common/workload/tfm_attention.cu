@@ -40,18 +40,28 @@ k_attn_fwd(tfm_attn a, T *o, tfm_view vo, float *lse, const T *q, tfm_view vq, c
         load_tile<T, D>(ks, k, vk, b, h, k0, R, a.Lk);
         load_tile<T, D>(vs, v, vv, b, h, k0, R, a.Lk);
         __syncthreads();
+        /* d outermost: one load of q per 4 NS products */
         float s[NS][4];
+#pragma unroll
+        for (int k2 = 0; k2 < NS; k2++)
+#pragma unroll
+            for (int r = 0; r < 4; r++) s[k2][r] = 0.0f;
+#pragma unroll 4
+        for (int d = 0; d < D; d++) {
+            const float qv = qs[i_loc * P + d];
+#pragma unroll
+            for (int k2 = 0; k2 < NS; k2++)
+#pragma unroll
+                for (int r = 0; r < 4; r++) s[k2][r] += qv * ks[(16 * k2 + 4 * sub + r) * P + d];
+        }
         float mx = -INFINITY;
 #pragma unroll
         for (int k2 = 0; k2 < NS; k2++)
 #pragma unroll
             for (int r = 0; r < 4; r++) {
-                const int jl = 16 * k2 + 4 * sub + r, j = k0 + jl;
-                float dot = 0.0f;
-#pragma unroll 8
-                for (int d = 0; d < D; d++) dot += qs[i_loc * P + d] * ks[jl * P + d];
+                const int j = k0 + 16 * k2 + 4 * sub + r;
                 const bool masked = !row_ok || j >= a.Lk || (a.causal && j > i);
-                s[k2][r] = masked ? -INFINITY : dot * sl2;
+                s[k2][r] = masked ? -INFINITY : s[k2][r] * sl2;
                 mx = fmaxf(mx, s[k2][r]);
             }
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));

@@ -45,6 +45,24 @@ __device__ __forceinline__ void tile_scores(const tfm_attn &a, const float *qs, 
     constexpr int R = tile_of<D>::R, P = tile_of<D>::P, NS = R / 16;
     const int i_loc = threadIdx.x >> 2, sub = threadIdx.x & 3, i = q0 + i_loc;
     const bool drop = a.dropout_p > 0.0f;
+    /* d outermost: one load of q and of dO per 4 NS products each */
+    float sc[NS][4], dpd[NS][4];
+#pragma unroll
+    for (int k2 = 0; k2 < NS; k2++)
+#pragma unroll
+        for (int r = 0; r < 4; r++) sc[k2][r] = dpd[k2][r] = 0.0f;
+#pragma unroll 2
+    for (int d = 0; d < D; d++) {
+        const float qv = qs[i_loc * P + d], ov = dos[i_loc * P + d];
+#pragma unroll
+        for (int k2 = 0; k2 < NS; k2++)
+#pragma unroll
+            for (int r = 0; r < 4; r++) {
+                const int jl = 16 * k2 + 4 * sub + r;
+                sc[k2][r] += qv * ks[jl * P + d];
+                dpd[k2][r] += ov * vs[jl * P + d];
+            }
+    }
 #pragma unroll
     for (int k2 = 0; k2 < NS; k2++) {
         const int jl0 = 16 * k2 + 4 * sub;
@@ -55,14 +73,8 @@ __device__ __forceinline__ void tile_scores(const tfm_attn &a, const float *qs, 
             const int jl = jl0 + r, j = k0 + jl;
             float p = 0.0f, dp = 0.0f;
             if (i < a.Lq && j < a.Lk && !(a.causal && j > i)) {
-                float sc = 0.0f, dpd = 0.0f;
-#pragma unroll 8
-                for (int d = 0; d < D; d++) {
-                    sc += qs[i_loc * P + d] * ks[jl * P + d];
-                    dpd += dos[i_loc * P + d] * vs[jl * P + d];
-                }
-                p = expf(sc * a.scale - lse_s[i_loc]);
-                dp = dpd * z[r];
+                p = expf(sc[k2][r] * a.scale - lse_s[i_loc]);
+                dp = dpd[k2][r] * z[r];
             }
             if (pt) pt[i_loc * (R + 1) + jl] = p * z[r];
             ds[i_loc * (R + 1) + jl] = p * (dp - delta_s[i_loc]);
