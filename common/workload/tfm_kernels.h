@@ -61,10 +61,16 @@ void tfm_ln_bwd(mc_wl_gpu *g, void *dx, void *dgamma, void *dbeta, const void *d
 /* ================================================================ attention */
 
 /* A [B, H, L, Dh] view: element (b, h, l, d) at b * b + h * h + l * l + d
- * (strides in elements; d contiguous). The packed in-projection output
- * [L, B, 3E] (seq-first, as MultiheadAttention computes it) gives for q
- * {3E, Dh, B * 3E} (k at +E, v at +2E elements); [B, L, 3E] (batch_first)
- * gives {L * 3E, Dh, 3E}; a contiguous [B, H, L, Dh] gives {H L Dh, L Dh, Dh}. */
+ * (strides in elements; d contiguous). What MultiheadAttention hands SDPA
+ * in training (F.multi_head_attention_forward, self-attention): the packed
+ * in-projection [L, B, 3E] is copied to a contiguous [3, L, B, E] and q, k,
+ * v are its three [L, B, E] slices (k at + L B E, v at + 2 L B E elements),
+ * each viewed {E, Dh, B E}; SDPA's output (memory-efficient and flash) is
+ * [B, L, H, Dh] in memory: {L E, Dh, E}; the memory-efficient backward's
+ * grad_q/k/v are [B, L, H, Dh] each ({L E, Dh, E}) or, where q, k, v share
+ * one storage, slices of one [B, L, 3, H, Dh] chunk ({3 L E, Dh, 3 E}, k at
+ * + E, v at + 2E). A packed [L, B, 3E] gives {3E, Dh, 3 B E}; a contiguous
+ * [B, H, L, Dh] gives {H L Dh, L Dh, Dh}. Any such strides work. */
 typedef struct {
     int64_t b, h, l;
 } tfm_view;

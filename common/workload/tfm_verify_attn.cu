@@ -2,7 +2,8 @@
  * forward (O, lse) and backward (dQ, dK, dV) against tfm_ref_attn_* for
  * head dims 32, 64, 128, on the two packed in-projection layouts
  * ([L, B, 3E] and [B, L, 3E], q, k, v strided views into one buffer, as
- * MultiheadAttention hands them over) and on separate contiguous
+ * some callers hand them over), on MultiheadAttention's [3, L, B, E]
+ * slices with SDPA's [B, L, E] output, and on separate contiguous
  * [B, H, L, Dh] tensors with Lq != Lk (cross-attention); causal or not,
  * dropout or not. Lengths that are no multiple of the tiles. A dropout
  * decision that differed from the reference's would show as an error of
@@ -17,7 +18,7 @@
 #include "workload/tfm_kernels.h"
 #include "workload/tfm_verify_util.h"
 
-enum { SEQ_FIRST = 0, BATCH_FIRST = 1, SEPARATE = 2 };
+enum { SEQ_FIRST = 0, BATCH_FIRST = 1, SEPARATE = 2, MHA = 3 };
 
 /* dst [B, H, L, Dh] contiguous <- src at element offset off through view w. */
 static void gather(double *dst, const double *src, int64_t off, tfm_view w, int B, int H, int L, int Dh)
@@ -47,7 +48,14 @@ static attn_layout layout_of(int kind, int B, int H, int Lq, int Lk, int Dh)
         a.vq = a.vk = a.vv = (tfm_view){Lq * 3 * E, Dh, 3 * E};
         a.vo = (tfm_view){Lq * E, Dh, E};
     }
-    if (kind != SEPARATE) {
+    if (kind == MHA) { /* q, k, v slices of [3, L, B, E]; O [B, L, E] (SDPA's BMHK output) */
+        a.vq = a.vk = a.vv = (tfm_view){E, Dh, B * E};
+        a.vo = (tfm_view){Lq * E, Dh, E};
+        a.n_in = 3LL * Lq * B * E;
+        a.off[0] = 0;
+        a.off[1] = (int64_t)Lq * B * E;
+        a.off[2] = 2 * a.off[1];
+    } else if (kind != SEPARATE) {
         a.n_in = (int64_t)B * Lq * 3 * E;
         a.off[0] = 0;
         a.off[1] = E;
@@ -100,7 +108,7 @@ static void attn_case(tfm_vctx *v, int dt, int kind, int Dh, bool causal, float 
     tfm_ref_attn_fwd(&r, o4, l4, q4, k4, v4);
     tfm_ref_attn_bwd(&r, dq4, dk4, dv4, do4, q4, k4, v4, o4, l4);
 
-    const char *kinds[3] = {"[L,B,3E]", "[B,L,3E]", "[B,H,L,Dh]"};
+    const char *kinds[4] = {"[L,B,3E]", "[B,L,3E]", "[B,H,L,Dh]", "[3,L,B,E]->[B,L,E]"};
     char what[128];
     const double tol = tfm_v_tol(dt);
     tfm_v_download(v->g, got, dout_o, L.n_out, dt);
@@ -138,6 +146,7 @@ int tfm_verify_attention(tfm_vctx *v)
             attn_case(v, dt, BATCH_FIRST, dims[d], true, 0.2f, 2, 2, 70, 70);
             attn_case(v, dt, SEPARATE, dims[d], false, 0.1f, 2, 3, 33, 50);
             attn_case(v, dt, SEPARATE, dims[d], true, 0.0f, 1, 2, 45, 45);
+            attn_case(v, dt, MHA, dims[d], true, 0.1f, 3, 2, 67, 67);
         }
     return v->fails - before;
 }
