@@ -3,8 +3,8 @@
  * of the unit tests (tests/test_tfm_host_ref.c). Plain C.
  *
  * Building blocks (tfm_host_ref.c): LayerNorm, attention core, activations,
- * dropout, AdamW, each forward and backward. Layers and models
- * (tfm_host_layer.c): nn.TransformerEncoderLayer and
+ * dropout, AdamW, each forward and backward. Layers (tfm_host_layer.c)
+ * and models (tfm_host_model.c): nn.TransformerEncoderLayer and
  * nn.TransformerDecoderLayer in training mode (both norm orders, relu or
  * gelu, dropout through tfm_rng.h) and a whole nn.TransformerEncoder or
  * nn.Transformer with an MSE loss.
