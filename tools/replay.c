@@ -96,7 +96,7 @@ int main(int argc, char **argv)
     o.warn = stderr;
     const char *path = NULL, *conf = NULL;
     int timing = 0;
-    bool have_limit = false;
+    bool have_limit = false, capacity_given = false;
     uint64_t limit = CA_UNLIMITED;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -125,6 +125,7 @@ int main(int argc, char **argv)
             have_limit = true;
         } else if (!strcmp(a, "--capacity")) {
             if (i + 1 >= argc) return usage("%s needs a value", a);
+            capacity_given = true;
             if (parse_size(argv[++i], &o.capacity) != 0 || o.capacity > (1ULL << 62))
                 return usage("bad --capacity '%s' (bytes >= 1, at most 2^62)", argv[i]);
         } else if (a[0] == '-' && a[1] != '\0') {
@@ -159,6 +160,7 @@ int main(int argc, char **argv)
         }
     }
     if (have_limit) cfg.limit_bytes = limit;
+    o.what_if = conf || have_limit || capacity_given;
     if (cfg.expandable_segments && o.capacity > (1ULL << 61)) {
         ca_trace_free(&t);
         return usage("--capacity above 2^61 leaves no address space for expandable segments");

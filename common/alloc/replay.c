@@ -108,8 +108,13 @@ static void put_row(writer *w, column *cols, counter *step, const ca_trace_op *o
     if (op->kind == CA_OP_ALLOC || op->kind == CA_OP_FREE) p += dec_put(p, op->id);
     *p++ = ',';
     if (op->kind == CA_OP_ALLOC) p += dec_put(p, op->bytes);
-    memcpy(p, oom ? ",oom" : ",ok\0", 4);
-    p += oom ? 4 : 3;
+    if (oom && op->kind == CA_OP_FREE) {
+        memcpy(p, ",skipped", 8);
+        p += 8;
+    } else {
+        memcpy(p, oom ? ",oom" : ",ok\0", 4);
+        p += oom ? 4 : 3;
+    }
     p = put_stat(p, &cols[0], s->allocated_bytes.current);
     p = put_stat(p, &cols[1], s->reserved_bytes.current);
     p = put_twin(p, &cols[2], s->allocated_bytes.peak, &cols[0]);
@@ -129,7 +134,7 @@ static void put_row(writer *w, column *cols, counter *step, const ca_trace_op *o
 
 ca_replay_opts ca_replay_defaults(void)
 {
-    ca_replay_opts o = {true, CA_REPLAY_DEFAULT_CAPACITY, false, NULL, NULL, false};
+    ca_replay_opts o = {true, CA_REPLAY_DEFAULT_CAPACITY, false, NULL, NULL, false, false};
     return o;
 }
 
@@ -149,6 +154,7 @@ typedef struct {
     uint64_t *slot_stream; /* the stream of each alloc (traces that name streams) */
     bool hints;          /* place new segments at the trace's addresses */
     bool quiet_mismatch; /* other settings than the trace's: mismatches are expected */
+    bool what_if;        /* frees of refused ids are skipped */
     ca_replay_result res;
     writer *w;
     column cols[N_STAT_COLUMNS];
@@ -163,6 +169,8 @@ static void mismatch(run *r, const ca_trace_op *op, uint64_t got)
             (unsigned long long)got, (unsigned long long)op->addr,
             r->res.addr_mismatches == 10 ? " (further mismatches are only counted)" : "");
 }
+
+static inline void track(run *r, const ca_stats *s);
 
 /* A refused request: the first ones are listed. */
 static void refused(run *r, const ca_trace_op *op)
@@ -199,6 +207,7 @@ static int step(run *r, const ca_trace_op *op, bool *oom)
             r->res.expected_ooms++;
             if (!*oom) { /* PyTorch refused it, the model did not: the program never had it */
                 r->res.expected_ooms_granted++;
+                track(r, ca_get_stats(r->a)); /* the peaks count it while it was there */
                 CHECK(ca_free(r->a, addr) == 0, "replay: the model lost block 0x%llx", (unsigned long long)addr);
                 addr = 0;
             }
@@ -211,7 +220,12 @@ static int step(run *r, const ca_trace_op *op, bool *oom)
         return 0;
     }
     case CA_OP_FREE:
-        if (r->slot_addr[op->slot] == 0) return 1;
+        if (r->slot_addr[op->slot] == 0) {
+            if (!r->what_if) return 1;
+            r->res.skipped_frees++;
+            *oom = true; /* the row says skipped */
+            return 0;
+        }
         if (op->has_stream && r->slot_stream && r->slot_stream[op->slot] != op->stream) return 2;
         CHECK(ca_free(r->a, r->slot_addr[op->slot]) == 0, "replay: the model lost block 0x%llx",
               (unsigned long long)r->slot_addr[op->slot]);
@@ -293,9 +307,9 @@ int ca_replay_summary(FILE *out, const ca_replay_result *x, const ca_config *cfg
     fprintf(out, ",\"expected_ooms\":%llu,\"expected_ooms_granted\":%llu,\"unexpected_ooms\":%llu",
             (unsigned long long)x->expected_ooms, (unsigned long long)x->expected_ooms_granted,
             (unsigned long long)x->unexpected_ooms);
-    fprintf(out, ",\"device_allocs\":%llu,\"device_frees\":%llu,\"addr_mismatches\":%llu",
+    fprintf(out, ",\"device_allocs\":%llu,\"device_frees\":%llu,\"addr_mismatches\":%llu,\"skipped_frees\":%llu",
             (unsigned long long)x->device_allocs, (unsigned long long)x->device_frees,
-            (unsigned long long)x->addr_mismatches);
+            (unsigned long long)x->addr_mismatches, (unsigned long long)x->skipped_frees);
     fprintf(out, ",\"conf\":\"%s\"", conf);
     json_u64_or_null(out, "limit", cfg->limit_bytes, cfg->limit_bytes == CA_UNLIMITED);
     fprintf(out, ",\"failed\":[");
@@ -323,6 +337,7 @@ int ca_replay(const ca_trace *t, const ca_replay_opts *o, FILE *out, ca_replay_r
     /* Expandable segments' addresses are the model's own: the trace's mean nothing there. */
     r.hints = o->use_addresses && !cfg->expandable_segments;
     r.quiet_mismatch = o->cfg != NULL && !ca_config_equal(o->cfg, &t->cfg);
+    r.what_if = o->what_if || r.quiet_mismatch;
     ca_set_debug(r.a, o->debug);
     r.slot_addr = calloc(t->n_slots + 1, sizeof *r.slot_addr);
     CHECK(r.slot_addr != NULL, "out of host memory");

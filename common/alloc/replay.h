@@ -6,7 +6,8 @@
  * Columns, after each operation (PyTorch's memory_stats() keys in brackets):
  *   step                 1, 2, ... over the operations
  *   op, id, bytes        as in the trace (id, bytes empty where the op has none)
- *   status               ok, or oom (PyTorch would raise OutOfMemoryError)
+ *   status               ok, or oom (PyTorch would raise OutOfMemoryError), or
+ *                        skipped (what-if: a free of an id the model refused)
  *   allocated            [allocated_bytes.all.current]
  *   reserved             [reserved_bytes.all.current]
  *   peak_allocated       [allocated_bytes.all.peak]
@@ -49,6 +50,9 @@ typedef struct {
     FILE *warn;          /* address mismatches and conflicts (first 10); NULL: silent */
     const ca_config *cfg; /* the settings to replay under; NULL: the trace's own */
     bool summary;        /* write one JSON object (ca_replay_summary) instead of the CSV */
+    bool what_if;        /* the trace meets other conditions than it was recorded under
+                            (also implied by a cfg other than the trace's): a free of an
+                            id the model refused is skipped (status "skipped"), not an error */
 } ca_replay_opts;
 
 #define CA_REPLAY_FAILED_MAX 10
@@ -71,6 +75,7 @@ typedef struct {
     uint64_t expected_ooms_granted;       /* of those, the model granted (then freed at once) */
     uint64_t unexpected_ooms;             /* refused requests not marked oom */
     uint64_t device_allocs, device_frees; /* num_device_alloc / num_device_free */
+    uint64_t skipped_frees;               /* what-if: frees of ids the model refused */
     size_t n_failed;                      /* the first refused requests: */
     struct { uint64_t step, id, bytes; } failed[CA_REPLAY_FAILED_MAX];
 } ca_replay_result;

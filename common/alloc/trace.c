@@ -366,7 +366,7 @@ static int finish_preamble(parser *ps)
 {
     ca_trace *t = ps->t;
     if (t->n_segs == 0 && t->n_lives == 0) return 0;
-    qsort(t->segs, t->n_segs, sizeof *t->segs, seg_cmp);
+    if (t->n_segs) qsort(t->segs, t->n_segs, sizeof *t->segs, seg_cmp);
     for (size_t i = 0; i + 1 < t->n_segs; i++) {
         const ca_trace_seg *a = &t->segs[i], *b = &t->segs[i + 1];
         if (a->addr + a->bytes > b->addr) {
