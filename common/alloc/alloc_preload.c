@@ -77,7 +77,8 @@ int ca_preload_segment(ca_allocator *a, uint64_t addr, uint64_t bytes, uint64_t 
     }
     if (got != addr) {
         a->be.dev_free(a->be.ctx, got, bytes);
-        snprintf(err, len, "segment 0x%llx of %llu bytes overlaps another one", (unsigned long long)addr,
+        snprintf(err, len, "segment 0x%llx of %llu bytes cannot be placed there (another segment, or "
+                           "outside the device's addresses [2 MiB, 2^62))", (unsigned long long)addr,
                  (unsigned long long)bytes);
         free(v);
         return -1;
