@@ -3,7 +3,12 @@
 for testing `make whatif` and the snapshot fixture check without a GPU.
 
     python3 tests/whatif/make_snapshot.py [--events N] [--block-mib M]
-        [--max-live K] [--seed S] [--gzip] OUT.pickle
+        [--max-live K] [--seed S] [--gzip] [--fixture] OUT.pickle[.gz]
+
+--fixture also writes OUT.expected.tsv beside it, in the format of
+tests/fixtures/snapshots/ (what tests/torch/make_snapshots.py records from
+PyTorch), with the figures this construction implies: under each setting and
+under two limits (one it fits at, one it runs out of memory at).
 
 Writes what torch.cuda.memory._dump_snapshot() writes (a pickled dict with
 "segments" and "device_traces"; standard library only), as PyTorch 2.11's
@@ -81,6 +86,26 @@ def segments_at_end(trace, block_bytes):
             for a in addrs]
 
 
+EXPECTED_HEADER = ("setting\tconf\tlimit_bytes\toutcome\tpeak_allocated\tpeak_reserved"
+                   "\tnum_alloc_retries\tnum_ooms")
+
+
+def expected_rows(peak, block):
+    """The known figures: every setting leaves the peak as it is (one request
+    = one whole segment; roundup_power2_divisions:4 keeps 20 MiB, expandable
+    segments map 20 MiB pages); a limit of exactly the peak fits; a limit of
+    half a block less runs out at the first request past floor(limit / block)
+    blocks, with that many blocks allocated and reserved."""
+    tight = peak - block // 2
+    at_oom = tight // block * block
+    return [("default", "", "", "fits", peak, peak, 0, 0),
+            ("expandable_segments", "expandable_segments:True", "", "fits", peak, peak, 0, 0),
+            ("max_split_64MiB", "max_split_size_mb:64", "", "fits", peak, peak, 0, 0),
+            ("roundup_power2_4", "roundup_power2_divisions:4", "", "fits", peak, peak, 0, 0),
+            ("limit_fits", "", peak, "fits", peak, peak, 0, 0),
+            ("limit_oom", "", tight, "oom", at_oom, at_oom, 1, 1)]
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out")
@@ -89,6 +114,7 @@ def main(argv):
     p.add_argument("--max-live", type=int, default=50)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--gzip", action="store_true", help="gzip the pickle")
+    p.add_argument("--fixture", action="store_true", help="also write OUT.expected.tsv")
     a = p.parse_args(argv)
     if a.block_mib < 10 or a.block_mib % 2:
         p.error("--block-mib must be even and at least 10 (one exact segment per request)")
@@ -101,6 +127,13 @@ def main(argv):
     with opener(a.out, "wb") as f:
         pickle.dump(snapshot, f, protocol=pickle.HIGHEST_PROTOCOL)
     peak = peak_live * block
+    if a.fixture:
+        stem = a.out[:-3] if a.out.endswith(".gz") else a.out
+        stem = stem[:-7] if stem.endswith(".pickle") else stem
+        with open(stem + ".expected.tsv", "w") as f:
+            f.write(EXPECTED_HEADER + "\n")
+            for row in expected_rows(peak, block):
+                f.write("\t".join(str(v) for v in row) + "\n")
     print(f"peak_allocated={peak} peak_reserved={peak} events={len(trace)} max_live={peak_live}")
     return 0
 
