@@ -73,7 +73,7 @@ TEST_SRC   := $(wildcard tests/test_*.c)
 TEST_BIN   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 LIB        := $(BUILD)/libmemclaims.a
 
-.PHONY: all help test test-build test-gpu run-all plots report compare readme bench fuzz deps clean
+.PHONY: all help test test-build test-gpu run-all plots report compare readme whatif bench fuzz deps clean
 .DEFAULT_GOAL := all
 
 all: $(EXP_BIN) $(TOOL_BIN)
@@ -87,6 +87,8 @@ help:
 	@echo "make compare A=results/<run> B=results/<run> [OUT=DIR]   verdicts and figures of two runs: COMPARE.md"
 	@echo "make readme     regenerate the README's figures and verdict table from results/reference-h100 and tests/fixtures"
 	@echo "make bench      the allocator model's replay speed;  make fuzz   the trace parser under libFuzzer"
+	@echo "make whatif SNAPSHOT=run.pickle [CONTEXT=BYTES]   replay your PyTorch memory snapshot under each"
+	@echo "                allocator setting and card size: results/whatif-<time>-<name>/WHATIF.md"
 	@echo "make deps       install the Debian packages (gnuplot, hyperfine, cmocka, clang)"
 	@echo "Variables: CUDA_ARCH=$(CUDA_ARCH) CUDA_HOME=$(CUDA_HOME) NCCL_HOME=$(NCCL_HOME) SAN=1 V=1"
 
@@ -172,6 +174,13 @@ bench: $(BUILD)/replay $(BUILD)/gen_trace
 
 fuzz:
 	$(Q)scripts/fuzz
+
+# make whatif SNAPSHOT=run.pickle [CONTEXT=BYTES]: your run under each
+# allocator setting and card size (scripts/whatif --help).
+SNAPSHOT ?=
+CONTEXT  ?=
+whatif: $(BUILD)/replay
+	$(Q)scripts/whatif --build $(BUILD) $(if $(CONTEXT),--context "$(CONTEXT)") $(if $(SNAPSHOT),"$(SNAPSHOT)")
 
 deps:
 	$(Q)scripts/deps

@@ -1,7 +1,9 @@
-/* Tests of the trace replay (common/replay.c): the exact CSV for a small
- * trace worked out by hand, the effect of the trace's addresses on a
- * tie-break, a free of an id whose request ran out of memory, and an
- * output that cannot be written. */
+/* Tests of the trace replay (common/alloc/replay.c): the exact CSV for a
+ * small trace worked out by hand, the effect of the trace's addresses on a
+ * tie-break, a free of an id whose request ran out of memory, an output that
+ * cannot be written; v2: the exact summary of a trace with a preloaded
+ * segment, a second stream and a request PyTorch refused, the same under
+ * other settings, and v2's replay errors. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -55,6 +57,88 @@ static void small_trace_exact_csv(void **state)
         "6,free,7,,ok,0,2097152,512,2097152,1,0,0,0,0,0,0\n");
     assert_int_equal(res.steps, 6);
     assert_int_equal(res.addr_mismatches, 0);
+}
+
+static const char *v2_text = "segment 0x7f0000000000 20971520\n"
+                             "live 100 4000000 0x7f0000000000\n"
+                             "alloc 1 4000000 stream=7\n"
+                             "alloc 2 90000000000 oom\n"
+                             "free 100\n";
+
+/* The summary of a v2 trace, by hand: the preloaded segment holds 4,000,256 B
+ * (20 MiB reserved); stream 7 cannot use its free back, so a second segment
+ * (reserved 40 MiB, the peak; the largest free block 20 MiB - 4,000,256 B);
+ * the 90 GB request PyTorch refused is refused here too (80 GiB: one retry,
+ * one OOM). */
+static void summary_of_a_v2_trace(void **state)
+{
+    (void)state;
+    const char *out;
+    char err[256];
+    ca_replay_result res;
+    ca_replay_opts o = ca_replay_defaults();
+    o.summary = true;
+    assert_int_equal(replay_text(v2_text, o, &out, &res, err, sizeof err), 0);
+    assert_string_equal(out,
+        "{\"steps\":3,\"peak_allocated\":8000512,\"peak_reserved\":41943040,\"peak_requested\":8000000,"
+        "\"alloc_retries\":1,\"ooms\":1,\"refused\":1,\"first_oom_step\":2,\"first_oom_bytes\":90000000000,"
+        "\"segments_peak\":2,\"largest_free_at_peak_reserved\":16971264,\"free_at_peak_reserved\":33942528,"
+        "\"expected_ooms\":1,\"expected_ooms_granted\":0,\"unexpected_ooms\":0,\"device_allocs\":1,"
+        "\"device_frees\":0,\"addr_mismatches\":0,\"skipped_frees\":0,\"conf\":\"\",\"limit\":null,"
+        "\"failed\":[{\"step\":2,\"id\":2,\"bytes\":90000000000}]}\n");
+
+    /* On a 200 GiB device the model grants it (a 90,001,375,232 B segment,
+     * split): counted, and freed at once. */
+    o.capacity = 200ULL << 30;
+    assert_int_equal(replay_text(v2_text, o, &out, &res, err, sizeof err), 0);
+    assert_int_equal(res.expected_ooms, 1);
+    assert_int_equal(res.expected_ooms_granted, 1);
+    assert_int_equal(res.refused, 0);
+    assert_int_equal(res.first_oom_step, 0);
+    assert_non_null(strstr(out, "\"first_oom_step\":null,\"first_oom_bytes\":null"));
+    assert_int_equal(res.peak_reserved, 41943040 + 90001375232LL);
+    assert_int_equal(res.peak_allocated, 8000512 + 90000000000LL);
+
+    /* Under other settings: a limit of 30 MiB. Stream 7's segment no longer fits. */
+    ca_config cfg = ca_config_default();
+    cfg.limit_bytes = 30ULL << 20;
+    o = ca_replay_defaults();
+    o.cfg = &cfg;
+    assert_int_equal(replay_text(v2_text, o, &out, &res, err, sizeof err), 0);
+    assert_int_equal(res.refused, 2);
+    assert_int_equal(res.unexpected_ooms, 1);
+    assert_int_equal(res.first_oom_step, 1);
+    assert_int_equal(res.peak_reserved, 20971520);
+    assert_int_equal(res.failed[0].id, 1);
+    assert_int_equal(res.failed[1].id, 2);
+
+    /* What-if: a request the model refuses leaves its later free nothing to
+     * do; the row says skipped (under the trace's own settings: an error). */
+    cfg.limit_bytes = 20ULL << 20;
+    o.summary = false;
+    assert_int_equal(replay_text("alloc 1 30000000\nfree 1\n", o, &out, &res, err, sizeof err), 0);
+    assert_int_equal(res.skipped_frees, 1);
+    assert_non_null(strstr(out, "\n2,free,1,,skipped,0,0,"));
+}
+
+static void v2_replay_errors(void **state)
+{
+    (void)state;
+    const char *out;
+    char err[256];
+    ca_replay_result res;
+    assert_int_equal(replay_text("alloc 1 5 stream=7\nfree 1 stream=2\n", ca_replay_defaults(), &out, &res,
+                                 err, sizeof err), -1);
+    assert_string_equal(err, "t:2: id 1 is freed on stream 2 but was allocated on stream 7");
+    assert_int_equal(replay_text("segment 0x7f0000000000 2097152\nlive 1 3000000 0x7f0000000000\n",
+                                 ca_replay_defaults(), &out, &res, err, sizeof err), -1);
+    assert_string_equal(err, "t:1: live block 0x7f0000000000 of 3000320 bytes (3000000 requested) does not "
+                             "fit before 0x7f0000200000");
+    assert_int_equal(replay_text("segment 0x7f0000000000 2097152\nlive 1 512 0x7f0000000000\n"
+                                 "live 2 512 0x7f0000000000\n",
+                                 ca_replay_defaults(), &out, &res, err, sizeof err), -1);
+    assert_string_equal(err, "t:1: live block 0x7f0000000000 of 512 bytes (512 requested) does not fit before "
+                             "0x7f0000000000");
 }
 
 /* Two free 16 MiB blocks: a whole segment and the back of a split one. The
@@ -144,6 +228,8 @@ int main(void)
         cmocka_unit_test(wrong_address_is_counted),
         cmocka_unit_test(free_of_an_oom_id_is_malformed),
         cmocka_unit_test(unwritable_output_is_an_error),
+        cmocka_unit_test(summary_of_a_v2_trace),
+        cmocka_unit_test(v2_replay_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,4 @@
-/* Tests of the trace parser (common/trace.c): well-formed traces in every
+/* Tests of the trace parser (common/alloc/trace.c, v1 and v2): well-formed traces in every
  * allowed form, and each kind of malformed line with its exact
  * "TRACE:LINE: reason" message. */
 #include <setjmp.h>
@@ -144,6 +144,116 @@ static void malformed_lines(void **state)
     }
 }
 
+static void good_v2_trace(void **state)
+{
+    (void)state;
+    const char *text =
+        "# memclaims-trace v2\n"
+        "set conf max_split_size_mb:64,roundup_power2_divisions:[256:1,>:4]\n"
+        "set limit 1073741823\n"
+        "segment 0x7f0001400000 2097152\n"
+        "segment 0x7f0000000000 20971520 stream=0x5 pool=large\n"
+        "live 9 4000000 0x7f0000000000 stream=5 block=4000256\n"
+        "live 8 1000 0x7f0001400000\n"
+        "live 7 3000 0x7f0000800000 stream=5\n"
+        "alloc 1 4000000 0x7f7209a00000 stream=3\n"
+        "alloc 2 1000000000000 oom\n"
+        "alloc 2 5 stream=3 oom\n"           /* an oom id is never live: reusable */
+        "free 1 stream=3\n"
+        "free 9\n"
+        "free 8 stream=0\n";
+    ca_trace t;
+    char err[256] = "";
+    assert_int_equal(parse(&t, text, err, sizeof err), 0);
+    assert_string_equal(err, "");
+    assert_int_equal(t.cfg.max_split_size, 64ULL << 20);
+    assert_int_equal(t.cfg.roundup_divisions[0], 1);
+    assert_int_equal(t.cfg.roundup_divisions[9], 4);
+    assert_int_equal(t.cfg.limit_bytes, 1073741823);
+    assert_int_equal(t.n_segs, 2);
+    assert_int_equal(t.segs[0].addr, 0x7f0000000000ULL); /* sorted by address */
+    assert_false(t.segs[0].small);
+    assert_int_equal(t.segs[0].stream, 5);
+    assert_int_equal(t.segs[0].n_live, 2);
+    assert_true(t.segs[1].small);                        /* 2 MiB: small by default */
+    assert_int_equal(t.segs[1].n_live, 1);
+    assert_int_equal(t.n_lives, 3);
+    const ca_trace_live *l = &t.lives[t.segs[0].first_live];
+    assert_int_equal(l[0].id, 9);
+    assert_int_equal(l[0].block, 4000256);
+    assert_int_equal(l[1].id, 7);                        /* by address within the segment */
+    assert_int_equal(l[1].block, 0);
+    assert_int_equal(t.lives[t.segs[1].first_live].id, 8);
+    assert_int_equal(t.n_ops, 6);
+    assert_int_equal(t.n_slots, 6);                      /* 3 live, 3 allocs */
+    assert_int_equal(t.n_expect_oom, 2);
+    assert_true(t.uses_streams);
+    assert_int_equal(t.ops[0].stream, 3);
+    assert_false(t.ops[0].expect_oom);
+    assert_true(t.ops[1].expect_oom);
+    assert_int_equal(t.ops[1].stream, 0);
+    assert_int_equal(t.ops[2].stream, 3);
+    assert_true(t.ops[3].has_stream);
+    assert_int_equal(t.ops[4].slot, l[0].slot);          /* free 9: the live block's slot */
+    assert_false(t.ops[4].has_stream);
+    ca_trace_free(&t);
+}
+
+static void malformed_v2_lines(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text, *err;
+    } cases[] = {
+        {"alloc 1 5 stream=x", "t:1: bad value 'x' for stream"},
+        {"alloc 1 5 stream=", "t:1: bad value '' for stream"},
+        {"alloc 1 5 stream=1 stream=2", "t:1: unexpected 'stream=2' after the byte count"},
+        {"alloc 1 5 oom oom", "t:1: unexpected 'oom' after the byte count"},
+        {"alloc 1 5 stream=1 0x7f00", "t:1: unexpected '0x7f00' after the byte count"},
+        {"alloc 1 5 0x7f00 OOM", "t:1: unexpected 'OOM' after the address"},
+        {"free 1 stream=2", "t:1: free of unknown id 1"},
+        {"alloc 1 5\nfree 1 oom", "t:2: unexpected 'oom' after the id"},
+        {"alloc 1 5 oom\nfree 1", "t:2: free of unknown id 1"},
+        {"alloc 1 5\nalloc 1 6 oom", "t:2: id 1 is already live (allocated at line 1)"},
+        {"set conf foo:1", "t:1: conf: unknown key 'foo' (known: max_split_size_mb, max_non_split_rounding_mb, "
+                           "roundup_power2_divisions, garbage_collection_threshold, expandable_segments, backend, "
+                           "release_lock_on_cudamalloc, pinned_*)"},
+        {"set conf max_split_size_mb:10", "t:1: conf: max_split_size_mb must be >= 20"},
+        {"set conf expandable_segments:True\nset conf expandable_segments:False", "t:2: conf set twice"},
+        {"segment 0x7f0000000000", "t:1: segment needs an address and a byte count"},
+        {"segment 0 2097152", "t:1: bad segment address '0' (nonzero, a multiple of 512)"},
+        {"segment 0x7f0000000001 2097152", "t:1: bad segment address '0x7f0000000001' (nonzero, a multiple of 512)"},
+        {"segment 0x7f0000000000 1000", "t:1: bad segment size '1000' (nonzero, a multiple of 512)"},
+        {"segment 0x7f0000000000 2097152 pool=huge", "t:1: unexpected 'pool=huge' in a segment line"},
+        {"segment 0x7f0000000000 2097152 stream=q", "t:1: bad value 'q' for stream"},
+        {"alloc 1 5\nsegment 0x7f0000000000 2097152", "t:2: segment after the first operation"},
+        {"empty_cache\nlive 1 5 0x7f0000000000", "t:2: live after the first operation"},
+        {"live 1 5", "t:1: live needs an id, a byte count and an address"},
+        {"live 1 5 0", "t:1: bad address '0'"},
+        {"live 1 0 0x7f0000000000", "t:1: bad byte count '0'"},
+        {"live 1 5 0x7f0000000000 block=0", "t:1: block size must be >= 1"},
+        {"live 1 5 0x7f0000000000 size=3", "t:1: unexpected 'size=3' in a live line"},
+        {"segment 0x7f0000000000 2097152\nlive 1 5 0x7f0000000000\nlive 1 5 0x7f0000000200",
+         "t:3: id 1 is already live (allocated at line 2)"},
+        {"segment 0x7f0000000000 20971520\nsegment 0x7f0000100000 2097152",
+         "t:2: segment overlaps the segment at line 1"},
+        {"segment 0x7f0000000000 2097152\nlive 1 5 0x7f0000200000", "t:2: live block 0x7f0000200000 lies in no segment"},
+        {"live 1 5 0x7f0000000000", "t:1: live block 0x7f0000000000 lies in no segment"},
+        {"segment 0x7f0000000000 2097152 stream=1\nlive 1 5 0x7f0000000000",
+         "t:2: live block on stream 0 lies in the segment of stream 1 (line 1)"},
+        {"alloc 1 5 a b c d e f g h", "t:1: unexpected 'f' (too many fields)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ca_trace t;
+        char err[512] = "";
+        if (parse(&t, cases[i].text, err, sizeof err) != -1 || strcmp(err, cases[i].err) != 0) {
+            print_error("case %zu (%s): got '%s', want '%s'\n", i, cases[i].text, err, cases[i].err);
+            fail();
+        }
+        ca_trace_free(&t);
+    }
+}
+
 /* A NUL byte is just another byte: the buffer has a length. */
 static void nul_bytes_are_malformed_not_the_end(void **state)
 {
@@ -172,6 +282,8 @@ int main(void)
         cmocka_unit_test(good_trace),
         cmocka_unit_test(defaults_and_empty_input),
         cmocka_unit_test(malformed_lines),
+        cmocka_unit_test(good_v2_trace),
+        cmocka_unit_test(malformed_v2_lines),
         cmocka_unit_test(nul_bytes_are_malformed_not_the_end),
         cmocka_unit_test(load_reports_unreadable_files),
     };

@@ -1,19 +1,27 @@
-/* replay: replays an allocator trace (memclaims-trace v1) through the
- * allocator model over the host backend, no GPU, and writes CSV to stdout
- * (DESIGN.md "Allocator traces and build/replay"; columns in common/replay.h).
+/* replay: replays an allocator trace (memclaims-trace v1 or v2,
+ * docs/TRACE.md) through the allocator model over the host backend, no
+ * GPU, and writes CSV to stdout (columns in common/alloc/replay.h), or with
+ * --summary one JSON object.
  *
  *   build/replay [options] TRACE|-
+ *     --conf STRING      replay under these PYTORCH_CUDA_ALLOC_CONF settings
+ *                        instead of the trace's (ca_conf_parse; strict)
+ *     --limit BYTES      reserved-memory cap, as set_per_process_memory_fraction
+ *                        leaves it (K/M/G, Ki/Mi/Gi); instead of the trace's
+ *     --capacity BYTES   the simulated device (same suffixes; default 80 GiB)
+ *     --summary          one JSON line (ca_replay_summary) instead of the CSV
  *     --no-addresses     ignore the trace's addresses: the host backend's own
  *                        placement rule decides where segments go
- *     --capacity BYTES   the simulated device (K/M/G suffixes; default 80 GiB)
  *     --time             report parse and replay time (CLOCK_MONOTONIC) and
  *                        operations per second on stderr (make bench)
  *     --help
  *
- * Exit 0; 2 for bad usage or a malformed trace ("TRACE:LINE: reason" on
- * stderr, no row for that line). Address mismatches (with addresses on) are
+ * Exit 0; 2 for bad usage, a bad --conf, or a malformed trace
+ * ("TRACE:LINE: reason" on stderr, no row for that line). Address
+ * mismatches (with addresses on, under the trace's own settings) are
  * warnings on stderr; they mean the model's choice differed from PyTorch's. */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,13 +34,47 @@
 static void help(FILE *fp)
 {
     fprintf(fp,
-            "usage: replay [--no-addresses] [--capacity BYTES] [--time] TRACE|-\n"
-            "Replays an allocator trace through the caching-allocator model (no GPU)\n"
-            "and writes one CSV row per operation:\n  %s\n"
+            "usage: replay [--conf STRING] [--limit BYTES] [--capacity BYTES] [--summary]\n"
+            "              [--no-addresses] [--time] TRACE|-\n"
+            "Replays an allocator trace (memclaims-trace v1/v2) through the caching-allocator\n"
+            "model (no GPU) and writes one CSV row per operation:\n  %s\n"
+            "  --conf STRING     PYTORCH_CUDA_ALLOC_CONF settings to replay under instead of the\n"
+            "                    trace's: max_split_size_mb, max_non_split_rounding_mb,\n"
+            "                    roundup_power2_divisions (N or [256:1,512:2,>:8]),\n"
+            "                    garbage_collection_threshold (needs a limit), expandable_segments\n"
+            "  --limit BYTES     cap on reserved memory, as set_per_process_memory_fraction leaves\n"
+            "                    it (int(fraction * total)); K/M/G/T, Ki/Mi/Gi/Ti; replaces the trace's\n"
+            "  --capacity BYTES  simulated device size (default 80 GiB)\n"
+            "  --summary         one JSON object instead of the CSV: steps, peak_allocated,\n"
+            "                    peak_reserved, alloc_retries, ooms, first_oom_step, segments_peak,\n"
+            "                    largest_free_at_peak_reserved, failed, ... (docs/TRACE.md)\n"
             "  --no-addresses    ignore the trace's addresses (the host placement rule decides)\n"
-            "  --capacity BYTES  simulated device size, suffixes K/M/G (default 80 GiB)\n"
             "  --time            timing and operations per second on stderr\n",
             CA_REPLAY_HEADER);
+}
+
+/* A byte count: digits and an optional binary suffix (K, Ki, KiB = 2^10;
+ * M, Mi, MiB; G, Gi, GiB; T, Ti, TiB), as the project's options take them. */
+static int parse_size(const char *s, uint64_t *out)
+{
+    static const struct { const char *suffix; unsigned shift; } units[] = {
+        {"", 0},   {"K", 10}, {"Ki", 10}, {"KiB", 10}, {"M", 20}, {"Mi", 20}, {"MiB", 20},
+        {"G", 30}, {"Gi", 30}, {"GiB", 30}, {"T", 40}, {"Ti", 40}, {"TiB", 40}};
+    uint64_t v = 0;
+    const char *p = s;
+    if (*p < '0' || *p > '9') return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        uint64_t d = (uint64_t)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10) return -1;
+        v = v * 10 + d;
+    }
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(p, units[i].suffix) != 0) continue;
+        if (v == 0 || v > (UINT64_MAX >> units[i].shift)) return -1;
+        *out = v << units[i].shift;
+        return 0;
+    }
+    return -1;
 }
 
 static int usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -52,8 +94,10 @@ int main(int argc, char **argv)
 {
     ca_replay_opts o = ca_replay_defaults();
     o.warn = stderr;
-    const char *path = NULL;
+    const char *path = NULL, *conf = NULL;
     int timing = 0;
+    bool have_limit = false, capacity_given = false;
+    uint64_t limit = CA_UNLIMITED;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help")) {
@@ -63,9 +107,26 @@ int main(int argc, char **argv)
             o.use_addresses = false;
         } else if (!strcmp(a, "--time")) {
             timing = 1;
+        } else if (!strcmp(a, "--summary")) {
+            o.summary = true;
+        } else if (!strcmp(a, "--conf")) {
+            if (i + 1 >= argc) return usage("%s needs a value", a);
+            conf = argv[++i];
+            ca_config probe = ca_config_default();
+            char why[512];
+            if (ca_conf_parse(conf, &probe, why, sizeof why) != 0) { /* one line, no usage text */
+                fprintf(stderr, "replay: --%s\n", why);
+                return MC_EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "--limit")) {
+            if (i + 1 >= argc) return usage("%s needs a value", a);
+            if (parse_size(argv[++i], &limit) != 0 || limit == 0)
+                return usage("bad --limit '%s' (bytes >= 1; K/M/G/T or Ki/Mi/Gi/Ti)", argv[i]);
+            have_limit = true;
         } else if (!strcmp(a, "--capacity")) {
             if (i + 1 >= argc) return usage("%s needs a value", a);
-            if (mc_parse_bytes(argv[++i], &o.capacity) != 0 || o.capacity > (1ULL << 62))
+            capacity_given = true;
+            if (parse_size(argv[++i], &o.capacity) != 0 || o.capacity > (1ULL << 62))
                 return usage("bad --capacity '%s' (bytes >= 1, at most 2^62)", argv[i]);
         } else if (a[0] == '-' && a[1] != '\0') {
             return usage("unknown option '%s'", a);
@@ -86,11 +147,31 @@ int main(int argc, char **argv)
         return MC_EXIT_USAGE;
     }
     double t1 = mc_now_s();
-    ca_replay_result res = {0, 0, 0};
+    /* --conf replaces the trace's allocator settings, --limit its limit. */
+    ca_config cfg = t.cfg;
+    if (conf) {
+        cfg = ca_config_default();
+        cfg.limit_bytes = t.cfg.limit_bytes;
+        char why[512];
+        if (ca_conf_parse(conf, &cfg, why, sizeof why) != 0) { /* cannot fail: checked above */
+            fprintf(stderr, "replay: --%s\n", why);
+            ca_trace_free(&t);
+            return MC_EXIT_USAGE;
+        }
+    }
+    if (have_limit) cfg.limit_bytes = limit;
+    o.what_if = conf || have_limit || capacity_given;
+    if (cfg.expandable_segments && o.capacity > (1ULL << 61)) {
+        ca_trace_free(&t);
+        return usage("--capacity above 2^61 leaves no address space for expandable segments");
+    }
+    o.cfg = &cfg;
+    ca_replay_result res;
+    memset(&res, 0, sizeof res);
     int rc = ca_replay(&t, &o, stdout, &res, err, sizeof err);
     double t2 = mc_now_s();
     if (rc != 0) fprintf(stderr, "%s\n", err);
-    if (res.addr_mismatches > 0)
+    if (res.addr_mismatches > 0 && ca_config_equal(&cfg, &t.cfg))
         fprintf(stderr, "replay: %llu of the trace's addresses differ from the model's\n",
                 (unsigned long long)res.addr_mismatches);
     if (res.hint_conflicts > 0)

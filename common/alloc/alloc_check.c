@@ -71,17 +71,31 @@ static int gather_pool(const ca_pool *p, const ca_block **out, size_t *k, fail_t
     return 0;
 }
 
-static int check_free(const ca_allocator *a, const ca_block *b, bool small, fail_t *f)
+static int check_free(const ca_allocator *a, const ca_block *b, bool small, uint32_t sidx, fail_t *f)
 {
     unsigned long long at = (unsigned long long)b->addr;
-    if (b->allocated) return fail(f, "live block 0x%llx is in a pool", at);
-    if (b->small != small) return fail(f, "free block 0x%llx is in the wrong pool", at);
+    if (b->allocated || b->unmapped) return fail(f, "live or unmapped block 0x%llx is in a pool", at);
+    if (b->small != small || b->sidx != sidx) return fail(f, "free block 0x%llx is in the wrong pool", at);
     if (b->node.k1 != b->size || b->node.k2 != b->addr)
         return fail(f, "free block 0x%llx has a stale search key", at);
     if (b->in_whole != (!b->prev && !b->next))
         return fail(f, "free block 0x%llx: whole-segment list membership is wrong", at);
-    if (b->size >= a->cfg.max_split_size && (b->prev || b->next))
+    if (b->size >= a->cfg.max_split_size && (b->prev || b->next) && !a->cfg.expandable_segments &&
+        !b->seg->preloaded)
         return fail(f, "oversize free block 0x%llx is part of a split segment", at);
+    return 0;
+}
+
+/* A pool's unmapped list: unmapped blocks of its stream and kind, by address. */
+static int gather_unmapped(const ca_pool *p, uint32_t sidx, const ca_block **out, size_t *k,
+                           size_t cap, fail_t *f)
+{
+    for (const ca_block *b = p->unmapped, *prev = NULL; b; prev = b, b = b->wnext) {
+        if (*k == cap || b->wprev != prev || !b->unmapped || b->allocated || !b->seg->expandable ||
+            b->sidx != sidx || b->small != p->small || (prev && prev->addr >= b->addr))
+            return fail(f, "unmapped list is corrupt at 0x%llx", (unsigned long long)b->addr);
+        out[(*k)++] = b;
+    }
     return 0;
 }
 
@@ -101,13 +115,14 @@ static int check_whole_list(const ca_pool *p, size_t expect, fail_t *f)
 }
 
 /* Walks the blocks of one segment, starting at blocks[*k]. */
-static int walk_segment(const ca_segment *s, const ca_block **blocks,
+static int walk_segment(const ca_allocator *a, const ca_segment *s, const ca_block **blocks,
                         size_t n, size_t *k, fail_t *f)
 {
     unsigned long long sa = (unsigned long long)s->addr;
-    if (s->small ? s->size != CA_SMALL_BUFFER
-                 : s->size % CA_ROUND_LARGE || s->size < CA_MIN_LARGE_ALLOC)
+    if (!s->preloaded && !s->expandable &&
+        (s->small ? s->size != CA_SMALL_BUFFER : s->size % CA_ROUND_LARGE || s->size < CA_MIN_LARGE_ALLOC))
         return fail(f, "segment 0x%llx has an impossible size %llu", sa, (unsigned long long)s->size);
+    bool loose = s->preloaded || a->cfg.expandable_segments; /* large-pool blocks of any size */
     uint64_t at = s->addr;
     const ca_block *prev = NULL;
     while (at < s->addr + s->size) {
@@ -115,15 +130,17 @@ static int walk_segment(const ca_segment *s, const ca_block **blocks,
             return fail(f, "segment 0x%llx: no block starts at 0x%llx", sa, (unsigned long long)at);
         const ca_block *b = blocks[(*k)++];
         unsigned long long ba = (unsigned long long)b->addr;
-        if (b->seg != s || b->small != s->small)
+        if (b->seg != s || b->small != s->small || b->sidx != s->sidx)
             return fail(f, "block 0x%llx does not belong to its segment", ba);
+        if (b->unmapped && (!s->expandable || b->addr % s->page != s->addr % s->page || b->size % s->page))
+            return fail(f, "unmapped block 0x%llx is not whole pages of an expandable segment", ba);
         if (b->size == 0 || b->size % CA_MIN_BLOCK_SIZE)
             return fail(f, "block 0x%llx has size %llu", ba, (unsigned long long)b->size);
         if (b->prev != prev || (prev && prev->next != b))
             return fail(f, "block 0x%llx: neighbour links are broken", ba);
-        if (prev && !prev->allocated && !b->allocated)
+        if (prev && !prev->allocated && !b->allocated && prev->unmapped == b->unmapped)
             return fail(f, "free blocks 0x%llx and 0x%llx touch", (unsigned long long)prev->addr, ba);
-        if (!s->small && b->size <= CA_SMALL_SIZE)
+        if (!s->small && b->size <= CA_SMALL_SIZE && !loose)
             return fail(f, "large-pool block 0x%llx is not above 1 MiB", ba);
         if (b->allocated && (b->requested == 0 || ca_round_size(b->requested) > b->size))
             return fail(f, "live block 0x%llx of %llu bytes has request %llu", ba,
@@ -141,20 +158,23 @@ static int check_stats(const ca_allocator *a, const ca_block **blocks, size_t n,
                        ca_segment **segs, fail_t *f)
 {
     int64_t live = 0, live_bytes = 0, requested = 0, split_n = 0, split_bytes = 0;
-    int64_t over_alloc = 0, reserved = 0, over_seg = 0;
+    int64_t over_alloc = 0, reserved = 0, over_seg = 0, n_segments = 0;
     for (size_t i = 0; i < n; i++) {
         const ca_block *b = blocks[i];
+        if (b->seg->expandable && !b->unmapped) reserved += (int64_t)b->size; /* mapped pages */
         if (b->allocated) {
             live++;
             live_bytes += (int64_t)b->size;
             requested += (int64_t)b->requested;
             over_alloc += b->size >= a->cfg.max_split_size;
-        } else if (b->prev || b->next) {
+        } else if ((b->prev || b->next) && !b->seg->expandable) {
             split_n++;
             split_bytes += (int64_t)b->size;
         }
     }
     for (size_t i = 0; i < a->n_segs; i++) {
+        if (segs[i]->expandable) continue; /* not in the segment statistic */
+        n_segments++;
         reserved += (int64_t)segs[i]->size;
         over_seg += segs[i]->size >= a->cfg.max_split_size;
     }
@@ -166,7 +186,7 @@ static int check_stats(const ca_allocator *a, const ca_block **blocks, size_t n,
         {"allocation", &s->allocation, live},
         {"active", &s->active, live},
         {"reserved_bytes", &s->reserved_bytes, reserved},
-        {"segment", &s->segment, (int64_t)a->n_segs},
+        {"segment", &s->segment, n_segments},
         {"inactive_split_bytes", &s->inactive_split_bytes, split_bytes},
         {"inactive_split", &s->inactive_split, split_n},
         {"oversize_allocations", &s->oversize_allocations, over_alloc},
@@ -183,25 +203,33 @@ static int check_stats(const ca_allocator *a, const ca_block **blocks, size_t n,
     }
     if ((int64_t)a->total_reserved != reserved)
         return fail(f, "total reserved %llu != sum of segments", (unsigned long long)a->total_reserved);
-    if (a->cfg.limit_bytes != CA_UNLIMITED && a->total_reserved > a->cfg.limit_bytes)
+    /* Expandable segments may pass it: alloc_block checks the limit against
+     * get_allocation_size, then maps whole pages of up to 20 MiB for the request. */
+    if (a->cfg.limit_bytes != CA_UNLIMITED && a->total_reserved > a->cfg.limit_bytes &&
+        a->total_reserved > a->preloaded_bytes && !a->cfg.expandable_segments)
         return fail(f, "reserved bytes exceed the limit");
     return 0;
 }
 
-static int check_all(const ca_allocator *a, const ca_block **blocks, ca_segment **segs, fail_t *f)
+static int check_all(const ca_allocator *a, const ca_block **blocks, size_t cap, ca_segment **segs, fail_t *f)
 {
     size_t k = 0;
-    if (gather_pool(&a->small, blocks, &k, f)) return -1;
-    size_t n_small = k;
-    if (gather_pool(&a->large, blocks, &k, f)) return -1;
-    size_t n_free = k;
-    size_t whole[2] = {0, 0};
-    for (size_t i = 0; i < n_free; i++) {
-        if (check_free(a, blocks[i], i < n_small, f)) return -1;
-        whole[i < n_small] += blocks[i]->in_whole;
+    for (uint32_t i = 0; i < 2 * a->n_streams; i++) {
+        const ca_pool *p = a->pools[i];
+        size_t from = k;
+        if (p->small != (i & 1)) return fail(f, "pool %u is of the wrong kind", i);
+        if (gather_pool(p, blocks, &k, f)) return -1;
+        size_t whole = 0;
+        for (size_t j = from; j < k; j++) {
+            if (check_free(a, blocks[j], p->small, i / 2, f)) return -1;
+            whole += blocks[j]->in_whole;
+        }
+        if (check_whole_list(p, whole, f)) return -1;
     }
-    if (check_whole_list(&a->large, whole[0], f) || check_whole_list(&a->small, whole[1], f))
-        return -1;
+    size_t n_free = k;
+    for (uint32_t i = 0; i < 2 * a->n_streams; i++)
+        if (gather_unmapped(a->pools[i], i / 2, blocks, &k, cap, f)) return -1;
+    n_free = k;
     for (size_t i = 0; i < a->map_cap; i++) {
         const ca_block *b = a->map[i];
         if (!b) continue;
@@ -223,7 +251,7 @@ static int check_all(const ca_allocator *a, const ca_block **blocks, ca_segment 
         if (segs[i]->addr + segs[i]->size < segs[i]->addr ||
             (i + 1 < ns && segs[i]->addr + segs[i]->size > segs[i + 1]->addr))
             return fail(f, "segment 0x%llx overlaps the next", (unsigned long long)segs[i]->addr);
-        if (walk_segment(segs[i], blocks, k, &at, f)) return -1;
+        if (walk_segment(a, segs[i], blocks, k, &at, f)) return -1;
     }
     if (at != k) return fail(f, "block 0x%llx lies outside every segment", (unsigned long long)blocks[at]->addr);
     return check_stats(a, blocks, k, segs, f);
@@ -232,10 +260,14 @@ static int check_all(const ca_allocator *a, const ca_block **blocks, ca_segment 
 int ca_check_invariants(const ca_allocator *a, char *err, size_t len)
 {
     fail_t f = {err, len};
-    size_t n = a->small.n + a->large.n + a->map_n;
+    size_t n = a->map_n;
+    for (uint32_t i = 0; i < 2 * a->n_streams; i++) {
+        n += a->pools[i]->n;
+        for (const ca_block *b = a->pools[i]->unmapped; b && n < SIZE_MAX / 16; b = b->wnext) n++;
+    }
     const ca_block **blocks = malloc((n + 1) * sizeof *blocks);
     ca_segment **segs = malloc((a->n_segs + 1) * sizeof *segs);
-    int rc = blocks && segs ? check_all(a, blocks, segs, &f) : fail(&f, "out of host memory");
+    int rc = blocks && segs ? check_all(a, blocks, n + 1, segs, &f) : fail(&f, "out of host memory");
     free(blocks);
     free(segs);
     return rc;

@@ -31,6 +31,6 @@ static void cuda_free(void *ctx, uint64_t addr, uint64_t bytes)
 
 ca_backend ca_cuda_backend(void)
 {
-    ca_backend b = {cuda_malloc, cuda_free, NULL};
+    ca_backend b = {.dev_malloc = cuda_malloc, .dev_free = cuda_free}; /* no dev_map: no expandable segments */
     return b;
 }

@@ -173,9 +173,26 @@ static void host_free(void *ctx, uint64_t addr, uint64_t bytes)
     d->segments--;
 }
 
+/* Pages for expandable segments: capacity only, no addresses. */
+static int host_map(void *ctx, uint64_t bytes)
+{
+    ca_host_device *d = ctx;
+    if (bytes > d->capacity - d->used) return 1;
+    d->used += bytes;
+    return 0;
+}
+
+static void host_unmap(void *ctx, uint64_t bytes)
+{
+    ca_host_device *d = ctx;
+    CHECK(bytes <= d->used, "host backend: unmap of %llu bytes, %llu in use", (unsigned long long)bytes,
+          (unsigned long long)d->used);
+    d->used -= bytes;
+}
+
 ca_backend ca_host_backend(ca_host_device *d)
 {
-    ca_backend b = {host_malloc, host_free, d};
+    ca_backend b = {host_malloc, host_free, d, host_map, host_unmap, d->capacity};
     return b;
 }
 

@@ -16,7 +16,9 @@
  * PyTorch's figures (rows that agree in every column without addresses).
  *
  * Capacity: a request fails (the model's OOM path) when the bytes in live
- * segments plus the request would exceed the capacity. */
+ * segments and mapped pages plus the request would exceed the capacity.
+ * Pages of expandable segments (dev_map) take capacity but no address: the
+ * model places expandable segments itself, above CA_HOST_SPACE_HI. */
 #ifndef MC_ALLOC_HOST_H
 #define MC_ALLOC_HOST_H
 
@@ -29,7 +31,8 @@ extern "C" {
 #endif
 
 #define CA_HOST_SPACE_LO (1ULL << 21)           /* 2 MiB: no segment at or near 0 */
-#define CA_HOST_SPACE_HI (1ULL << 63)           /* hints may go anywhere in [LO, HI) */
+#define CA_HOST_SPACE_HI (1ULL << 62)           /* hints may go anywhere in [LO, HI); above it
+                                                   lie the model's expandable segments */
 #define CA_HOST_TOP      0x7f0000000000ULL      /* regions grow down from here */
 #define CA_HOST_REGION   (20ULL << 20)          /* region granularity: kLargeBuffer */
 

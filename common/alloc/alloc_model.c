@@ -4,8 +4,11 @@
  * release_available_cached_blocks, release_cached_blocks, alloc_found_block,
  * free, free_block, try_merge_blocks. Statistics are updated where and as
  * the reference updates them (same amounts, same order), so peaks and the
- * allocated/freed totals agree too. The data structures are in alloc_pool.c,
- * the invariant check in alloc_check.c. */
+ * allocated/freed totals agree too. Also round_size with
+ * roundup_power2_next_division and garbage_collect_cached_blocks. The data
+ * structures are in alloc_pool.c, expandable segments in alloc_es.c, the
+ * configuration parser in alloc_conf.c, state from before a recording in
+ * alloc_preload.c, the invariant check in alloc_check.c. */
 #include "alloc_internal.h"
 
 #include <stdio.h>
@@ -18,18 +21,21 @@ static void check_or_abort(const ca_allocator *a, const char *op);
 
 /* ------------------------------------------------------------ statistics */
 
-static void stat_inc(ca_stat *s, uint64_t amount)  /* increase_stat */
+void ca_stat_inc(ca_stat *s, uint64_t amount)  /* increase_stat */
 {
     s->current += (int64_t)amount;
     if (s->current > s->peak) s->peak = s->current;
     s->allocated += (int64_t)amount;
 }
 
-static void stat_dec(ca_stat *s, uint64_t amount)  /* decrease_stat */
+void ca_stat_dec(ca_stat *s, uint64_t amount)  /* decrease_stat */
 {
     s->current -= (int64_t)amount;
     s->freed += (int64_t)amount;
 }
+
+#define stat_inc ca_stat_inc
+#define stat_dec ca_stat_dec
 
 /* free_block applies a net change as one increase or one decrease. */
 static void stat_net(ca_stat *s, int64_t delta)
@@ -61,6 +67,36 @@ uint64_t ca_round_size(uint64_t bytes)  /* round_size, roundup_power2_divisions 
     return bytes - r + CA_MIN_BLOCK_SIZE;
 }
 
+/* roundup_power2_next_division: size rounded up to the next of `divisions`
+ * equal steps between the powers of two around it (1200 with 4 divisions:
+ * 1024, 1280, 1536, 1792 -> 1280). */
+static uint64_t roundup_power2_next_division(uint64_t size, uint64_t divisions)
+{
+    if ((size & (size - 1)) == 0) return size;
+    uint64_t floor2 = 1ULL << (63 - __builtin_clzll(size));
+    uint64_t step = floor2 >> (63 - __builtin_clzll(divisions));
+    if (step == 0) return floor2 << 1;
+    uint64_t down = size & ~(step - 1);
+    return down == size ? size : down + step;
+}
+
+/* AllocatorConfig::roundup_power2_divisions(size): the interval of size's
+ * power of two, counted from 1 MiB and clamped to the 16 intervals. */
+static unsigned roundup_interval(uint64_t size)
+{
+    int i = (63 - __builtin_clzll(size)) - 20;
+    return i < 0 ? 0u : i >= CA_ROUNDUP_INTERVALS ? CA_ROUNDUP_INTERVALS - 1u : (unsigned)i;
+}
+
+uint64_t ca_round_size_cfg(const ca_config *c, uint64_t size) /* round_size */
+{
+    if (size < CA_MIN_BLOCK_SIZE) return CA_MIN_BLOCK_SIZE;
+    uint64_t divisions = c->roundup_divisions[roundup_interval(size)];
+    if (divisions > 1 && size > CA_MIN_BLOCK_SIZE * divisions && size <= (1ULL << 62))
+        return roundup_power2_next_division(size, divisions);
+    return ca_round_size(size);
+}
+
 uint64_t ca_allocation_size(uint64_t size)  /* get_allocation_size */
 {
     if (size <= CA_SMALL_SIZE) return CA_SMALL_BUFFER;
@@ -71,8 +107,20 @@ uint64_t ca_allocation_size(uint64_t size)  /* get_allocation_size */
 
 ca_config ca_config_default(void)
 {
-    ca_config c = {CA_UNLIMITED, CA_UNLIMITED, CA_LARGE_BUFFER};
+    ca_config c;
+    memset(&c, 0, sizeof c);
+    c.limit_bytes = CA_UNLIMITED;
+    c.max_split_size = CA_UNLIMITED;
+    c.max_non_split_rounding_size = CA_LARGE_BUFFER;
     return c;
+}
+
+bool ca_config_equal(const ca_config *x, const ca_config *y)
+{
+    return x->limit_bytes == y->limit_bytes && x->max_split_size == y->max_split_size &&
+           x->max_non_split_rounding_size == y->max_non_split_rounding_size &&
+           x->gc_threshold == y->gc_threshold && x->expandable_segments == y->expandable_segments &&
+           memcmp(x->roundup_divisions, y->roundup_divisions, sizeof x->roundup_divisions) == 0;
 }
 
 int ca_config_check(const ca_config *c, char *err, size_t len)
@@ -88,6 +136,19 @@ int ca_config_check(const ca_config *c, char *err, size_t len)
         c->max_non_split_rounding_size > CA_MAX_REQUEST) {
         snprintf(err, len, "max_non_split_rounding_size must be a whole number of MiB, >= 20 MiB and <= 2^60");
         return -1;
+    }
+    /* parseGarbageCollectionThreshold: in (0.0, 1.0); 0 here means unset. */
+    if (!(c->gc_threshold == 0.0 || (c->gc_threshold > 0.0 && c->gc_threshold < 1.0))) {
+        snprintf(err, len, "garbage_collection_threshold must be in (0.0, 1.0)");
+        return -1;
+    }
+    /* parseRoundUpPower2Divisions: 0 or a power of two. */
+    for (int i = 0; i < CA_ROUNDUP_INTERVALS; i++) {
+        uint32_t d = c->roundup_divisions[i];
+        if (d & (d - 1)) {
+            snprintf(err, len, "roundup_power2_divisions must be 0 or a power of two, not %u", d);
+            return -1;
+        }
     }
     return 0;
 }
@@ -110,12 +171,18 @@ ca_allocator *ca_create(const ca_config *cfg, ca_backend backend)
     char err[160];
     if (ca_config_check(&c, err, sizeof err) != 0 || !backend.dev_malloc || !backend.dev_free)
         return NULL;
+    if (c.expandable_segments && (!backend.dev_map || !backend.dev_unmap || !backend.total_bytes))
+        return NULL; /* the backend cannot map pages */
     ca_allocator *a = mc_xmalloc(sizeof *a);
     memset(a, 0, sizeof *a);
     a->cfg = c;
     a->be = backend;
     ca_pool_init(&a->small, true);
     ca_pool_init(&a->large, false);
+    a->pools[0] = &a->large;
+    a->pools[1] = &a->small;
+    a->n_streams = 1;
+    a->es_next = CA_ES_SPACE_LO;
     a->map_cap = 1024;
     a->map = calloc(a->map_cap, sizeof *a->map);
     a->map_key = calloc(a->map_cap, sizeof *a->map_key);
@@ -133,9 +200,11 @@ void ca_destroy(ca_allocator *a)
     if (!a) return;
     for (ca_segment *s = a->segs, *n; s; s = n) {
         n = s->next;
-        a->be.dev_free(a->be.ctx, s->addr, s->size);
+        if (!s->expandable) a->be.dev_free(a->be.ctx, s->addr, s->size);
         free(s);
     }
+    if (a->es_mapped) a->be.dev_unmap(a->be.ctx, a->es_mapped);
+    for (uint32_t i = 1; i < a->n_streams; i++) free(a->pools[2 * i]); /* both pools, one allocation */
     for (size_t i = 0; i < a->n_slabs; i++) free(a->slabs[i]);
     free(a->slabs);
     free(a->map);
@@ -146,17 +215,20 @@ void ca_destroy(ca_allocator *a)
 /* ------------------------------------------------------------ segments */
 
 /* alloc_block: a new segment of alloc_size bytes as one whole block (not yet
- * in a pool), or NULL. The limit is checked before asking the device. */
-static ca_block *alloc_block(ca_allocator *a, bool small, uint64_t alloc_size, bool is_retry)
+ * in a pool), or NULL. The limit is checked before asking the device, with
+ * alloc_size even for expandable segments, which then map pages for size. */
+static ca_block *alloc_block(ca_allocator *a, uint32_t sidx, bool small, uint64_t alloc_size,
+                             uint64_t size, bool is_retry)
 {
     if (is_retry) a->st.num_alloc_retries++;
     if (a->cfg.limit_bytes != CA_UNLIMITED && a->total_reserved + alloc_size > a->cfg.limit_bytes)
         return NULL;
+    if (a->cfg.expandable_segments) return ca_es_allocate(a, sidx, small, size);
     uint64_t addr = 0;
     if (a->be.dev_malloc(a->be.ctx, alloc_size, &addr) != 0) return NULL;
     a->total_reserved += alloc_size;
     ca_segment *s = mc_xmalloc(sizeof *s);
-    *s = (ca_segment){addr, alloc_size, small, NULL, a->segs};
+    *s = (ca_segment){.addr = addr, .size = alloc_size, .small = small, .sidx = sidx, .next = a->segs};
     if (a->segs) a->segs->prev = s;
     a->segs = s;
     a->n_segs++;
@@ -164,6 +236,7 @@ static ca_block *alloc_block(ca_allocator *a, bool small, uint64_t alloc_size, b
     b->addr = addr;
     b->size = alloc_size;
     b->small = small;
+    b->sidx = sidx;
     b->seg = s;
     stat_inc(&a->st.segment, 1);
     stat_inc(&a->st.reserved_bytes, alloc_size);
@@ -190,13 +263,87 @@ static void release_block(ca_allocator *a, ca_block *b)
     ca_block_delete(a, b);
 }
 
-/* release_cached_blocks (empty_cache): every free whole segment, large pool
- * first. With one stream there are no events to wait for. */
+/* Appends the free expandable-segment blocks of a treap to out. */
+static void gather_es(const ca_tnode *n, ca_block ***out, size_t *k, size_t *cap)
+{
+    if (!n) return;
+    gather_es(n->c[0], out, k, cap);
+    ca_block *b = (ca_block *)n;
+    if (b->seg->expandable) {
+        if (*k == *cap) {
+            *cap = *cap ? 2 * *cap : 64;
+            *out = realloc(*out, *cap * sizeof **out);
+            CHECK(*out != NULL, "out of host memory");
+        }
+        (*out)[(*k)++] = b;
+    }
+    gather_es(n->c[1], out, k, cap);
+}
+
+/* release_blocks: every free whole segment of one pool kind, on every
+ * stream; the free blocks of expandable segments give back their whole
+ * pages (unmap_block) and a segment left with nothing mapped goes. */
+static void release_blocks(ca_allocator *a, bool small)
+{
+    for (uint32_t i = 0; i < a->n_streams; i++) {
+        ca_pool *p = ca_pool_of(a, i, small);
+        while (p->whole) release_block(a, p->whole);
+    }
+    if (!a->es_mapped) return;
+    ca_block **todo = NULL;
+    size_t n = 0, cap = 0;
+    for (uint32_t i = 0; i < a->n_streams; i++) {
+        ca_pool *p = ca_pool_of(a, i, small);
+        for (unsigned c = 0; c < CA_POOL_CLASSES && p->n; c++) gather_es(p->cls[c].root, &todo, &n, &cap);
+    }
+    for (size_t i = 0; i < n; i++) ca_es_unmap(a, todo[i]);
+    free(todo);
+}
+
+/* release_cached_blocks (empty_cache): large pools first. Events are not
+ * modelled (no record_stream), so there are none to wait for. */
 static void release_cached_blocks(ca_allocator *a)
 {
     a->st.num_sync_all_streams++;  /* synchronize_and_free_events */
-    while (a->large.whole) release_block(a, a->large.whole);
-    while (a->small.whole) release_block(a, a->small.whole);
+    release_blocks(a, false);
+    release_blocks(a, true);
+}
+
+/* garbage_collect_cached_blocks: when reserved memory passes the threshold
+ * fraction of the allowed memory, free whole cached large blocks (every
+ * stream) whose age (get_free_block calls on the pool since the block went
+ * back to it: gc_count) is at least the average, pass after pass, until
+ * the excess is reclaimed or no block goes. */
+static void garbage_collect_cached_blocks(ca_allocator *a)
+{
+    uint64_t gc_threshold = (uint64_t)(a->cfg.gc_threshold * (double)a->cfg.limit_bytes);
+    if (a->total_reserved <= gc_threshold) return;
+    uint64_t target = a->total_reserved - gc_threshold, reclaimed = 0, total_age = 0;
+    int64_t freeable = 0;
+    for (uint32_t i = 0; i < a->n_streams; i++)
+        for (ca_block *b = ca_pool_of(a, i, false)->whole; b; b = b->wnext) {
+            total_age += a->gc_calls[0] - b->node.val;
+            freeable++;
+        }
+    if (freeable == 0) return;
+    bool freed = true;
+    while (reclaimed < target && freed && freeable > 0) {
+        double age_threshold = (double)total_age / (double)freeable;
+        freed = false;
+        for (uint32_t i = 0; i < a->n_streams; i++) {
+            for (ca_block *b = ca_pool_of(a, i, false)->whole, *n; b; b = n) {
+                n = b->wnext;
+                uint64_t age = a->gc_calls[0] - b->node.val;
+                if ((double)age >= age_threshold) {
+                    freed = true;
+                    reclaimed += b->size;
+                    total_age -= age;
+                    freeable--;
+                    release_block(a, b);
+                }
+            }
+        }
+    }
 }
 
 void ca_empty_cache(ca_allocator *a)
@@ -212,19 +359,22 @@ void ca_empty_cache(ca_allocator *a)
  * blocks >= max_split_size are always whole segments, since max_split_size
  * is a whole number of MiB >= 20 MiB. */
 static bool release_available_cached_blocks(ca_allocator *a, ca_pool *p, uint64_t size)
+/* Free expandable blocks are skipped: they are never whole segments, and the
+ * reference's release_block asserts on them. */
 {
     uint64_t m = a->cfg.max_split_size;
     if (m == CA_UNLIMITED) return false;
     uint64_t key = size < m ? m : size;
     ca_block *b = ca_pool_lower_bound(p, key, 0);
     if (b) {
+        if (b->seg->expandable) return false; /* the reference would assert (release_block) */
         release_block(a, b);
         return true;
     }
     b = ca_pool_last(p);
     if (!b) return false;
     uint64_t released = 0;
-    while (released < key && b->size >= m) {
+    while (released < key && b->size >= m && !b->seg->expandable) {
         ca_block *cur = b;
         released += cur->size;
         b = ca_pool_before(p, cur->size, cur->addr);
@@ -241,8 +391,11 @@ static bool release_available_cached_blocks(ca_allocator *a, ca_pool *p, uint64_
  * oversize request. The block stays in the pool for alloc_found_block. */
 static ca_block *get_free_block(ca_allocator *a, ca_pool *p, uint64_t size)
 {
+    if (a->cfg.gc_threshold > 0.0 && a->cfg.limit_bytes != CA_UNLIMITED)
+        a->gc_calls[p->small]++; /* get_free_blocks_call_count: ages for the garbage collection */
     ca_block *b = ca_pool_lower_bound(p, size, 0);
     if (!b) return NULL;
+    if (a->cfg.expandable_segments && b->seg->expandable) b = ca_es_best(a, p, b);
     uint64_t m = a->cfg.max_split_size;
     if (size < m && b->size >= m) return NULL;
     if (size >= m && b->size >= size + a->cfg.max_non_split_rounding_size) return NULL;
@@ -252,7 +405,7 @@ static ca_block *get_free_block(ca_allocator *a, ca_pool *p, uint64_t size)
 static bool should_split(const ca_allocator *a, const ca_block *b, uint64_t size)
 {
     uint64_t remaining = b->size - size;
-    if (b->small) return remaining >= CA_MIN_BLOCK_SIZE;
+    if (b->small || a->cfg.expandable_segments) return remaining >= CA_MIN_BLOCK_SIZE;
     return size < a->cfg.max_split_size && remaining > CA_SMALL_SIZE;
 }
 
@@ -263,12 +416,14 @@ static ca_block *alloc_found_block(ca_allocator *a, ca_block *b, uint64_t size, 
                                    bool split, bool in_pool)
 {
     bool already_split = b->prev || b->next;
+    bool es = b->seg->expandable; /* expandable segments are not in inactive_split */
     if (split) {
         ca_block *rest = b;
         b = ca_block_new(a);
         b->addr = rest->addr;
         b->size = size;
         b->small = rest->small;
+        b->sidx = rest->sidx;
         b->seg = rest->seg;
         b->prev = rest->prev;
         if (b->prev) b->prev->next = b;
@@ -281,7 +436,8 @@ static ca_block *alloc_found_block(ca_allocator *a, ca_block *b, uint64_t size, 
             rest->size -= size;
             ca_pool_insert(a, rest);
         }
-        if (already_split) {
+        if (es) {
+        } else if (already_split) {
             stat_dec(&a->st.inactive_split_bytes, b->size);
         } else {
             stat_inc(&a->st.inactive_split_bytes, rest->size);
@@ -289,7 +445,7 @@ static ca_block *alloc_found_block(ca_allocator *a, ca_block *b, uint64_t size, 
         }
     } else {
         if (in_pool) ca_pool_erase(a, b);
-        if (already_split) {
+        if (already_split && !es) {
             stat_dec(&a->st.inactive_split_bytes, b->size);
             stat_dec(&a->st.inactive_split, 1);
         }
@@ -307,22 +463,31 @@ static ca_block *alloc_found_block(ca_allocator *a, ca_block *b, uint64_t size, 
 
 int ca_malloc(ca_allocator *a, uint64_t bytes, uint64_t *addr)
 {
+    return ca_malloc_stream(a, bytes, 0, addr);
+}
+
+int ca_malloc_stream(ca_allocator *a, uint64_t bytes, uint64_t stream, uint64_t *addr)
+{
     *addr = 0;
     if (bytes == 0) return CA_OK;              /* allocate(0): no block */
     if (bytes >= CA_MAX_REQUEST) return CA_OOM; /* "more than 1EB": before malloc */
-    uint64_t size = ca_round_size(bytes);
+    int sidx = stream == 0 ? 0 : ca_stream_index(a, stream);
+    if (sidx < 0) return CA_TOO_MANY_STREAMS;
+    uint64_t size = ca_round_size_cfg(&a->cfg, bytes);
     bool small = size <= CA_SMALL_SIZE;         /* get_pool */
-    ca_pool *p = ca_pool_of(a, small);
+    ca_pool *p = ca_pool_of(a, (uint32_t)sidx, small);
     ca_block *b = get_free_block(a, p, size);
     bool in_pool = b != NULL;
     if (!b) {
+        if (a->cfg.gc_threshold > 0.0 && a->cfg.limit_bytes != CA_UNLIMITED)
+            garbage_collect_cached_blocks(a);
         uint64_t alloc_size = ca_allocation_size(size); /* only needed for a new segment */
-        b = alloc_block(a, small, alloc_size, false);
+        b = alloc_block(a, (uint32_t)sidx, small, alloc_size, size, false);
         if (!b && release_available_cached_blocks(a, p, size))
-            b = alloc_block(a, small, alloc_size, false);
+            b = alloc_block(a, (uint32_t)sidx, small, alloc_size, size, false);
         if (!b) {
             release_cached_blocks(a);
-            b = alloc_block(a, small, alloc_size, true);
+            b = alloc_block(a, (uint32_t)sidx, small, alloc_size, size, true);
         }
         if (!b) {
             a->st.num_ooms++;
@@ -348,8 +513,9 @@ int ca_malloc(ca_allocator *a, uint64_t bytes, uint64_t *addr)
 static void free_block(ca_allocator *a, ca_block *b)
 {
     uint64_t original_size = b->size, requested = b->requested;
-    ca_block *prev = b->prev && !b->prev->allocated ? b->prev : NULL;
-    ca_block *next = b->next && !b->next->allocated ? b->next : NULL;
+    /* try_merge_blocks: free neighbours with pages behind them (mapped) */
+    ca_block *prev = b->prev && !b->prev->allocated && !b->prev->unmapped ? b->prev : NULL;
+    ca_block *next = b->next && !b->next->allocated && !b->next->unmapped ? b->next : NULL;
     int64_t net_blocks = -(int64_t)(prev != NULL) - (int64_t)(next != NULL);
     int64_t net_bytes = -(int64_t)(prev ? prev->size : 0) - (int64_t)(next ? next->size : 0);
     uint64_t addr = prev ? prev->addr : b->addr;
@@ -376,8 +542,10 @@ static void free_block(ca_allocator *a, ca_block *b)
         net_blocks += 1;
         net_bytes += (int64_t)keep->size;
     }
-    stat_net(&a->st.inactive_split, net_blocks);
-    stat_net(&a->st.inactive_split_bytes, net_bytes);
+    if (!keep->seg->expandable) {
+        stat_net(&a->st.inactive_split, net_blocks);
+        stat_net(&a->st.inactive_split_bytes, net_bytes);
+    }
     stat_dec(&a->st.active, 1);
     stat_dec(&a->st.active_bytes, original_size);
     stat_dec(&a->st.requested_bytes, requested);
@@ -412,7 +580,34 @@ uint64_t ca_cached_free_bytes(const ca_allocator *a)
 
 uint64_t ca_largest_free_block(const ca_allocator *a)
 {
-    const ca_block *s = ca_pool_last(&a->small), *l = ca_pool_last(&a->large);
-    uint64_t m = s ? s->size : 0;
-    return l && l->size > m ? l->size : m;
+    uint64_t m = 0;
+    for (uint32_t i = 0; i < 2 * a->n_streams; i++) {
+        const ca_block *b = ca_pool_last(a->pools[i]);
+        if (b && b->size > m) m = b->size;
+    }
+    return m;
+}
+
+/* try_merge_blocks for expandable segments (alloc_es.c): src, a free
+ * neighbour of dst in the same mapped state, leaves its pool or unmapped
+ * list and dst (in neither) takes its range. Returns the bytes taken. */
+size_t ca_try_merge(ca_allocator *a, ca_block *dst, ca_block *src)
+{
+    if (!src || src->allocated || src->unmapped != dst->unmapped) return 0;
+    if (src->unmapped)
+        ca_unmapped_erase(a, src);
+    else
+        ca_pool_erase(a, src);
+    if (dst->prev == src) {
+        dst->addr = src->addr;
+        dst->prev = src->prev;
+        if (dst->prev) dst->prev->next = dst;
+    } else {
+        dst->next = src->next;
+        if (dst->next) dst->next->prev = dst;
+    }
+    dst->size += src->size;
+    size_t taken = src->size;
+    ca_block_delete(a, src);
+    return taken;
 }

@@ -1,9 +1,13 @@
 /* alloc_model.h: a C model of PyTorch 2.11's CUDA caching allocator
- * (c10/cuda/CUDACachingAllocator.cpp), one device, one stream, no expandable
- * segments, no power-of-two rounding, no garbage_collection_threshold (the
- * defaults). Its statistics equal PyTorch's memory_stats() for the same
- * sequence of requests, given the addresses of new segments
- * (../shared/ALLOCATOR.md; function names below are the reference's).
+ * (c10/cuda/CUDACachingAllocator.cpp), one device, any number of streams
+ * (per-stream pools), with the PYTORCH_CUDA_ALLOC_CONF settings that change
+ * its accounting: max_split_size_mb, max_non_split_rounding_mb,
+ * roundup_power2_divisions, garbage_collection_threshold and
+ * expandable_segments (alloc_conf.c parses them). With the defaults its
+ * statistics equal PyTorch's memory_stats() for the same sequence of
+ * requests, given the addresses of new segments (ALLOCATOR.md; function
+ * names below are the reference's; docs/TRACE.md says what the non-default
+ * settings simplify).
  *
  * The model asks a backend for segments: the host backend (alloc_host.h)
  * simulates a device of a given capacity with no GPU; the CUDA backend
@@ -36,6 +40,14 @@ extern "C" {
 #define CA_MAX_REQUEST      (1ULL << 60)        /* one_exa_bytes (NativeCachingAllocator::allocate):
                                                    requests at or above it fail before the allocator */
 #define CA_UNLIMITED        UINT64_MAX          /* max_split_size / limit unset */
+#define CA_ROUNDUP_INTERVALS 16                 /* kRoundUpPowerOfTwoIntervals (AllocatorConfig.cpp):
+                                                   one per power of two from 1 MiB to 64 GiB */
+#define CA_MAX_STREAMS      256                 /* distinct streams one model keeps pools for */
+/* Expandable segments map physical pages of these sizes (find_expandable_block:
+ * kSmallBuffer for the small pool, large_segment_size() = kLargeBuffer by
+ * default for the large pool). */
+#define CA_ES_SMALL_PAGE    CA_SMALL_BUFFER
+#define CA_ES_LARGE_PAGE    CA_LARGE_BUFFER
 
 /* A segment source. dev_malloc returns 0 and sets *addr (never 0), or
  * nonzero when the device is out of memory (the model then frees cached
@@ -44,6 +56,14 @@ typedef struct {
     int (*dev_malloc)(void *ctx, uint64_t bytes, uint64_t *addr);
     void (*dev_free)(void *ctx, uint64_t addr, uint64_t bytes);
     void *ctx;
+    /* Optional, for expandable segments (NULL: the backend cannot map pages,
+     * and ca_create refuses expandable_segments): dev_map takes bytes of
+     * physical memory (0, or nonzero when out of memory: cuMemCreate failing),
+     * dev_unmap gives them back. total_bytes: the device's memory, which sizes
+     * each expandable segment's address space (ExpandableSegment: 9/8 of it). */
+    int (*dev_map)(void *ctx, uint64_t bytes);
+    void (*dev_unmap)(void *ctx, uint64_t bytes);
+    uint64_t total_bytes;
 } ca_backend;
 
 typedef struct {
@@ -56,13 +76,42 @@ typedef struct {
     /* max_non_split_rounding_mb:N in bytes (N << 20, N >= 20); default
      * CA_LARGE_BUFFER. */
     uint64_t max_non_split_rounding_size;
+    /* garbage_collection_threshold:F, F in (0, 1); 0 when unset. Acts only
+     * under a limit (garbage_collect_cached_blocks needs set_fraction). */
+    double gc_threshold;
+    /* roundup_power2_divisions: divisions for the sizes in [2^(20+i),
+     * 2^(21+i)) (index 0 also below, 15 also above); 0 = plain 512-byte
+     * rounding (AllocatorConfig::roundup_power2_divisions(size)). */
+    uint32_t roundup_divisions[CA_ROUNDUP_INTERVALS];
+    /* expandable_segments:True */
+    bool expandable_segments;
 } ca_config;
 
-/* The defaults: no limit, no split limit, 20 MiB non-split rounding. */
+/* The defaults: no limit, no split limit, 20 MiB non-split rounding, no
+ * rounding divisions, no garbage collection, no expandable segments. */
 ca_config ca_config_default(void);
 /* 0 if PyTorch would accept cfg (AllocatorConfig::parseMaxSplitSize etc.:
- * whole MiB, >= 20 MiB, here also <= 2^60), else -1 with the reason in err. */
+ * whole MiB, >= 20 MiB, here also <= 2^60; divisions 0 or a power of two;
+ * threshold 0 or in (0, 1)), else -1 with the reason in err. */
 int ca_config_check(const ca_config *cfg, char *err, size_t len);
+/* Whether two configurations are the same (field by field). */
+bool ca_config_equal(const ca_config *x, const ca_config *y);
+
+/* Parses s in PYTORCH_CUDA_ALLOC_CONF syntax ("key:value,key:value", lists
+ * as "[256:1,512:2,>:8]"; spaces ignored, as AllocatorConfig::lexArgs does)
+ * into cfg, starting from cfg's current values (a key given twice: the last
+ * wins, as in PyTorch). Strict where PyTorch's stoi/stod are lax: a value
+ * must be a whole number (or, for the threshold, a decimal) and nothing
+ * else. Keys PyTorch knows that do not change the device allocator's
+ * accounting (release_lock_on_cudamalloc, pinned_use_cuda_host_register,
+ * pinned_num_register_threads, pinned_use_background_threads, backend:native)
+ * are checked and ignored; backend:cudaMallocAsync is refused (a different
+ * allocator). Returns 0, or -1 with one line in err (unknown key, bad value);
+ * cfg may then be partly changed. The limit is not a conf key (--limit). */
+int ca_conf_parse(const char *s, ca_config *cfg, char *err, size_t len);
+/* Writes cfg's settings as a PYTORCH_CUDA_ALLOC_CONF string ("" for the
+ * defaults; the limit is not included). Returns the length snprintf would. */
+int ca_conf_format(const ca_config *cfg, char *out, size_t len);
 
 /* One statistic as PyTorch keeps it ("all" pools aggregated): increase_stat
  * adds to current and allocated and raises peak; decrease_stat subtracts from
@@ -82,8 +131,10 @@ typedef struct {
 
 typedef struct ca_allocator ca_allocator;
 
-/* Results of ca_malloc. */
-enum { CA_OK = 0, CA_OOM = 1 };
+/* Results of ca_malloc / ca_malloc_stream. CA_TOO_MANY_STREAMS: the
+ * request names a stream beyond the CA_MAX_STREAMS the model keeps pools for
+ * (nothing allocated, nothing counted). */
+enum { CA_OK = 0, CA_OOM = 1, CA_TOO_MANY_STREAMS = 2 };
 
 /* cfg NULL means the defaults. Returns NULL if ca_config_check refuses cfg. */
 ca_allocator *ca_create(const ca_config *cfg, ca_backend backend);
@@ -97,6 +148,11 @@ void ca_set_debug(ca_allocator *a, bool on);
  * bytes == 0 allocates nothing: CA_OK with *addr = 0. bytes >= CA_MAX_REQUEST
  * is CA_OOM without touching the allocator (num_ooms unchanged, as PyTorch). */
 int ca_malloc(ca_allocator *a, uint64_t bytes, uint64_t *addr);
+/* The same on a stream (any 64-bit id; 0 is the default stream, what
+ * ca_malloc uses). A freed block returns to its own stream's pool and is
+ * reused only by requests on that stream (BlockComparatorSize orders pools
+ * by stream first; get_free_block stops at another stream's blocks). */
+int ca_malloc_stream(ca_allocator *a, uint64_t bytes, uint64_t stream, uint64_t *addr);
 /* Frees the live block at addr. Returns 0, or -1 if no live block starts
  * there. addr 0 is a no-op returning 0 (free(nullptr)). */
 int ca_free(ca_allocator *a, uint64_t addr);
@@ -106,6 +162,21 @@ void ca_empty_cache(ca_allocator *a);
 void ca_reset_peak(ca_allocator *a);
 const ca_stats *ca_get_stats(const ca_allocator *a);
 
+/* State from before a recording began (docs/TRACE.md "segment", "live"):
+ * one segment of bytes on a stream, in the small or large pool, holding
+ * the live blocks given (sorted or not; addresses inside the segment, not
+ * overlapping). A block of size 0 takes round_size(requested) bytes, and in
+ * a large segment also a following gap of at most 1 MiB (which PyTorch
+ * cannot leave free: should_split). The caller hints the backend to place
+ * the segment at addr; if it lands elsewhere the segment is given back and
+ * -1 returned. The segment is counted as reserved even above the limit.
+ * Returns 0, or -1 with the reason in err. */
+typedef struct {
+    uint64_t addr, size, requested;
+} ca_preload_block;
+int ca_preload_segment(ca_allocator *a, uint64_t addr, uint64_t bytes, uint64_t stream, bool small,
+                       const ca_preload_block *live, size_t n, char *err, size_t len);
+
 /* The size of the block the live allocation at addr occupies (what
  * allocated_bytes counts for it), or 0 if none. */
 uint64_t ca_block_size(const ca_allocator *a, uint64_t addr);
@@ -114,7 +185,9 @@ uint64_t ca_cached_free_bytes(const ca_allocator *a);
 uint64_t ca_largest_free_block(const ca_allocator *a);
 
 /* The size rules alone, for experiments that explain a figure. */
-uint64_t ca_round_size(uint64_t bytes);           /* round_size (saturates near 2^64) */
+uint64_t ca_round_size(uint64_t bytes);           /* round_size, no divisions (saturates near 2^64) */
+/* round_size under cfg's roundup_power2_divisions (roundup_power2_next_division). */
+uint64_t ca_round_size_cfg(const ca_config *cfg, uint64_t bytes);
 uint64_t ca_allocation_size(uint64_t rounded);    /* get_allocation_size */
 
 /* Checks that blocks tile every segment, nothing overlaps, neighbours are

@@ -213,19 +213,20 @@ static void class_erase(ca_pool *p, ca_block *b)
     p->n--;
 }
 
-/* insert_into_blocks, keyed (size, address). */
+/* insert_into_blocks, keyed (size, address); it also sets gc_count_base. */
 void ca_pool_insert(ca_allocator *a, ca_block *b)
 {
-    ca_pool *p = ca_pool_of(a, b->small);
+    ca_pool *p = ca_pool_of_block(a, b);
     b->node.k1 = b->size;
     b->node.k2 = b->addr;
+    b->node.val = a->gc_calls[b->small];
     class_insert(p, b);
     if (!b->prev && !b->next) whole_add(p, b);
 }
 
 void ca_pool_erase(ca_allocator *a, ca_block *b)
 {
-    ca_pool *p = ca_pool_of(a, b->small);
+    ca_pool *p = ca_pool_of_block(a, b);
     class_erase(p, b);
     whole_remove(p, b);
 }
@@ -241,7 +242,8 @@ static bool key_below(const ca_tnode *n, uint64_t k1, uint64_t k2)
  * taken out and put back. */
 void ca_pool_rekey(ca_allocator *a, ca_block *b, uint64_t addr, uint64_t size)
 {
-    ca_pool *p = ca_pool_of(a, b->small);
+    ca_pool *p = ca_pool_of_block(a, b);
+    b->node.val = a->gc_calls[b->small]; /* every rekey stands for an insert_into_blocks */
     unsigned c = ca_pool_class(b->node.k1);
     bool in_place = ca_pool_class(size) == c;
     if (in_place && (size < b->size || (size == b->size && addr < b->addr))) { /* key falls */
@@ -259,4 +261,52 @@ void ca_pool_rekey(ca_allocator *a, ca_block *b, uint64_t addr, uint64_t size)
         whole_remove(p, b);
     else if (!b->in_whole)
         whole_add(p, b);
+}
+
+ca_block *ca_pool_next(const ca_pool *p, const ca_block *b)
+{
+    return b->addr == UINT64_MAX ? NULL : ca_pool_lower_bound(p, b->size, b->addr + 1);
+}
+
+/* ------------------------------------------------------------ streams */
+
+int ca_stream_index(ca_allocator *a, uint64_t stream)
+{
+    if (stream == 0) return 0;
+    for (uint32_t i = 1; i < a->n_streams; i++)
+        if (a->stream_id[i] == stream) return (int)i;
+    if (a->n_streams == CA_MAX_STREAMS) return -1;
+    uint32_t i = a->n_streams++;
+    ca_pool *two = mc_xmalloc(2 * sizeof *two);
+    ca_pool_init(&two[0], false);
+    ca_pool_init(&two[1], true);
+    a->pools[2 * i] = &two[0];
+    a->pools[2 * i + 1] = &two[1];
+    a->stream_id[i] = stream;
+    return (int)i;
+}
+
+/* ------------------------------------------------------------ unmapped lists */
+
+/* By address: the reference's BlockComparatorAddress within one stream. */
+void ca_unmapped_insert(ca_allocator *a, ca_block *b)
+{
+    ca_pool *p = ca_pool_of_block(a, b);
+    ca_block *prev = NULL, *cur = p->unmapped;
+    while (cur && cur->addr < b->addr) {
+        prev = cur;
+        cur = cur->wnext;
+    }
+    b->wprev = prev;
+    b->wnext = cur;
+    if (prev) prev->wnext = b; else p->unmapped = b;
+    if (cur) cur->wprev = b;
+}
+
+void ca_unmapped_erase(ca_allocator *a, ca_block *b)
+{
+    ca_pool *p = ca_pool_of_block(a, b);
+    if (b->wprev) b->wprev->wnext = b->wnext; else p->unmapped = b->wnext;
+    if (b->wnext) b->wnext->wprev = b->wprev;
+    b->wprev = b->wnext = NULL;
 }

@@ -6,7 +6,8 @@
  * Columns, after each operation (PyTorch's memory_stats() keys in brackets):
  *   step                 1, 2, ... over the operations
  *   op, id, bytes        as in the trace (id, bytes empty where the op has none)
- *   status               ok, or oom (PyTorch would raise OutOfMemoryError)
+ *   status               ok, or oom (PyTorch would raise OutOfMemoryError), or
+ *                        skipped (what-if: a free of an id the model refused)
  *   allocated            [allocated_bytes.all.current]
  *   reserved             [reserved_bytes.all.current]
  *   peak_allocated       [allocated_bytes.all.peak]
@@ -47,23 +48,60 @@ typedef struct {
     uint64_t capacity;   /* the simulated device, bytes (> 0) */
     bool debug;          /* ca_check_invariants after every operation; abort if broken */
     FILE *warn;          /* address mismatches and conflicts (first 10); NULL: silent */
+    const ca_config *cfg; /* the settings to replay under; NULL: the trace's own */
+    bool summary;        /* write one JSON object (ca_replay_summary) instead of the CSV */
+    bool what_if;        /* the trace meets other conditions than it was recorded under
+                            (also implied by a cfg other than the trace's): a free of an
+                            id the model refused is skipped (status "skipped"), not an error */
 } ca_replay_opts;
 
+#define CA_REPLAY_FAILED_MAX 10
+
 typedef struct {
-    uint64_t steps;           /* rows written */
+    uint64_t steps;           /* operations replayed (rows written without summary) */
     uint64_t addr_mismatches; /* allocs placed elsewhere than their line says */
     uint64_t hint_conflicts;  /* addresses that overlapped a live segment */
+    /* Whole-run figures (reset_peak lines do not reset them), taken after
+     * each operation: */
+    int64_t peak_allocated, peak_reserved, peak_requested, segments_peak;
+    int64_t alloc_retries, ooms;          /* num_alloc_retries, num_ooms at the end */
+    uint64_t first_oom_step;              /* the first refused request's step; 0: none */
+    uint64_t first_oom_bytes;             /* its bytes */
+    uint64_t refused;                     /* requests refused (oom rows) */
+    uint64_t largest_free_at_peak_reserved; /* the largest cached free block when
+                                             reserved first reached its peak */
+    uint64_t free_at_peak_reserved;       /* reserved - allocated then */
+    uint64_t expected_ooms;               /* alloc lines marked oom */
+    uint64_t expected_ooms_granted;       /* of those, the model granted (then freed at once) */
+    uint64_t unexpected_ooms;             /* refused requests not marked oom */
+    uint64_t device_allocs, device_frees; /* num_device_alloc / num_device_free */
+    uint64_t skipped_frees;               /* what-if: frees of ids the model refused */
+    size_t n_failed;                      /* the first refused requests: */
+    struct { uint64_t step, id, bytes; } failed[CA_REPLAY_FAILED_MAX];
 } ca_replay_result;
 
-/* Addresses on, 80 GiB, no debug check, no warnings. */
+/* Addresses on, 80 GiB, no debug check, no warnings, the trace's settings, CSV. */
 ca_replay_opts ca_replay_defaults(void);
 
-/* Writes the header and a row per operation to out. Returns 0, or -1 with
- * the reason in err: "NAME:LINE: reason" for a free of an id whose request
- * ran out of memory (malformed: no row for it), or an output error. res may
- * be NULL. */
+/* Replays t: preloads its segments and live blocks, then writes the header
+ * and a row per operation to out (or, with o->summary, one JSON line).
+ * Returns 0, or -1 with the reason in err: "NAME:LINE: reason" for a free of
+ * an id whose request ran out of memory (malformed: no row for it), a free
+ * on another stream than the alloc's, a preamble that does not fit, more
+ * streams than the model keeps, invalid settings, or an output error. res
+ * may be NULL.
+ *
+ * An alloc marked oom (PyTorch refused it) is requested all the same; if
+ * the model grants it, the block is freed at once (the program never had
+ * it) and counted in expected_ooms_granted. With settings other than the
+ * trace's (o->cfg) or expandable segments, address mismatches are counted
+ * but not reported to warn: they are expected. */
 int ca_replay(const ca_trace *t, const ca_replay_opts *o, FILE *out, ca_replay_result *res,
               char *err, size_t errlen);
+
+/* Writes res as one JSON object on one line (keys in docs/TRACE.md), with
+ * the settings cfg it ran under. Returns 0, or -1 if the write failed. */
+int ca_replay_summary(FILE *out, const ca_replay_result *res, const ca_config *cfg);
 
 #ifdef __cplusplus
 }

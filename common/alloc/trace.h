@@ -1,5 +1,19 @@
-/* trace.h: the parser of allocator traces, memclaims-trace v1 (DESIGN.md
- * "Allocator traces"), used by build/replay, the tests and the fuzzer.
+/* trace.h: the parser of allocator traces, memclaims-trace v1 and v2
+ * (docs/TRACE.md), used by build/replay, the tests and the fuzzer. v2 adds,
+ * and a v1 file uses none of:
+ *
+ *   set conf max_split_size_mb:64,expandable_segments:True
+ *                                    PYTORCH_CUDA_ALLOC_CONF settings (one token)
+ *   segment 0x7f0000000000 20971520 [stream=S] [pool=small|large]
+ *                                    a cached segment from before the recording
+ *   live 7 4000000 0x7f0000000000 [stream=S] [block=BYTES]
+ *                                    a block live in it from before (id 7)
+ *   alloc ID BYTES [ADDR] [stream=S] [oom]
+ *                                    on stream S (default 0); oom: PyTorch
+ *                                    refused it (OutOfMemoryError)
+ *   free ID [stream=S]               S, if given, must be the alloc's stream
+ *
+ * segment and live lines come before the first operation, like set lines.
  *
  *   # memclaims-trace v1             '#' starts a comment, anywhere on a line
  *   set limit 1073741823             settings, before the first operation:
@@ -32,20 +46,42 @@ typedef enum { CA_OP_ALLOC, CA_OP_FREE, CA_OP_EMPTY_CACHE, CA_OP_RESET_PEAK } ca
 
 typedef struct {
     uint64_t id;     /* alloc, free: the id as written */
+    uint64_t stream; /* alloc, free: the stream (0 when none is given) */
     uint64_t bytes;  /* alloc: bytes requested (>= 1) */
     uint64_t addr;   /* alloc: the data_ptr the trace gives, 0 when none */
     uint64_t line;   /* 1-based line number in the trace */
     uint64_t slot;   /* alloc: its index among the trace's allocs; free: the
                         slot of the alloc whose block it frees */
     ca_op_kind kind;
+    bool expect_oom; /* alloc: PyTorch refused it ("oom") */
+    bool has_stream; /* free: a stream was given */
 } ca_trace_op;
+
+/* A segment from before the recording, with its live blocks
+ * lives[first_live .. first_live + n_live). */
+typedef struct {
+    uint64_t addr, bytes, stream, line;
+    bool small;
+    size_t first_live, n_live;
+} ca_trace_seg;
+
+typedef struct {
+    uint64_t id, bytes, addr, stream, line, slot;
+    uint64_t block;      /* the block's size if given, else 0 */
+} ca_trace_live;
 
 typedef struct {
     char *name;          /* for messages */
     ca_config cfg;       /* defaults, changed by set lines */
     ca_trace_op *ops;
     size_t n_ops;
-    uint64_t n_slots;    /* alloc operations */
+    uint64_t n_slots;    /* alloc operations and live blocks */
+    ca_trace_seg *segs;  /* by address */
+    size_t n_segs;
+    ca_trace_live *lives; /* by segment, then address */
+    size_t n_lives;
+    uint64_t n_expect_oom; /* alloc lines marked oom */
+    bool uses_streams;   /* some line names a stream */
 } ca_trace;
 
 /* Parses len bytes of buf (need not end in a newline or NUL) into t, which

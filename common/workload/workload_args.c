@@ -25,6 +25,7 @@ void mc_workload_usage(FILE *fp)
         "  --model-only       the same requests through the host backend: no GPU, no arithmetic\n"
         "  --limit BYTES      cap reserved memory (set_per_process_memory_fraction); K/M/G\n"
         "  --max-split-size BYTES   PYTORCH_CUDA_ALLOC_CONF max_split_size_mb, in bytes\n"
+        "  --conf STRING      PYTORCH_CUDA_ALLOC_CONF settings for the allocator model (as build/replay)\n"
         "  --lr X             learning rate (sgd, momentum 0.01; adam 0.001)\n"
         "  --inject-overflow STEP   fp16: make that step's gradients infinite\n"
         "  --seed N  --sms N (SMs, for reduction scratch; 132)  --device N\n"
@@ -98,7 +99,7 @@ int mc_workload_parse_args(mc_workload_cli *cli, int argc, char **argv, char *er
         static const char *const valued[] = {
             "--layers", "--in", "--width", "--out", "--batch", "--optimizer", "--precision",
             "--accum", "--steps", "--limit", "--max-split-size", "--lr", "--inject-overflow",
-            "--seed", "--sms", "--device", "--trace", NULL};
+            "--seed", "--sms", "--device", "--trace", "--conf", NULL};
         int k = 0;
         while (valued[k] && strcmp(valued[k], a)) k++;
         if (!valued[k]) {
@@ -159,6 +160,12 @@ int mc_workload_parse_args(mc_workload_cli *cli, int argc, char **argv, char *er
         } else if (!strcmp(a, "--device")) {
             if (mc_parse_int(v, 0, 1023, &iv) != 0) return bad(err, len, a, "a device number >= 0", v);
             cli->device = iv;
+        } else if (!strcmp(a, "--conf")) {
+            char why[512];
+            if (ca_conf_parse(v, &cli->cfg.alloc, why, sizeof why) != 0) {
+                snprintf(err, len, "--%s", why);
+                return MC_EXIT_USAGE;
+            }
         } else if (!strcmp(a, "--trace")) {
             if (!*v) return bad(err, len, a, "a file name", v);
             cli->trace_path = v;
@@ -173,6 +180,10 @@ int mc_workload_parse_args(mc_workload_cli *cli, int argc, char **argv, char *er
         }
     if (cli->cfg.inject_overflow_step && cli->cfg.precision != MC_WL_FP16) {
         snprintf(err, len, "--inject-overflow needs --precision fp16 (GradScaler)");
+        return MC_EXIT_USAGE;
+    }
+    if (cli->cfg.alloc.expandable_segments && !cli->model_only) {
+        snprintf(err, len, "--conf expandable_segments:True needs --model-only (the CUDA backend maps no pages)");
         return MC_EXIT_USAGE;
     }
     if (mc_workload_config_check(&cli->cfg, err, len) != 0) return MC_EXIT_USAGE;

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# scripts/snapshot2trace on synthetic snapshots (tests/snapshot/make_synthetic.py,
+# the dict shapes of torch.cuda.memory._dump_snapshot): segments and blocks
+# from before the history, two streams, free_requested/free_completed, an
+# OOM, empty_cache; the replayed figures must equal the ones the generator
+# worked out by hand. Then the three bad inputs (not a snapshot, truncated,
+# a history cut by max_entries), and build/replay's --conf/--limit/--summary
+# on the converted trace.
+#   tests/scripts/test_snapshot2trace.sh BUILD_DIR
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+. "$here/lib.sh"
+build=${1:-build/san}
+replay=$build/replay
+s2t=$root/scripts/snapshot2trace
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+if [ ! -x "$replay" ]; then
+    failure "replay binary" "$replay is missing: run make first"
+    summary
+    exit 1
+fi
+check "the generator writes the scenarios" python3 "$root/tests/snapshot/make_synthetic.py" "$tmp"
+
+# json_get FILE KEY: a top-level number (or null) of a one-line JSON object
+json_get() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]; print("null" if v is None else v)' "$1" "$2"; }
+
+# ------------------------------------------------------------ s1: the figures
+"$s2t" "$tmp/s1.pickle" > "$tmp/s1.trace" 2> "$tmp/s1.err"
+check_eq "s1 converts (exit 0)" "$?" 0
+check_eq "s1 converts without a warning" "$(cat "$tmp/s1.err")" ""
+check "s1's trace says v2" grep -qx "# memclaims-trace v2" "$tmp/s1.trace"
+check "segment A (released in the history, never made there) is a segment from before" \
+      grep -qx "segment 0x7f0000000000 20971520 pool=large" "$tmp/s1.trace"
+check "segment B from the dump is a small segment line" grep -qx "segment 0x7f0001400000 2097152 pool=small" "$tmp/s1.trace"
+check "X, freed in the history, is live from before (size derived)" grep -qE "^live [0-9]+ 4000000 0x7f0000000000$" "$tmp/s1.trace"
+check "Y, live at the dump, is live from before with its block size" grep -qE "^live [0-9]+ 1000 0x7f0001400000 block=1024$" "$tmp/s1.trace"
+check "stream 7's alloc keeps its stream" grep -qE "^alloc [0-9]+ 4000000 0x7f0001600000 stream=7$" "$tmp/s1.trace"
+check "the OOM event is an alloc marked oom" grep -qE "^alloc [0-9]+ 107374182400 oom" "$tmp/s1.trace"
+check "the segment frees no malloc follows are an empty_cache" grep -qE "^empty_cache" "$tmp/s1.trace"
+check_eq "frees come from free_completed only (5 of them)" "$(grep -c '^free ' "$tmp/s1.trace")" 5
+"$replay" --summary "$tmp/s1.trace" > "$tmp/s1.json" 2> "$tmp/s1.replay.err"
+check_eq "s1 replays (exit 0)" "$?" 0
+check_eq "s1's replay has no warning" "$(cat "$tmp/s1.replay.err")" ""
+for key in $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))))' "$tmp/s1.expected.json"); do
+    check_eq "s1: $key as worked out by hand" "$(json_get "$tmp/s1.json" "$key")" "$(json_get "$tmp/s1.expected.json" "$key")"
+done
+check_eq "s1: --summary is one line" "$(wc -l < "$tmp/s1.json")" 1
+"$replay" "$tmp/s1.trace" > "$tmp/s1.csv"
+check_eq "s1: the CSV has a row per operation" "$(($(wc -l < "$tmp/s1.csv") - 1))" 12
+check_eq "s1: row 7 is the refused request" "$(sed -n 8p "$tmp/s1.csv" | cut -d, -f2,5)" "alloc,oom"
+
+# ------------------------------------------------------------ what-if settings
+"$replay" --summary --conf expandable_segments:True "$tmp/s1.trace" > "$tmp/es.json"
+check_eq "--conf expandable_segments:True replays" "$?" 0
+check_eq "the summary names the settings" "$(json_get "$tmp/es.json" conf)" "expandable_segments:True"
+"$replay" --summary --limit 30Mi "$tmp/s1.trace" > "$tmp/lim.json"
+check_eq "--limit 30Mi: the stream-7 segment is refused" "$(json_get "$tmp/lim.json" unexpected_ooms)" 2
+check_eq "--limit 30Mi: the summary gives the limit" "$(json_get "$tmp/lim.json" limit)" 31457280
+"$replay" --summary --capacity 200G "$tmp/s1.trace" > "$tmp/cap.json"
+check_eq "--capacity 200G: the 100 GiB request PyTorch refused is granted" "$(json_get "$tmp/cap.json" expected_ooms_granted)" 1
+"$replay" --summary --conf bogus:1 "$tmp/s1.trace" > "$tmp/bad.out" 2> "$tmp/bad.err"
+check_eq "--conf bogus:1 exits 2" "$?" 2
+check_eq "--conf bogus:1: one line on stderr" "$(wc -l < "$tmp/bad.err")" 1
+check_eq "--conf bogus:1: nothing on stdout" "$(wc -c < "$tmp/bad.out")" 0
+"$replay" --summary --conf "roundup_power2_divisions:[256:1" "$tmp/s1.trace" > /dev/null 2> "$tmp/bad.err"
+check_eq "an unclosed roundup list exits 2" "$?" 2
+"$replay" --limit 12X "$tmp/s1.trace" > /dev/null 2> "$tmp/bad.err"
+check_eq "--limit 12X exits 2" "$?" 2
+
+# ------------------------------------------------------------ bad inputs
+"$s2t" "$tmp/notsnap.pickle" > "$tmp/o" 2> "$tmp/e"
+check_eq "a pickle that is not a snapshot: exit 2" "$?" 2
+check_eq "  ... one line" "$(wc -l < "$tmp/e")" 1
+check "  ... saying it is not a snapshot" grep -q "not a PyTorch memory snapshot" "$tmp/e"
+"$s2t" "$tmp/text.pickle" > "$tmp/o" 2> "$tmp/e"
+check_eq "a text file: exit 2, one line" "$?:$(wc -l < "$tmp/e")" "2:1"
+"$s2t" "$tmp/trunc.pickle" > "$tmp/o" 2> "$tmp/e"
+check_eq "a truncated snapshot: exit 2, one line" "$?:$(wc -l < "$tmp/e")" "2:1"
+check "  ... saying it is truncated" grep -q "truncated" "$tmp/e"
+"$s2t" --device 3 "$tmp/s1.pickle" > "$tmp/o" 2> "$tmp/e"
+check_eq "a device the snapshot lacks: exit 2" "$?" 2
+"$s2t" "$tmp/cut.pickle" > "$tmp/cut.trace" 2> "$tmp/e"
+check_eq "a history cut by max_entries converts (exit 0)" "$?" 0
+check_eq "  ... with one warning line" "$(wc -l < "$tmp/e")" 1
+check "  ... saying what is missing" grep -q "free_completed at 0x7f0000000000 without its free_requested" "$tmp/e"
+check "  ... and that figures before the cut cannot be trusted" grep -q "cannot be trusted" "$tmp/e"
+"$replay" --summary "$tmp/cut.trace" > "$tmp/cut.json" 2>/dev/null
+check_eq "  ... and the rebuilt trace replays" "$?" 0
+check_eq "  ... reaching the same final reserved peak" "$(json_get "$tmp/cut.json" peak_reserved)" 44040192
+"$s2t" --max-entries 15 "$tmp/s1.pickle" > /dev/null 2> "$tmp/e"
+check "exactly --max-entries events: reported as cut" grep -q "max_entries=15" "$tmp/e"
+
+summary
