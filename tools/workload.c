@@ -15,17 +15,27 @@
 #include "check_cuda.h"
 #include "gpu.h"
 #include "workload/mlp_verify.h"
+#include "workload/tfm_verify.h"
 #include "workload/transformer.h"
 #include "workload/workload.h"
 #include "workload/workload_args.h"
 
-/* --arch transformer|encoder: the model-only sequence (the GPU path is not
- * wired yet: refused before any GPU work). */
+/* --arch transformer|encoder: the model-only sequence, and --verify: the
+ * Transformer kernels against the float64 host reference on the GPU. A
+ * training step on the GPU is not wired yet: refused before any GPU work. */
 static int run_transformer(const mc_workload_cli *cli)
 {
     char err[256];
-    if (!cli->model_only || cli->verify) {
-        fprintf(stderr, "workload: --arch %s runs with --model-only only (its GPU path is not wired yet)\n",
+    if (cli->verify) {
+        char reason[256];
+        if (!mc_gpu_open(cli->device, reason, sizeof reason)) {
+            fprintf(stderr, "workload: %s: waived (--model-only runs without one)\n", reason);
+            return MC_EXIT_WAIVED;
+        }
+        return mc_tfm_verify(stderr) ? MC_EXIT_VERIFY : MC_EXIT_OK;
+    }
+    if (!cli->model_only) {
+        fprintf(stderr, "workload: --arch %s trains with --model-only only (its GPU step is not wired yet; --verify checks its kernels)\n",
                 cli->arch == MC_WL_ARCH_ENCODER ? "encoder" : "transformer");
         return MC_EXIT_USAGE;
     }

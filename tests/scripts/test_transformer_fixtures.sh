@@ -112,6 +112,10 @@ done
 err=$(CUDA_VISIBLE_DEVICES= "$wl" $tiny 2>&1 >"$tmp/out"); rc=$?
 check_eq "workload --arch transformer without --model-only: refused (exit 2, one line, no GPU work)" \
     "$rc,$(printf '%s\n' "$err" | wc -l),$(wc -c < "$tmp/out")" "2,1,0"
+# --verify checks the kernels on a GPU; without one it waives.
+err=$(CUDA_VISIBLE_DEVICES= "$wl" --arch transformer --verify 2>&1 >"$tmp/out"); rc=$?
+check_eq "workload --arch transformer --verify without a GPU: waived (exit 77, one line, nothing on stdout)" \
+    "$rc,$(printf '%s\n' "$err" | wc -l),$(wc -c < "$tmp/out")" "77,1,0"
 for arch in "$tiny --precision fp16 --checkpoint --accum 2 --optimizer adamw --batch-first" \
             "--arch encoder --d-model 32 --heads 4 --enc-layers 2 --ff 64 --seq 8 --batch 4 --causal --norm-first --activation gelu"; do
     # shellcheck disable=SC2086
