@@ -203,6 +203,7 @@ static int parse_hyperfine_csv(const char *path, int runs, mc_stats *st)
         else if (!strcmp(names[j], "stddev")) s.stdev = v[j];
     }
     if (s.median < 0 || s.min < 0 || s.max < 0 || s.mean < 0) return -1;
+    s.mad = s.stdev / MC_MAD_TO_SIGMA; /* hyperfine's CSV has no MAD: its stdev stands in */
     *st = s;
     return 0;
 }

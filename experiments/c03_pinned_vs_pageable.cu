@@ -52,8 +52,8 @@ static const mc_experiment EXP = {
                     "--quick) and both directions, of pinned/pageable bandwidth by the host clock "
                     "(ratio of medians). The host clock, not events, because it includes the "
                     "driver's staging of pageable data through its own pinned buffer, which events "
-                    "can miss. noise = largest root-sum-square of the relative stdevs behind a "
-                    "ratio. holds if 1.8 <= R <= 3.3 (2-3x, 10% tolerance); holds-partly if R > 1 "
+                    "can miss. noise = largest root-sum-square of the robust relative spreads "
+                    "(1.4826*MAD/median) behind a ratio. holds if 1.8 <= R <= 3.3 (2-3x, 10% tolerance); holds-partly if R > 1 "
                     "by more than 2*noise*R; does-not-hold otherwise; inconclusive if noise > 0.5.",
     .flags = 0,
     .default_repeats = 7,

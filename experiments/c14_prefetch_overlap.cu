@@ -45,7 +45,8 @@ static const mc_experiment EXP = {
                     "event times, pinned memory: the share of the ideal saving (perfect overlap "
                     "takes N*max + min instead of N*(copy + compute)). holds if overlap >= 0.8; "
                     "holds-partly if 0.3 <= overlap < 0.8; does-not-hold below 0.3; inconclusive "
-                    "if stdev(serial) + stdev(double_buffered) > half the ideal saving. Pageable "
+                    "if s(serial) + s(double_buffered) > half the ideal saving (s = 1.4826*MAD, a "
+                    "spread one outlier cannot inflate). Pageable "
                     "memory's overlap is reported beside it, not used in the verdict.",
     .flags = 0,
     .default_repeats = 7,
@@ -358,17 +359,18 @@ int main(int argc, char **argv)
                     "pageable overlap %.0f%% vs pinned %.0f%%; the pageable copy is %.1fx slower than "
                     "the pinned one.", 100.0 * f[PAGEABLE], 100.0 * f[PINNED],
                     copy_st[PAGEABLE].median / copy_st[PINNED].median);
-    double spread = tot[0][PINNED].stdev + tot[1][PINNED].stdev;
+    double sd0 = MC_MAD_TO_SIGMA * tot[0][PINNED].mad, sd1 = MC_MAD_TO_SIGMA * tot[1][PINNED].mad;
+    double spread = sd0 + sd1;
     mc_verdict v;
     if (!(ideal_saving[PINNED] > 0) || spread > 0.5 * ideal_saving[PINNED]) v = MC_INCONCLUSIVE;
     else if (f[PINNED] >= 0.8) v = MC_HOLDS;
     else if (f[PINNED] >= 0.3) v = MC_HOLDS_PARTLY;
     else v = MC_DOES_NOT_HOLD;
     mc_emit_verdict(&run, v, "pinned overlap %.2f of the ideal saving (serial %.2f ms, double-buffered "
-                    "%.2f ms, ideal saving %.2f ms, stdevs %.3f + %.3f ms); copy %.3f ms, compute "
+                    "%.2f ms, ideal saving %.2f ms, robust spreads %.3f + %.3f ms); copy %.3f ms, compute "
                     "%.3f ms per batch, %d batches; pageable overlap %.2f (not in the verdict)",
                     f[PINNED], 1e3 * tot[0][PINNED].median, 1e3 * tot[1][PINNED].median,
-                    1e3 * ideal_saving[PINNED], 1e3 * tot[0][PINNED].stdev, 1e3 * tot[1][PINNED].stdev,
+                    1e3 * ideal_saving[PINNED], 1e3 * sd0, 1e3 * sd1,
                     1e3 * copy_st[PINNED].median, 1e3 * comp.median, c.n, f[PAGEABLE]);
 
     free(x);
