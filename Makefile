@@ -89,7 +89,7 @@ help:
 	@echo "make test-gpu   every experiment with --quick and its verification on this machine's GPU"
 	@echo "make plots RUN=results/<run>   charts for a run;  make report RUN=...   its REPORT.md"
 	@echo "make bench      the allocator model's replay speed;  make fuzz   the trace parser under libFuzzer"
-	@echo "make deps       install the Debian packages (gnuplot, hyperfine, cmocka, clang)"
+	@echo "make deps       install the Debian packages (test, run-all and fuzz install what they miss)"
 	@echo "Variables: CUDA_ARCH=$(CUDA_ARCH) (make test; make/run-all: this GPU, or all archs) CUDA_HOME=$(CUDA_HOME) SAN=1 V=1"
 
 # ------------------------------------------------------------------ build
@@ -140,9 +140,14 @@ test-build: $(EXP_BIN) $(TOOL_BIN) $(TEST_BIN)
 
 # ------------------------------------------------------------------ tests
 
+# What a target needs, installed when missing (as root) or named in one
+# line with the apt-get command (scripts/deps --need).
+DEPS_CHECK ?= scripts/deps
+
 # Everything that needs no GPU, all host code under ASan+UBSan.
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 test:
+	$(Q)NVCC="$(NVCC)" $(DEPS_CHECK) --need test
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) SAN=1 test-build
 	$(Q)scripts/test build/san
 
@@ -153,6 +158,7 @@ test-gpu:
 # ------------------------------------------------------------------ runs
 
 run-all:
+	$(Q)NVCC="$(NVCC)" $(DEPS_CHECK) --need run-all
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) all
 	$(Q)scripts/run-all
 
@@ -167,6 +173,7 @@ bench: $(BUILD)/replay $(BUILD)/gen_trace
 	$(Q)scripts/bench $(BUILD)
 
 fuzz:
+	$(Q)$(DEPS_CHECK) --need fuzz
 	$(Q)scripts/fuzz
 
 deps:
