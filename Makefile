@@ -9,8 +9,12 @@ CUDA_HOME ?= /usr/local/cuda
 NVCC      ?= $(CUDA_HOME)/bin/nvcc
 CC        ?= gcc
 CXX       ?= g++
-# Default: Hopper (sm_90) machine code plus compute_90 PTX. nvcc needs no GPU
-# to build it, so CI builds the same binaries that run on an H100.
+# CUDA_ARCH: what `make test` and single targets build for, Hopper (sm_90)
+# machine code plus compute_90 PTX (nvcc needs no GPU; make test runs no
+# kernel). `make`, `make all`, `make run-all` and `make test-gpu` build for
+# the GPU this machine has, or for every architecture when it has none
+# (scripts/cuda-arch); CUDA_ARCH given on the command line or in the
+# environment overrides both.
 CUDA_ARCH ?= sm_90
 SAN       ?= 0
 V         ?= 0
@@ -28,6 +32,22 @@ SANFLAGS :=
 OPT      := -O2 -g
 endif
 
+ARCH_GOALS := all run-all test-gpu
+ifneq ($(filter command line environment,$(origin CUDA_ARCH)),)
+CUDA_ARCH_FLAGS := -arch=$(CUDA_ARCH)
+else ifneq ($(filter $(ARCH_GOALS),$(or $(MAKECMDGOALS),all)),)
+CUDA_ARCH_FLAGS := $(shell NVCC="$(NVCC)" scripts/cuda-arch)
+else
+CUDA_ARCH_FLAGS := -arch=$(CUDA_ARCH)
+endif
+# The flags CUDA objects were built with; rewritten only when they change,
+# so a change of architecture rebuilds them.
+ARCH_STAMP := $(BUILD)/.cuda-arch
+ifeq ($(filter-out clean help deps,$(or $(MAKECMDGOALS),all)),)
+else
+$(shell mkdir -p $(BUILD) && { [ "$$(cat $(ARCH_STAMP) 2>/dev/null)" = "$(CUDA_ARCH_FLAGS)" ] || echo "$(CUDA_ARCH_FLAGS)" > $(ARCH_STAMP); })
+endif
+
 ifeq ($(V),1)
 Q :=
 else
@@ -41,7 +61,7 @@ empty     :=
 space     := $(empty) $(empty)
 # C++ warns when a designated initializer leaves a member out; descriptors
 # (mc_experiment) leave optional members out by design, as C allows.
-NVCCFLAGS := -arch=$(CUDA_ARCH) -std=c++17 $(OPT) -Icommon -MMD -MP \
+NVCCFLAGS := $(CUDA_ARCH_FLAGS) -std=c++17 $(OPT) -Icommon -MMD -MP \
              -Xcompiler $(subst $(space),$(comma),-Wall -Wextra -Wno-missing-field-initializers $(strip $(SANFLAGS)))
 LDFLAGS   := -Wl,--as-needed $(SANFLAGS) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
 LDLIBS    := -lcjson -lcublasLt -lcublas -lcudart_static -lm -lpthread -ldl -lrt
@@ -89,8 +109,9 @@ help:
 	@echo "make bench      the allocator model's replay speed;  make fuzz   the trace parser under libFuzzer"
 	@echo "make whatif SNAPSHOT=run.pickle [CONTEXT=BYTES]   replay your PyTorch memory snapshot under each"
 	@echo "                allocator setting and card size: results/whatif-<time>-<name>/WHATIF.md"
-	@echo "make deps       install the Debian packages (gnuplot, hyperfine, cmocka, clang)"
-	@echo "Variables: CUDA_ARCH=$(CUDA_ARCH) CUDA_HOME=$(CUDA_HOME) NCCL_HOME=$(NCCL_HOME) SAN=1 V=1"
+	@echo "make deps       install the Debian packages (test, run-all and fuzz install what they miss)"
+	@echo "Variables: CUDA_ARCH=$(CUDA_ARCH) (make test; make/run-all: this GPU, or all archs) CUDA_HOME=$(CUDA_HOME)"
+	@echo "           NCCL_HOME=$(NCCL_HOME) SAN=1 V=1"
 
 # ------------------------------------------------------------------ build
 
@@ -99,10 +120,13 @@ $(BUILD)/obj/%.c.o: %.c
 	@$(if $(Q),echo "  CC    $<")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/%.cu.o: %.cu
+$(BUILD)/obj/%.cu.o: %.cu $(ARCH_STAMP)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  NVCC  $<")
 	$(Q)$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(ARCH_STAMP):
+	@mkdir -p $(@D) && echo "$(CUDA_ARCH_FLAGS)" > $@
 
 $(LIB): $(COMMON_OBJ)
 	@$(if $(Q),echo "  AR    $@")
@@ -137,9 +161,14 @@ test-build: $(EXP_BIN) $(TOOL_BIN) $(TEST_BIN)
 
 # ------------------------------------------------------------------ tests
 
+# What a target needs, installed when missing (as root) or named in one
+# line with the apt-get command (scripts/deps --need).
+DEPS_CHECK ?= scripts/deps
+
 # Everything that needs no GPU, all host code under ASan+UBSan.
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 test:
+	$(Q)NVCC="$(NVCC)" $(DEPS_CHECK) --need test
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) SAN=1 test-build
 	$(Q)scripts/test build/san
 
@@ -150,6 +179,7 @@ test-gpu:
 # ------------------------------------------------------------------ runs
 
 run-all:
+	$(Q)NVCC="$(NVCC)" $(DEPS_CHECK) --need run-all
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) all
 	$(Q)scripts/run-all
 
@@ -173,6 +203,7 @@ bench: $(BUILD)/replay $(BUILD)/gen_trace
 	$(Q)scripts/bench $(BUILD)
 
 fuzz:
+	$(Q)$(DEPS_CHECK) --need fuzz
 	$(Q)scripts/fuzz
 
 # make whatif SNAPSHOT=run.pickle [CONTEXT=BYTES]: your run under each

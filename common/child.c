@@ -194,7 +194,7 @@ static int parse_hyperfine_csv(const char *path, int runs, mc_stats *st)
         v[j] = atof(c + 1);
         *c = '\0';
     }
-    mc_stats s = {(size_t)runs, -1, -1, -1, -1, 0};
+    mc_stats s = {(size_t)runs, -1, -1, -1, -1, 0, 0};
     for (int j = 1; j < h; j++) {
         if (!strcmp(names[j], "median")) s.median = v[j];
         else if (!strcmp(names[j], "min")) s.min = v[j];
@@ -203,6 +203,7 @@ static int parse_hyperfine_csv(const char *path, int runs, mc_stats *st)
         else if (!strcmp(names[j], "stddev")) s.stdev = v[j];
     }
     if (s.median < 0 || s.min < 0 || s.max < 0 || s.mean < 0) return -1;
+    s.mad = s.stdev / MC_MAD_TO_SIGMA; /* hyperfine's CSV has no MAD: its stdev stands in */
     *st = s;
     return 0;
 }

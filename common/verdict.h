@@ -20,7 +20,8 @@ const char *mc_verdict_word(mc_verdict v);
 #define MC_VERDICT_MAX_NOISE 0.5
 
 /* A claimed factor of lo..hi (e.g. "2-3x faster": 2, 3; "cuts to 60%": 0.6,
- * 0.6) against a measured factor whose relative noise is noise (stdev/median).
+ * 0.6) against a measured factor whose relative noise is noise (mc_stats_noise:
+ * 1.4826*MAD/median).
  *   inconclusive  noise > MC_VERDICT_MAX_NOISE, or measured not finite/positive
  *   holds         measured in [lo*(1-tol), hi*(1+tol)]
  *   holds-partly  measured on the same side of 1 as the claim, and its

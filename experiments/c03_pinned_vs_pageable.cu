@@ -18,6 +18,7 @@
 #include "gate.h"
 #include "gpu.h"
 #include "pattern.h"
+#include "sampler.h"
 
 static uint64_t max_bytes_opt = 0; /* 0: 1 GiB, or 4 MiB with --quick */
 
@@ -46,14 +47,16 @@ static const mc_experiment EXP = {
               "monotonic clock around cudaMemcpy + cudaDeviceSynchronize. Each destination is "
               "poisoned before and checked after every copy against a seeded pattern (device side in "
               "full; host side in full up to 16 MiB, above that one word per 4 KiB page plus a full "
-              "check of the last copy). 1 GiB copies use at most 3 repeats and 1 warm-up. Context: "
+              "check of the first timed copy). Each series takes --repeats copies, then more (up to "
+              "4x as many) until its robust spread, 1.4826*MAD/median, is under 2% or 1 s has "
+              "passed; 1 GiB copies start from at most 3 repeats and 1 warm-up. Context: "
               "the PCIe link's theoretical rate (nvidia-smi).",
     .verdict_rule = "R = median, over sizes >= 64 MiB (the largest size when none, as under "
                     "--quick) and both directions, of pinned/pageable bandwidth by the host clock "
                     "(ratio of medians). The host clock, not events, because it includes the "
                     "driver's staging of pageable data through its own pinned buffer, which events "
-                    "can miss. noise = largest root-sum-square of the relative stdevs behind a "
-                    "ratio. holds if 1.8 <= R <= 3.3 (2-3x, 10% tolerance); holds-partly if R > 1 "
+                    "can miss. noise = largest root-sum-square of the robust relative spreads "
+                    "(1.4826*MAD/median) behind a ratio. holds if 1.8 <= R <= 3.3 (2-3x, 10% tolerance); holds-partly if R > 1 "
                     "by more than 2*noise*R; does-not-hold otherwise; inconclusive if noise > 0.5.",
     .flags = 0,
     .default_repeats = 7,
@@ -77,6 +80,8 @@ static const char *const CLOCK[NCLOCK] = {"events", "host_clock"};
 #define GIB (1ull << 30)
 #define GIB_REPEATS 3
 #define MAX_SIZES 24
+#define SAMPLE_MAX_FACTOR 4 /* at most this many times --repeats per series */
+#define SAMPLE_BUDGET_S 1.0 /* per series, after --repeats: PCIe rates drift for minutes */
 
 typedef struct {
     uint64_t cap;                /* bytes of every buffer below */
@@ -189,6 +194,20 @@ static double one_copy(bench *b, int dir, int kind, uint64_t bytes, int clock, i
     return t;
 }
 
+/* One sample for the sampler: the bandwidth of one copy, B/s. The first is
+ * checked in full. */
+typedef struct {
+    bench *b;
+    int dir, kind, clock, full;
+    uint64_t bytes, bad;
+} copy_job;
+
+static void copy_sample(void *ctx, int i, double *out)
+{
+    copy_job *j = (copy_job *)ctx;
+    out[0] = (double)j->bytes / one_copy(j->b, j->dir, j->kind, j->bytes, j->clock, j->full || i == 0, &j->bad);
+}
+
 /* ------------------------------------------------------------ helpers */
 
 static const char *size_str(uint64_t bytes, char *buf, size_t len)
@@ -245,7 +264,8 @@ int main(int argc, char **argv)
             int reps = big && run.opt.repeats > GIB_REPEATS ? GIB_REPEATS : run.opt.repeats;
             int warm = big && run.opt.warmup > 1 ? 1 : run.opt.warmup;
             int small = bytes <= FULL_CHECK_BYTES;
-            double *x = (double *)mc_xmalloc((size_t)reps * sizeof *x);
+            mc_sampler sp = {reps, SAMPLE_MAX_FACTOR * reps, MC_SAMPLER_NOISE, SAMPLE_BUDGET_S, 0, NULL};
+            double *x = (double *)mc_xmalloc((size_t)mc_sampler_cap(&sp) * sizeof *x);
             for (int k = 0; k < NKIND; k++) {
                 uint64_t bad = 0;
                 for (int w = 0; w < warm; w++) {
@@ -253,9 +273,9 @@ int main(int argc, char **argv)
                     one_copy(&b, d, k, bytes, HOST_CLOCK, small, &bad);
                 }
                 for (int c = 0; c < NCLOCK; c++) {
-                    for (int r = 0; r < reps; r++)
-                        x[r] = (double)bytes / one_copy(&b, d, k, bytes, c, small || r == reps - 1, &bad);
-                    bw[d][si][k][c] = mc_stats_of(x, (size_t)reps);
+                    copy_job job = {&b, d, k, c, small, bytes, 0};
+                    mc_sample(&sp, 1, copy_sample, &job, x, &bw[d][si][k][c]);
+                    bad += job.bad;
                 }
                 if (bad)
                     mc_verify_failed(&run, KIND[k], "%s %s copy of %llu bytes: %llu words wrong",

@@ -51,7 +51,7 @@ static const mc_experiment EXP = {
               "ran, loss finite (GPU), same peak at every measured step, allocator invariants.",
     .verdict_rule = "Points: every (shape, batch, fp16 or bf16). Memory in band: saving 0.30..0.50 "
                     "('about 40%'); speed in band: speed-up 1.5..3.0 (points whose time noise, "
-                    "root-sum-square of stdev/median, exceeds 0.5 are left out). On a GPU: holds if "
+                    "root-sum-square of 1.4826*MAD/median, exceeds 0.5 are left out). On a GPU: holds if "
                     "both are in band at more than half of their points; holds-partly if either is "
                     "in band at some point (the findings say where); does-not-hold otherwise. "
                     "--model-only judges the memory half alone: holds if in band at more than half "

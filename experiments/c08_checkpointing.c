@@ -31,7 +31,7 @@ static const mc_experiment EXP = {
               "backend: memory only. Verified: every step ran, the loss is finite (GPU), the peak is "
               "the same at every measured step, the allocator's invariants hold after the run.",
     .verdict_rule = "Bands with a tolerance of 5 points: saving 0.55..0.75 (claim 60-70%), overhead "
-                    "0.15..0.35 (claim 20-30%; a depth whose time noise, stdev/median, exceeds 0.5 "
+                    "0.15..0.35 (claim 20-30%; a depth whose time noise, 1.4826*MAD/median, exceeds 0.5 "
                     "is left out). On a GPU: holds if both are in band at a majority of depths; "
                     "holds-partly if either is in band at a majority of depths, or the saving is "
                     "in band at some depths (named); does-not-hold otherwise. --model-only judges "

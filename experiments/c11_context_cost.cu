@@ -45,7 +45,7 @@ static const mc_experiment EXP = {
               "the monotonic clock; whole-process start-up (context only) with hyperfine, or "
               "fork+exec+wait on the monotonic clock where hyperfine is missing or in --quick.",
     .verdict_rule = "M = median nvidia-smi memory.used added by context creation (LAZY, the "
-                    "default). inconclusive if nvidia-smi cannot say or stdev/median of M > 0.5; "
+                    "default). inconclusive if nvidia-smi cannot say or 1.4826*MAD/median of M > 0.5; "
                     "holds if 700 MiB <= M <= 1300 MiB; holds-partly if M >= 100 MiB and LAZY "
                     "after the first SGEMM, EAGER after context or EAGER after the first SGEMM "
                     "lands in 700-1300 MiB; does-not-hold otherwise.",

@@ -14,6 +14,7 @@
 #include "experiment.h"
 #include "gate.h"
 #include "pattern.h"
+#include "sampler.h"
 
 static int busy_ms_opt = 0;        /* 0: 10 ms, or 2 ms with --quick */
 static uint64_t max_bytes_opt = 0; /* 0: 256 MiB, or 4 MiB with --quick */
@@ -46,7 +47,10 @@ static const mc_experiment EXP = {
               "whether the stream was still busy. The copy alone (no kernel; call + sync, host "
               "clock) is measured for context. Every destination is poisoned before and checked "
               "after each copy against a seeded pattern (host side in full up to 16 MiB, above that "
-              "one word per 4 KiB page plus a full check of the last copy).",
+              "one word per 4 KiB page plus a full check of the first timed copy). Each case takes "
+              "--repeats samples, then more (up to 4x as many) until the robust spread "
+              "(1.4826*MAD/median) of kernel + copy and of the copy alone is under 2% or 1 s has "
+              "passed.",
     .verdict_rule = "A case (memory, direction, size) returned early if its median return time < "
                     "10% of its median kernel + copy time. Large sizes: >= 16 MiB (the largest "
                     "size when none, as under --quick). holds if pinned returned early in every "
@@ -75,6 +79,8 @@ static const char *const DIR[NDIR] = {"h2d", "d2h"};
 #define LARGE_BYTES (16ull << 20)
 #define EARLY_SHARE 0.1
 #define MAX_SIZES 24
+#define SAMPLE_MAX_FACTOR 4 /* at most this many times --repeats per case */
+#define SAMPLE_BUDGET_S 1.0 /* per case, after --repeats */
 
 typedef struct {
     unsigned char *host[NKIND];
@@ -159,6 +165,28 @@ static int one_copy(bench *b, int dir, int kind, uint64_t bytes, double busy_s, 
     return q == cudaErrorNotReady;
 }
 
+/* One sample for the sampler: out = {kernel + copy, copy alone, return time},
+ * seconds; the first two decide when the case has settled (the return time
+ * of an early return is microseconds of jitter). */
+typedef struct {
+    bench *b;
+    int dir, kind, full;
+    uint64_t bytes, bad;
+    double busy_s;
+    int busy;          /* samples whose stream was still busy at return */
+} copy_job;
+
+enum { S_TOTAL, S_ALONE, S_RET, NSERIES };
+
+static void copy_sample(void *ctx, int i, double *out)
+{
+    copy_job *j = (copy_job *)ctx;
+    int full = j->full || i == 0;
+    j->busy += one_copy(j->b, j->dir, j->kind, j->bytes, j->busy_s, full, &out[S_RET], &out[S_TOTAL], &j->bad);
+    double ignored;
+    one_copy(j->b, j->dir, j->kind, j->bytes, 0.0, full, &ignored, &out[S_ALONE], &j->bad);
+}
+
 static const char *size_str(uint64_t bytes, char *buf, size_t len)
 {
     if (bytes >= (1ull << 20)) snprintf(buf, len, "%llu MiB", (unsigned long long)(bytes >> 20));
@@ -202,29 +230,30 @@ int main(int argc, char **argv)
     }
     if (nsizes == 0) mc_run_waive(&run, "out of memory even for 4 KiB buffers");
 
-    int reps = run.opt.repeats, n = run.opt.warmup + reps;
-    double *ret = (double *)mc_xmalloc((size_t)n * sizeof *ret);
-    double *tot = (double *)mc_xmalloc((size_t)n * sizeof *tot);
-    double *alone = (double *)mc_xmalloc((size_t)n * sizeof *alone);
+    int reps = run.opt.repeats;
+    mc_sampler sp = {reps, SAMPLE_MAX_FACTOR * reps, MC_SAMPLER_NOISE, SAMPLE_BUDGET_S, S_RET, NULL};
+    double *x = (double *)mc_xmalloc((size_t)NSERIES * (size_t)mc_sampler_cap(&sp) * sizeof *x);
     char sz[32], metric[64], note[256];
     /* Direction outermost: D2H overwrites the host buffers that H2D reads. */
     for (int d = 0; d < NDIR; d++)
         for (int si = 0; si < nsizes; si++)
             for (int k = 0; k < NKIND; k++) {
                 uint64_t bytes = sizes[si], bad = 0;
-                int small = bytes <= FULL_CHECK_BYTES, busy = 0;
+                int small = bytes <= FULL_CHECK_BYTES;
                 result *r = &R[d][si][k];
-                for (int i = 0; i < n; i++) {
-                    int last = i == n - 1, timed = i >= run.opt.warmup;
-                    double ignored;
-                    busy += timed * one_copy(&b, d, k, bytes, busy_s, small || last, &ret[i], &tot[i], &bad);
-                    one_copy(&b, d, k, bytes, 0.0, small || last, &ignored, &alone[i], &bad);
-                }
-                r->ret = mc_stats_of(ret + run.opt.warmup, (size_t)reps);
-                r->total = mc_stats_of(tot + run.opt.warmup, (size_t)reps);
-                r->alone = mc_stats_of(alone + run.opt.warmup, (size_t)reps);
-                r->busy_at_return = busy;
-                r->n = reps;
+                copy_job job = {&b, d, k, small, bytes, 0, busy_s, 0};
+                double warm_out[NSERIES];
+                for (int w = 0; w < run.opt.warmup; w++) /* i = 1: no full check */
+                    copy_sample(&job, 1, warm_out);
+                job.busy = 0;
+                mc_stats st[NSERIES];
+                mc_sampled got = mc_sample(&sp, NSERIES, copy_sample, &job, x, st);
+                bad = job.bad;
+                r->ret = st[S_RET];
+                r->total = st[S_TOTAL];
+                r->alone = st[S_ALONE];
+                r->busy_at_return = job.busy;
+                r->n = got.n;
                 r->early = r->ret.median < EARLY_SHARE * r->total.median;
                 if (bad)
                     mc_verify_failed(&run, KIND[k], "%s %s copy of %llu bytes: %llu words wrong",
@@ -312,9 +341,7 @@ int main(int argc, char **argv)
                     np, eh2d, ed2h, 1e3 * busy_s,
                     held ? "" : "; a pinned case took under half the kernel's length");
 
-    free(ret);
-    free(tot);
-    free(alone);
+    free(x);
     free_buffers(&b);
     mc_pattern_counter_free(b.count);
     CHECK_CUDA(cudaStreamDestroy(b.s));

@@ -15,6 +15,7 @@
 #include "experiment.h"
 #include "gate.h"
 #include "pattern.h"
+#include "sampler.h"
 #include "workload/prefetch_pattern.h"
 
 static int batches_opt = 0;         /* 0: 16, or 4 with --quick */
@@ -41,7 +42,10 @@ static const mc_experiment EXP = {
               "each from pinned (cudaMallocHost) and pageable (posix_memalign) memory. Totals are "
               "CUDA events from the first copy to the last compute; pinned runs start behind a gate "
               "kernel (a pageable copy call waits on the stream, so pageable runs are not gated). "
-              "Every run's per-batch mismatch count and sum are checked against the host's. "
+              "Every run's per-batch mismatch count and sum are checked against the host's. Copies "
+              "alone and the rounds of the four variants (interleaved) take --repeats samples, then "
+              "more (up to 4x as many) until the robust spread (1.4826*MAD/median) of each is under "
+              "2% or 1 s (rounds: 3 s) has passed. "
               "Then seed 002's PrefetchLoader on the allocator model's per-stream pools "
               "(common/workload/prefetch_pattern.h): each batch's buffer is a block allocated on the "
               "side stream's pool, the loop drops the previous batch after prefetching the next, and "
@@ -56,7 +60,8 @@ static const mc_experiment EXP = {
                     "event times, pinned memory: the share of the ideal saving (perfect overlap "
                     "takes N*max + min instead of N*(copy + compute)). holds if overlap >= 0.8; "
                     "holds-partly if 0.3 <= overlap < 0.8; does-not-hold below 0.3; inconclusive "
-                    "if stdev(serial) + stdev(double_buffered) > half the ideal saving. Pageable "
+                    "if s(serial) + s(double_buffered) > half the ideal saving (s = 1.4826*MAD, a "
+                    "spread one outlier cannot inflate). Pageable "
                     "memory's overlap is reported beside it, not used in the verdict.",
     .flags = 0,
     .default_repeats = 7,
@@ -68,6 +73,9 @@ enum { PINNED, PAGEABLE, NKIND };
 static const char *const KIND[NKIND] = {"pinned", "pageable"};
 #define SEED_BASE 0xC14000000000ull /* batch i has pattern seed SEED_BASE + i */
 #define ROUNDS0 16
+#define SAMPLE_MAX_FACTOR 4   /* at most this many times --repeats */
+#define COPY_BUDGET_S 1.0     /* copies alone, per memory kind, after --repeats */
+#define ROUND_BUDGET_S 3.0    /* rounds of the four variants, after --repeats */
 
 typedef struct {
     int n;                          /* batches */
@@ -208,6 +216,32 @@ static double compute_once(ctx *c)
     return elapsed(c->start, c->stop);
 }
 
+/* Sampler adapters: one copy alone (kind in job), and one round of the four
+ * variants, out[dbl * NKIND + kind] = seconds, results checked. */
+typedef struct {
+    ctx *c;
+    int kind, wrong;
+    uint64_t bad;
+    unsigned long long *count;
+} sample_job;
+
+static void copy_sample(void *p, int i, double *out)
+{
+    sample_job *j = (sample_job *)p;
+    out[0] = copy_once(j->c, j->kind, i % j->c->n, &j->bad, j->count);
+}
+
+static void round_sample(void *p, int i, double *out)
+{
+    (void)i;
+    sample_job *j = (sample_job *)p;
+    for (int k = 0; k < NKIND; k++)
+        for (int dbl = 0; dbl < 2; dbl++) {
+            out[dbl * NKIND + k] = run_once(j->c, dbl, k);
+            j->wrong += check_results(j->c, j->c->n);
+        }
+}
+
 static mc_stats compute_stats(ctx *c, int reps, double *x)
 {
     for (int r = 0; r < reps; r++) x[r] = compute_once(c);
@@ -284,8 +318,11 @@ int main(int argc, char **argv)
     unsigned long long *count = mc_pattern_counter_new();
 
     int reps = run.opt.repeats, warm = run.opt.warmup;
-    double *x = (double *)mc_xmalloc((size_t)(reps > 3 ? reps : 3) * sizeof *x); /* calibration takes 3 */
-    double *tt = (double *)mc_xmalloc((size_t)4 * reps * sizeof *tt); /* [dbl][kind][rep] */
+    mc_sampler copy_sp = {reps, SAMPLE_MAX_FACTOR * reps, MC_SAMPLER_NOISE, COPY_BUDGET_S, 0, NULL};
+    mc_sampler round_sp = {reps, SAMPLE_MAX_FACTOR * reps, MC_SAMPLER_NOISE, ROUND_BUDGET_S, 0, NULL};
+    int cap = mc_sampler_cap(&copy_sp);
+    double *x = (double *)mc_xmalloc((size_t)(cap > 3 ? cap : 3) * sizeof *x); /* calibration takes 3 */
+    double *tt = (double *)mc_xmalloc((size_t)4 * cap * sizeof *tt); /* [dbl][kind][sample] */
     char note[256];
 
     /* ---- each part alone ---- */
@@ -293,8 +330,9 @@ int main(int argc, char **argv)
     uint64_t bad = 0;
     for (int k = 0; k < NKIND; k++) {
         for (int w = 0; w < warm; w++) copy_once(&c, k, w % c.n, &bad, count);
-        for (int r = 0; r < reps; r++) x[r] = copy_once(&c, k, r % c.n, &bad, count);
-        copy_st[k] = mc_stats_of(x, (size_t)reps);
+        sample_job job = {&c, k, 0, 0, count};
+        mc_sample(&copy_sp, 1, copy_sample, &job, x, &copy_st[k]);
+        bad += job.bad;
     }
     if (bad) mc_verify_failed(&run, "copy", "batch copies alone: %llu words wrong", (unsigned long long)bad);
     /* Calibrate: time is about fixed + rounds * per-round; two rescalings land near the copy. */
@@ -315,18 +353,12 @@ int main(int argc, char **argv)
            1e3 * comp.median, c.rounds);
 
     /* ---- the four variants, interleaved so drift hits them alike ---- */
-    int wrong = 0;
-    for (int r = -warm; r < reps; r++)
-        for (int k = 0; k < NKIND; k++)
-            for (int dbl = 0; dbl < 2; dbl++) {
-                double s = run_once(&c, dbl, k);
-                wrong += check_results(&c, c.n);
-                if (r >= 0) tt[(dbl * NKIND + k) * reps + r] = s;
-            }
-    if (wrong) mc_verify_failed(&run, "runs", "%d batch results wrong (mismatches or sums)", wrong);
-    mc_stats tot[2][NKIND];
-    for (int dbl = 0; dbl < 2; dbl++)
-        for (int k = 0; k < NKIND; k++) tot[dbl][k] = mc_stats_of(tt + (dbl * NKIND + k) * reps, (size_t)reps);
+    sample_job rj = {&c, 0, 0, 0, count};
+    double warm_out[2 * NKIND];
+    for (int w = 0; w < warm; w++) round_sample(&rj, w, warm_out);
+    mc_stats tot[2][NKIND]; /* series dbl * NKIND + kind, as round_sample writes them */
+    mc_sample(&round_sp, 2 * NKIND, round_sample, &rj, tt, &tot[0][0]);
+    if (rj.wrong) mc_verify_failed(&run, "runs", "%d batch results wrong (mismatches or sums)", rj.wrong);
 
     /* ---- rows ---- */
     double pv = (double)c.bytes, n = c.n, f[NKIND], ideal_saving[NKIND];
@@ -374,17 +406,18 @@ int main(int argc, char **argv)
                     "pageable overlap %.0f%% vs pinned %.0f%%; the pageable copy is %.1fx slower than "
                     "the pinned one.", 100.0 * f[PAGEABLE], 100.0 * f[PINNED],
                     copy_st[PAGEABLE].median / copy_st[PINNED].median);
-    double spread = tot[0][PINNED].stdev + tot[1][PINNED].stdev;
+    double sd0 = MC_MAD_TO_SIGMA * tot[0][PINNED].mad, sd1 = MC_MAD_TO_SIGMA * tot[1][PINNED].mad;
+    double spread = sd0 + sd1;
     mc_verdict v;
     if (!(ideal_saving[PINNED] > 0) || spread > 0.5 * ideal_saving[PINNED]) v = MC_INCONCLUSIVE;
     else if (f[PINNED] >= 0.8) v = MC_HOLDS;
     else if (f[PINNED] >= 0.3) v = MC_HOLDS_PARTLY;
     else v = MC_DOES_NOT_HOLD;
     mc_emit_verdict(&run, v, "pinned overlap %.2f of the ideal saving (serial %.2f ms, double-buffered "
-                    "%.2f ms, ideal saving %.2f ms, stdevs %.3f + %.3f ms); copy %.3f ms, compute "
+                    "%.2f ms, ideal saving %.2f ms, robust spreads %.3f + %.3f ms); copy %.3f ms, compute "
                     "%.3f ms per batch, %d batches; pageable overlap %.2f (not in the verdict)",
                     f[PINNED], 1e3 * tot[0][PINNED].median, 1e3 * tot[1][PINNED].median,
-                    1e3 * ideal_saving[PINNED], 1e3 * tot[0][PINNED].stdev, 1e3 * tot[1][PINNED].stdev,
+                    1e3 * ideal_saving[PINNED], 1e3 * sd0, 1e3 * sd1,
                     1e3 * copy_st[PINNED].median, 1e3 * comp.median, c.n, f[PAGEABLE]);
 
     free(x);

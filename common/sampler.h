@@ -1,0 +1,60 @@
+/* sampler.h: repeat a measurement until its figures settle or a time budget
+ * ends, as nvbench's stopping criterion does (nvbench/detail/measure_cold.cu:
+ * at least min-samples, then stop when the relative noise is under max-noise,
+ * or when the timeout has passed). Here the noise is the robust one
+ * (mc_stats_noise: 1.4826 * MAD / |median|), so one stalled copy does not
+ * keep the loop going, and a sample count cap bounds the memory.
+ *
+ * For figures that wander (PCIe bandwidth drifts by 10-20% for minutes on
+ * some hosts): more samples where the spread is wide, the minimum where it is
+ * narrow. Only for measurements that need no fixed n. Warm-up is the
+ * caller's. Plain C, no CUDA. */
+#ifndef MC_SAMPLER_H
+#define MC_SAMPLER_H
+
+#include "stats.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Target relative robust spread: 2% (nvbench's default is 0.5% of the
+ * stdev, for kernels; host-device copies are noisier). */
+#define MC_SAMPLER_NOISE 0.02
+
+typedef struct {
+    int min_n;          /* always take this many (the experiment's --repeats); >= 1 */
+    int max_n;          /* never more; < min_n is taken as min_n */
+    double max_noise;   /* settled when every watched series has mc_stats_noise <= this */
+    double budget_s;    /* after min_n samples, stop once this much time has passed since
+                           the first sample (seconds, on `now`) */
+    int nwatch;         /* the first nwatch series decide settling; 0: all of them */
+    double (*now)(void); /* the clock; NULL: mc_now_s (tests pass a fake) */
+} mc_sampler;
+
+/* One sample: writes one value per series into out[0..nseries). i counts
+ * samples from 0. */
+typedef void (*mc_sample_fn)(void *ctx, int i, double *out);
+
+typedef struct {
+    int n;              /* samples taken */
+    int settled;        /* 1 when the watched series met max_noise; 0 when the cap or
+                           the budget ended the loop first */
+    double elapsed_s;   /* first sample to last, on `now` */
+    double noise;       /* largest mc_stats_noise of the watched series at the end */
+} mc_sampled;
+
+/* Samples fn until settled (after min_n), max_n reached, or the budget spent
+ * (after min_n). x holds nseries rows of p->max_n (or min_n, if larger)
+ * values: series s, sample i at x[s * cap + i]. st[s] gets each series'
+ * stats over the samples taken. */
+mc_sampled mc_sample(const mc_sampler *p, int nseries, mc_sample_fn fn, void *ctx, double *x,
+                     mc_stats *st);
+
+/* Row length of x for p: max(min_n, max_n), at least 1. */
+int mc_sampler_cap(const mc_sampler *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

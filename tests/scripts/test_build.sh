@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The build's choice of CUDA architecture (scripts/cuda-arch and the
+# Makefile), with a fake nvidia-smi and a fake nvcc on PATH: no GPU and no
+# real compile needed.
+#   tests/scripts/test_build.sh [BUILD_DIR]   (BUILD_DIR unused)
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+. "$here/lib.sh"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+bin=$tmp/bin
+mkdir -p "$bin"
+
+# Fake nvidia-smi: prints $FAKE_CAPS (one compute capability a line) or
+# fails like a machine without a driver when FAKE_CAPS is "fail".
+cat > "$bin/nvidia-smi" <<'FAKE'
+#!/usr/bin/env bash
+[ "$FAKE_CAPS" = fail ] && { echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver" ; exit 9; }
+printf '%b' "$FAKE_CAPS"
+FAKE
+# Fake nvcc: CUDA 13's list of real architectures; a compile writes its
+# arguments into the -o file.
+cat > "$bin/nvcc" <<'FAKE'
+#!/usr/bin/env bash
+case " $* " in *" --list-gpu-code "*) printf 'sm_%s\n' 75 80 86 87 88 89 90 100 110 103 120 121; exit 0;; esac
+args="$*"
+while [ $# -gt 0 ]; do [ "$1" = -o ] && echo "$args" > "$2"; shift; done
+FAKE
+chmod +x "$bin/nvidia-smi" "$bin/nvcc"
+export PATH="$bin:$PATH" NVCC="$bin/nvcc"
+arch() { FAKE_CAPS=$1 "$root/scripts/cuda-arch" ${2:+"$2"} 2>"$tmp/err"; }
+FAT="-gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_86,code=sm_86 -gencode arch=compute_87,code=sm_87 -gencode arch=compute_88,code=sm_88 -gencode arch=compute_89,code=sm_89 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90"
+
+# ---------------------------------------------------------- scripts/cuda-arch
+check_eq "an explicit architecture wins over the GPU" "$(arch '8.6\n' sm_75)" "-arch=sm_75"
+check_eq "one GPU: its own architecture (T4, 7.5)" "$(arch '7.5\n')" "-arch=sm_75"
+check_eq "one GPU: its own architecture (H100, 9.0)" "$(arch '9.0\n')" "-arch=sm_90"
+check_eq "two GPUs of one kind: one architecture" "$(arch '8.9\n8.9\n')" "-arch=sm_89"
+check_eq "mixed GPUs: machine code for each, PTX of the newest" "$(arch '8.6\n7.5\n')" \
+    "-gencode arch=compute_75,code=sm_75 -gencode arch=compute_86,code=sm_86 -gencode arch=compute_86,code=compute_86"
+check_eq "a GPU newer than nvcc knows (sm_130): PTX of nvcc's newest" "$(arch '13.0\n')" \
+    "-gencode arch=compute_121,code=compute_121"
+check_eq "no GPU (nvidia-smi fails): fat build up to sm_90 with compute_90 PTX" "$(arch fail)" "$FAT"
+check_eq "nvidia-smi prints nothing: fat build" "$(arch '')" "$FAT"
+check_eq "a GPU older than CUDA 13 supports (sm_70): fat build" "$(arch '7.0\n')" "$FAT"
+check "... and it says why on stderr" grep -q "sm_70 is older than this nvcc supports" "$tmp/err"
+check_that() { if [ "$2" -eq 0 ]; then pass "$1"; else failure "$1"; fi; }
+if arch fail | tr ' ' '\n' | grep -q 'sm_1[0-9][0-9]'; then failure "fat build has no machine code past sm_90"
+else pass "fat build has no machine code past sm_90"; fi
+FAKE_CAPS=fail NVCC=/nonexistent "$root/scripts/cuda-arch" > "$tmp/out" 2>&1
+check "an nvcc that cannot list falls back to a known list" grep -q "code=sm_75 .*compute_90,code=compute_90" "$tmp/out"
+
+# ---------------------------------------------------------- the Makefile
+cd "$root" || exit 2
+mk() { FAKE_CAPS=$1; shift; FAKE_CAPS=$FAKE_CAPS make --no-print-directory NVCC="$bin/nvcc" V=1 "$@" 2>&1; }
+b=$tmp/b
+out=$(mk '8.6\n' -n all BUILD="$b")
+check "make all builds for the GPU it finds (sm_86)" grep -q "nvcc -arch=sm_86 " <<<"$out"
+check_eq "... and records the flags in BUILD/.cuda-arch" "$(cat "$b/.cuda-arch")" "-arch=sm_86"
+out=$(mk fail -n all BUILD="$tmp/fat")
+check "make all without a GPU: fat build" grep -qF "nvcc $FAT " <<<"$out"
+out=$(mk '8.6\n' -n run-all BUILD="$tmp/r" DEPS_CHECK=:)
+check_eq "make run-all chooses the same way" "$(cat "$tmp/r/.cuda-arch")" "-arch=sm_86"
+out=$(mk '8.6\n' -n test-build BUILD="$tmp/t")
+check "make test-build stays on sm_90 (fast; runs no kernel)" grep -q "nvcc -arch=sm_90 " <<<"$out"
+out=$(mk '8.6\n' -n all BUILD="$tmp/c" CUDA_ARCH=sm_80)
+check "CUDA_ARCH on the command line overrides the GPU" grep -q "nvcc -arch=sm_80 " <<<"$out"
+out=$(CUDA_ARCH=sm_87 mk '8.6\n' -n all BUILD="$tmp/e")
+check "CUDA_ARCH in the environment overrides too" grep -q "nvcc -arch=sm_87 " <<<"$out"
+
+# A change of architecture rebuilds CUDA objects; the same one does not.
+o=$b/obj/common/gate.cu.o
+mk '' "$o" BUILD="$b" CUDA_ARCH=sm_90 >/dev/null
+check "the fake compile wrote the object" grep -q "arch=sm_90" "$o"
+mk '' -q "$o" BUILD="$b" CUDA_ARCH=sm_90 >/dev/null
+check_that "same architecture: the object is up to date" $?
+stamp_before=$(stat -c %Y.%y "$b/.cuda-arch")
+sleep 0.01
+mk '' -q "$o" BUILD="$b" CUDA_ARCH=sm_90 >/dev/null
+check_eq "same architecture: the stamp is not rewritten" "$(stat -c %Y.%y "$b/.cuda-arch")" "$stamp_before"
+mk '' -q "$o" BUILD="$b" CUDA_ARCH=sm_80 >/dev/null
+check_that "another architecture: the object must be rebuilt" $((!$?))
+mk '' "$o" BUILD="$b" CUDA_ARCH=sm_80 >/dev/null
+check "... and is rebuilt for it" grep -q "arch=sm_80" "$o"
+
+summary
