@@ -93,4 +93,17 @@ check_eq "  ... reaching the same final reserved peak" "$(json_get "$tmp/cut.jso
 "$s2t" --max-entries 15 "$tmp/s1.pickle" > /dev/null 2> "$tmp/e"
 check "exactly --max-entries events: reported as cut" grep -q "max_entries=15" "$tmp/e"
 
+# ------------------------------------------------------------ build/workload --conf
+wl="$build/workload --layers 3 --in 64 --width 64 --out 8 --batch 16 --steps 2"
+if [ -x "$build/workload" ]; then
+    $wl --model-only --conf expandable_segments:True > "$tmp/wl.csv" 2> "$tmp/wl.err"
+    check_eq "workload --model-only --conf expandable_segments:True runs" "$?" 0
+    $wl --model-only > "$tmp/wl0.csv" 2>/dev/null
+    check "  ... and its figures differ from the defaults'" sh -c "! cmp -s '$tmp/wl.csv' '$tmp/wl0.csv'"
+    $wl --model-only --conf bogus:1 > /dev/null 2> "$tmp/wl.err"
+    check_eq "workload --conf bogus:1: exit 2, one line" "$?:$(wc -l < "$tmp/wl.err")" "2:1"
+    $wl --conf expandable_segments:True > /dev/null 2> "$tmp/wl.err"
+    check_eq "workload --conf expandable_segments:True without --model-only: exit 2" "$?" 2
+fi
+
 summary
