@@ -70,6 +70,23 @@ check_eq "an unclosed roundup list exits 2" "$?" 2
 "$replay" --limit 12X "$tmp/s1.trace" > /dev/null 2> "$tmp/bad.err"
 check_eq "--limit 12X exits 2" "$?" 2
 
+# A random three-stream trace under each setting, with the invariant check
+# after every operation (make test's build defines CA_DEBUG): no crash, no
+# broken invariant, and every request accounted for.
+if [ -x "$build/gen_trace" ]; then
+    "$build/gen_trace" --ops 3000 --seed 7 --streams 3 --max-live 200 > "$tmp/rand.trace"
+    check "gen_trace --streams 3 writes a v2 trace" grep -q "stream=2" "$tmp/rand.trace"
+    for args in "" "--conf expandable_segments:True" "--conf expandable_segments:True --capacity 600Mi" \
+                "--conf garbage_collection_threshold:0.5 --limit 1Gi" \
+                "--conf roundup_power2_divisions:[1:2,64:4,>:8]" \
+                "--conf max_split_size_mb:64 --limit 2Gi --capacity 3Gi" \
+                "--conf max_split_size_mb:40,expandable_segments:True,garbage_collection_threshold:0.8 --limit 700Mi"; do
+        # shellcheck disable=SC2086
+        "$replay" --summary $args "$tmp/rand.trace" > "$tmp/rand.json" 2> "$tmp/rand.err"
+        check_eq "random 3-stream trace under '${args:-its own settings}': exit 0" "$?" 0
+    done
+fi
+
 # ------------------------------------------------------------ bad inputs
 "$s2t" "$tmp/notsnap.pickle" > "$tmp/o" 2> "$tmp/e"
 check_eq "a pickle that is not a snapshot: exit 2" "$?" 2
