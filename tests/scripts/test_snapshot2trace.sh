@@ -87,6 +87,16 @@ if [ -x "$build/gen_trace" ]; then
     done
 fi
 
+# The recorded PYTORCH_CUDA_ALLOC_CONF: the modelled keys become `set conf`, the rest a comment.
+python3 -c 'import pickle,sys; pickle.dump({"segments": [], "device_traces": [[]], "allocator_settings":
+    {"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:64, pinned_use_cuda_host_register:True,roundup_power2_divisions:[256:1,>:4]"}},
+    open(sys.argv[1], "wb"))' "$tmp/conf.pickle"
+"$s2t" "$tmp/conf.pickle" > "$tmp/conf.trace"
+check "the recorded settings the model knows become set conf" \
+      grep -qx "set conf max_split_size_mb:64,roundup_power2_divisions:\[256:1,>:4\]" "$tmp/conf.trace"
+check "  ... the others a comment" grep -q "^# PYTORCH_CUDA_ALLOC_CONF also held (not modelled): pinned_use_cuda_host_register:True" "$tmp/conf.trace"
+check "  ... and the trace replays" "$replay" --summary "$tmp/conf.trace"
+
 # ------------------------------------------------------------ bad inputs
 "$s2t" "$tmp/notsnap.pickle" > "$tmp/o" 2> "$tmp/e"
 check_eq "a pickle that is not a snapshot: exit 2" "$?" 2
