@@ -1,8 +1,13 @@
 /* gen_trace: writes a reproducible random allocator trace (memclaims-trace
- * v1) to stdout, for the replay benchmark (make bench) and tests.
+ * v1, or v2 with --streams) to stdout, for the replay benchmark (make bench)
+ * and tests.
  *
  *   build/gen_trace [--ops N] [--seed S] [--max-live N] [--max-live-bytes BYTES]
- *                   [--limit BYTES] [--max-split-size BYTES]
+ *                   [--limit BYTES] [--max-split-size BYTES] [--streams N]
+ *
+ * --streams N (default 1): each request goes to a stream drawn uniformly
+ * from 0..N-1 (stream=S on the line when S > 0). With 1 the output is the
+ * same v1 trace as without the option.
  *
  * Requests mix sizes: half small (1 B .. 1 MiB), a third medium (1 .. 20 MiB),
  * some large (20 .. 256 MiB), and sizes on the allocator's boundaries, each
@@ -57,7 +62,7 @@ static uint64_t request_size(void)
 }
 
 #define USAGE "usage: gen_trace [--ops N] [--seed S] [--max-live N] [--max-live-bytes BYTES]\n" \
-              "                 [--limit BYTES] [--max-split-size BYTES]\n"
+              "                 [--limit BYTES] [--max-split-size BYTES] [--streams N]\n"
 
 static int usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage(const char *fmt, ...)
@@ -74,7 +79,7 @@ static int usage(const char *fmt, ...)
 int main(int argc, char **argv)
 {
     uint64_t ops = 1000000, seed = 1, max_live = 1000, max_bytes = 8ULL << 30;
-    uint64_t limit = 0, max_split = 0;
+    uint64_t limit = 0, max_split = 0, streams = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help")) {
@@ -88,9 +93,11 @@ int main(int argc, char **argv)
                       : !strcmp(a, "--max-live") ? &max_live
                       : !strcmp(a, "--max-live-bytes") ? &max_bytes
                       : !strcmp(a, "--limit") ? &limit
-                      : !strcmp(a, "--max-split-size") ? &max_split : NULL;
+                      : !strcmp(a, "--max-split-size") ? &max_split
+                      : !strcmp(a, "--streams") ? &streams : NULL;
         if (!dst) return usage("unknown option '%s'", a);
         if (mc_parse_bytes(v, dst) != 0) return usage("bad value '%s' for %s", v, a);
+        if (dst == &streams && streams > CA_MAX_STREAMS) return usage("--streams is at most %d", CA_MAX_STREAMS);
     }
     rng_state = seed;
     uint64_t *live_id = mc_xmalloc(max_live * sizeof *live_id);
@@ -98,7 +105,11 @@ int main(int argc, char **argv)
     uint64_t n_live = 0, bytes_live = 0, next_id = 1;
     static char buf[1 << 16];
     setvbuf(stdout, buf, _IOFBF, sizeof buf);
-    printf("# memclaims-trace v1\n# gen_trace --ops %" PRIu64 " --seed %" PRIu64 "\n", ops, seed);
+    if (streams > 1)
+        printf("# memclaims-trace v2\n# gen_trace --ops %" PRIu64 " --seed %" PRIu64 " --streams %" PRIu64 "\n",
+               ops, seed, streams);
+    else
+        printf("# memclaims-trace v1\n# gen_trace --ops %" PRIu64 " --seed %" PRIu64 "\n", ops, seed);
     if (limit) printf("set limit %" PRIu64 "\n", limit);
     if (max_split) printf("set max_split_size %" PRIu64 "\n", max_split);
     for (uint64_t i = 0; i < ops; i++) {
@@ -114,7 +125,11 @@ int main(int argc, char **argv)
         uint64_t size = request_size();
         bool room = n_live < max_live && bytes_live + size <= max_bytes;
         if (room && (n_live == 0 || uniform() < 0.5)) {
-            printf("alloc %" PRIu64 " %" PRIu64 "\n", next_id, size);
+            uint64_t stream = streams > 1 ? rnd() % streams : 0;
+            if (stream)
+                printf("alloc %" PRIu64 " %" PRIu64 " stream=%" PRIu64 "\n", next_id, size, stream);
+            else
+                printf("alloc %" PRIu64 " %" PRIu64 "\n", next_id, size);
             live_id[n_live] = next_id++;
             live_bytes[n_live++] = size;
             bytes_live += size;

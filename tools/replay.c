@@ -94,6 +94,9 @@ int main(int argc, char **argv)
 {
     ca_replay_opts o = ca_replay_defaults();
     o.warn = stderr;
+#ifdef CA_DEBUG
+    o.debug = true; /* the test build: ca_check_invariants after every operation */
+#endif
     const char *path = NULL, *conf = NULL;
     int timing = 0;
     bool have_limit = false, capacity_given = false;

@@ -367,14 +367,14 @@ static bool release_available_cached_blocks(ca_allocator *a, ca_pool *p, uint64_
     uint64_t key = size < m ? m : size;
     ca_block *b = ca_pool_lower_bound(p, key, 0);
     if (b) {
-        if (b->seg->expandable) return false; /* the reference would assert (release_block) */
+        if (a->cfg.expandable_segments && b->seg->expandable) return false; /* release_block would assert */
         release_block(a, b);
         return true;
     }
     b = ca_pool_last(p);
     if (!b) return false;
     uint64_t released = 0;
-    while (released < key && b->size >= m && !b->seg->expandable) {
+    while (released < key && b->size >= m && !(a->cfg.expandable_segments && b->seg->expandable)) {
         ca_block *cur = b;
         released += cur->size;
         b = ca_pool_before(p, cur->size, cur->addr);
@@ -416,7 +416,7 @@ static ca_block *alloc_found_block(ca_allocator *a, ca_block *b, uint64_t size, 
                                    bool split, bool in_pool)
 {
     bool already_split = b->prev || b->next;
-    bool es = b->seg->expandable; /* expandable segments are not in inactive_split */
+    bool es = a->cfg.expandable_segments && b->seg->expandable; /* not in inactive_split */
     if (split) {
         ca_block *rest = b;
         b = ca_block_new(a);
@@ -542,7 +542,7 @@ static void free_block(ca_allocator *a, ca_block *b)
         net_blocks += 1;
         net_bytes += (int64_t)keep->size;
     }
-    if (!keep->seg->expandable) {
+    if (!a->cfg.expandable_segments || !keep->seg->expandable) {
         stat_net(&a->st.inactive_split, net_blocks);
         stat_net(&a->st.inactive_split_bytes, net_bytes);
     }

@@ -1,4 +1,5 @@
-/* trace.c: the memclaims-trace v1/v2 parser (trace.h). One pass over the bytes,
+/* trace.c: the memclaims-trace v1/v2 parser (trace.h); the v2 preamble's
+ * lines (segment, live) are in trace_preamble.c. One pass over the bytes,
  * line by line; ids are resolved to dense slots here, through a hash table
  * of the live ids (trace_ids.h). The common lines (plain alloc and free)
  * take a fast path with no tokens; every other line, and every error, the
@@ -19,22 +20,12 @@
 #include "decimal.h"
 #include "prefault.h"
 #include "trace_ids.h"
+#include "trace_internal.h"
 
 /* ------------------------------------------------------------ tokens */
 
-typedef struct {
-    const char *p;
-    size_t n;
-} tok;
-
-static inline int tok_is(tok t, const char *s)
-{
-    size_t n = strlen(s); /* s is a literal: the compiler folds this */
-    return t.n == n && memcmp(t.p, s, n) == 0;
-}
-
 /* A token for a message: at most 40 bytes, non-printable bytes as '?'. */
-static const char *show(tok t, char *buf)
+const char *trace_show(tok t, char *buf)
 {
     size_t n = t.n > 40 ? 40 : t.n, k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -50,7 +41,7 @@ static const char *show(tok t, char *buf)
 }
 
 /* Decimal, or 0x hexadecimal when hex is allowed; no sign, no overflow. */
-static int parse_u64(tok t, bool hex, uint64_t *out)
+int trace_u64(tok t, bool hex, uint64_t *out)
 {
     uint64_t v = 0;
     if (hex && t.n > 2 && t.p[0] == '0' && (t.p[1] == 'x' || t.p[1] == 'X')) {
@@ -79,20 +70,8 @@ static int parse_u64(tok t, bool hex, uint64_t *out)
 
 /* ------------------------------------------------------------ lines */
 
-typedef struct {
-    ca_trace *t;
-    id_table ids;
-    size_t cap_ops;
-    size_t ready_ops; /* operations the array has pages for (prefaulted) */
-    size_t cap_segs, cap_lives;
-    uint64_t line;
-    bool set_seen[4];
-    char *err;
-    size_t errlen;
-} parser;
 
-static int bad(parser *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int bad(parser *ps, const char *fmt, ...)
+int trace_bad(parser *ps, const char *fmt, ...)
 {
     int k = snprintf(ps->err, ps->errlen, "%s:%llu: ", ps->t->name, (unsigned long long)ps->line);
     if (k >= 0 && (size_t)k < ps->errlen) {
@@ -108,31 +87,31 @@ static int parse_set(parser *ps, const tok *v, size_t n)
 {
     static const char *names[] = {"limit", "max_split_size", "max_non_split_rounding_size", "conf"};
     char s1[48], s2[48];
-    if (ps->t->n_ops > 0) return bad(ps, "set after the first operation");
-    if (n < 3) return bad(ps, "set needs a name and a value");
-    if (n > 3) return bad(ps, "unexpected '%s' after the value", show(v[3], s1));
+    if (ps->t->n_ops > 0) return trace_bad(ps, "set after the first operation");
+    if (n < 3) return trace_bad(ps, "set needs a name and a value");
+    if (n > 3) return trace_bad(ps, "unexpected '%s' after the value", trace_show(v[3], s1));
     size_t k = 0;
     while (k < 4 && !tok_is(v[1], names[k])) k++;
-    if (k == 4) return bad(ps, "unknown setting '%s'", show(v[1], s1));
-    if (ps->set_seen[k]) return bad(ps, "%s set twice", names[k]);
+    if (k == 4) return trace_bad(ps, "unknown setting '%s'", trace_show(v[1], s1));
+    if (ps->set_seen[k]) return trace_bad(ps, "%s set twice", names[k]);
     ps->set_seen[k] = true;
     ca_config *c = &ps->t->cfg;
     if (k == 3) { /* PYTORCH_CUDA_ALLOC_CONF, on top of the other set lines */
         char conf[1024], why[256];
-        if (v[2].n >= sizeof conf) return bad(ps, "conf value is too long");
+        if (v[2].n >= sizeof conf) return trace_bad(ps, "conf value is too long");
         memcpy(conf, v[2].p, v[2].n);
         conf[v[2].n] = '\0';
-        if (memchr(conf, '\0', v[2].n)) return bad(ps, "conf value holds a NUL byte");
-        if (ca_conf_parse(conf, c, why, sizeof why) != 0) return bad(ps, "%s", why);
+        if (memchr(conf, '\0', v[2].n)) return trace_bad(ps, "conf value holds a NUL byte");
+        if (ca_conf_parse(conf, c, why, sizeof why) != 0) return trace_bad(ps, "%s", why);
         return 0;
     }
     uint64_t x;
-    if (parse_u64(v[2], true, &x) != 0) return bad(ps, "bad value '%s' for %s", show(v[2], s2), names[k]);
+    if (trace_u64(v[2], true, &x) != 0) return trace_bad(ps, "bad value '%s' for %s", trace_show(v[2], s2), names[k]);
     if (k == 0) c->limit_bytes = x;
     if (k == 1) c->max_split_size = x;
     if (k == 2) c->max_non_split_rounding_size = x;
     char why[160];
-    if (ca_config_check(c, why, sizeof why) != 0) return bad(ps, "%s", why);
+    if (ca_config_check(c, why, sizeof why) != 0) return trace_bad(ps, "%s", why);
     return 0;
 }
 
@@ -171,15 +150,15 @@ static int not_live(parser *ps, uint64_t id)
     for (size_t i = ps->t->n_ops; i-- > 0;) {
         const ca_trace_op *op = &ps->t->ops[i];
         if (op->kind == CA_OP_FREE && op->id == id)
-            return bad(ps, "id %llu was already freed at line %llu", (unsigned long long)id,
+            return trace_bad(ps, "id %llu was already freed at line %llu", (unsigned long long)id,
                        (unsigned long long)op->line);
     }
-    return bad(ps, "free of unknown id %llu", (unsigned long long)id);
+    return trace_bad(ps, "free of unknown id %llu", (unsigned long long)id);
 }
 
 /* An alloc of an id that is live: its latest alloc is the live one (an
  * earlier one must have been freed before the id was allocated again). */
-static int already_live(parser *ps, uint64_t id)
+int trace_already_live(parser *ps, uint64_t id)
 {
     uint64_t line = 0;
     for (size_t i = ps->t->n_ops; i-- > 0;) {
@@ -191,7 +170,7 @@ static int already_live(parser *ps, uint64_t id)
     }
     for (size_t i = 0; line == 0 && i < ps->t->n_lives; i++)
         if (ps->t->lives[i].id == id) line = ps->t->lives[i].line;
-    return bad(ps, "id %llu is already live (allocated at line %llu)", (unsigned long long)id,
+    return trace_bad(ps, "id %llu is already live (allocated at line %llu)", (unsigned long long)id,
                (unsigned long long)line);
 }
 
@@ -203,7 +182,7 @@ static int add_alloc(parser *ps, uint64_t id, uint64_t bytes, uint64_t addr, boo
 {
     id_reserve(&ps->ids);
     id_entry *e = id_find(&ps->ids, id);
-    if (e->slot1) return quiet ? -1 : already_live(ps, id);
+    if (e->slot1) return quiet ? -1 : trace_already_live(ps, id);
     uint64_t slot = ps->t->n_slots++;
     new_op(ps, CA_OP_ALLOC, id, bytes, addr, slot, 0, false, false);
     *e = (id_entry){id, slot + 1};
@@ -227,7 +206,7 @@ static int add_alloc_v2(parser *ps, uint64_t id, uint64_t bytes, uint64_t addr, 
 {
     if (oom) { /* PyTorch refused it: the id never becomes live */
         id_entry *e = ps->ids.cap ? id_find(&ps->ids, id) : NULL;
-        if (e && e->slot1) return already_live(ps, id);
+        if (e && e->slot1) return trace_already_live(ps, id);
         new_op(ps, CA_OP_ALLOC, id, bytes, addr, ps->t->n_slots++, stream, stream != 0, true);
         ps->t->n_expect_oom++;
         return 0;
@@ -247,198 +226,37 @@ static int add_free_v2(parser *ps, uint64_t id, uint64_t stream, bool has_stream
     return 0;
 }
 
-/* ------------------------------------------------------------ v2 preamble */
-
-/* "name=value" with a number value; 1 if v is such a token for name, 0 if
- * not, -1 (with the message) if the value is bad. */
-static int named(parser *ps, tok v, const char *name, uint64_t *out)
-{
-    size_t n = strlen(name);
-    char s1[48];
-    if (v.n <= n || memcmp(v.p, name, n) != 0 || v.p[n] != '=') return 0;
-    tok val = {v.p + n + 1, v.n - n - 1};
-    if (parse_u64(val, true, out) != 0) return bad(ps, "bad value '%s' for %.*s", show(val, s1), (int)n, name);
-    return 1;
-}
-
-/* segment ADDR BYTES [stream=S] [pool=small|large] */
-static int parse_segment(parser *ps, const tok *v, size_t n)
-{
-    char s1[48];
-    ca_trace *t = ps->t;
-    if (t->n_ops > 0) return bad(ps, "segment after the first operation");
-    if (n < 3) return bad(ps, "segment needs an address and a byte count");
-    uint64_t addr, bytes, stream = 0;
-    if (parse_u64(v[1], true, &addr) != 0 || addr == 0 || addr % 512)
-        return bad(ps, "bad segment address '%s' (nonzero, a multiple of 512)", show(v[1], s1));
-    if (parse_u64(v[2], true, &bytes) != 0 || bytes == 0 || bytes % 512 || addr > UINT64_MAX - bytes)
-        return bad(ps, "bad segment size '%s' (nonzero, a multiple of 512)", show(v[2], s1));
-    bool small = bytes == CA_SMALL_BUFFER, seen_stream = false, seen_pool = false;
-    for (size_t i = 3; i < n; i++) {
-        int r = named(ps, v[i], "stream", &stream);
-        if (r < 0) return -1;
-        if (r > 0 && !seen_stream) {
-            seen_stream = true;
-        } else if (!seen_pool && (tok_is(v[i], "pool=small") || tok_is(v[i], "pool=large"))) {
-            seen_pool = true;
-            small = tok_is(v[i], "pool=small");
-        } else {
-            return bad(ps, "unexpected '%s' in a segment line", show(v[i], s1));
-        }
-    }
-    if (small && bytes != CA_SMALL_BUFFER && !seen_pool) small = false;
-    if (t->n_segs == ps->cap_segs) {
-        ps->cap_segs = ps->cap_segs ? 2 * ps->cap_segs : 64;
-        t->segs = realloc(t->segs, ps->cap_segs * sizeof *t->segs);
-        CHECK(t->segs != NULL, "out of host memory");
-    }
-    t->segs[t->n_segs++] = (ca_trace_seg){.addr = addr, .bytes = bytes, .stream = stream,
-                                          .line = ps->line, .small = small};
-    return 0;
-}
-
-/* live ID BYTES ADDR [stream=S] [block=BYTES] */
-static int parse_live(parser *ps, const tok *v, size_t n)
-{
-    char s1[48];
-    ca_trace *t = ps->t;
-    if (t->n_ops > 0) return bad(ps, "live after the first operation");
-    if (n < 4) return bad(ps, "live needs an id, a byte count and an address");
-    uint64_t id, bytes, addr, stream = 0, block = 0;
-    if (parse_u64(v[1], false, &id) != 0) return bad(ps, "bad id '%s'", show(v[1], s1));
-    if (parse_u64(v[2], true, &bytes) != 0 || bytes == 0) return bad(ps, "bad byte count '%s'", show(v[2], s1));
-    if (parse_u64(v[3], true, &addr) != 0 || addr == 0) return bad(ps, "bad address '%s'", show(v[3], s1));
-    bool seen_stream = false, seen_block = false;
-    for (size_t i = 4; i < n; i++) {
-        int r;
-        if (!seen_stream && (r = named(ps, v[i], "stream", &stream)) != 0) {
-            if (r < 0) return -1;
-            seen_stream = true;
-        } else if (!seen_block && (r = named(ps, v[i], "block", &block)) != 0) {
-            if (r < 0) return -1;
-            if (block == 0) return bad(ps, "block size must be >= 1");
-            seen_block = true;
-        } else {
-            return bad(ps, "unexpected '%s' in a live line", show(v[i], s1));
-        }
-    }
-    if (bytes >= CA_MAX_REQUEST) return bad(ps, "byte count must be below 2^60");
-    id_reserve(&ps->ids);
-    id_entry *e = id_find(&ps->ids, id);
-    if (e->slot1) return already_live(ps, id);
-    uint64_t slot = t->n_slots++;
-    *e = (id_entry){id, slot + 1};
-    ps->ids.n++;
-    if (t->n_lives == ps->cap_lives) {
-        ps->cap_lives = ps->cap_lives ? 2 * ps->cap_lives : 64;
-        t->lives = realloc(t->lives, ps->cap_lives * sizeof *t->lives);
-        CHECK(t->lives != NULL, "out of host memory");
-    }
-    t->uses_streams |= stream != 0;
-    t->lives[t->n_lives++] = (ca_trace_live){.id = id, .bytes = bytes, .addr = addr, .stream = stream,
-                                             .line = ps->line, .slot = slot, .block = block};
-    return 0;
-}
-
-static int seg_cmp(const void *x, const void *y)
-{
-    uint64_t a = ((const ca_trace_seg *)x)->addr, b = ((const ca_trace_seg *)y)->addr;
-    return a < b ? -1 : a > b;
-}
-
-/* Lives sorted by the segment they lie in (kept in .block's neighbour:
- * a scratch array), then address. */
-typedef struct {
-    size_t seg;
-    ca_trace_live l;
-} placed;
-
-static int placed_cmp(const void *x, const void *y)
-{
-    const placed *a = x, *b = y;
-    if (a->seg != b->seg) return a->seg < b->seg ? -1 : 1;
-    return a->l.addr < b->l.addr ? -1 : a->l.addr > b->l.addr;
-}
-
-/* After the last line: segments by address, not overlapping; every live
- * block inside one segment of its own stream; lives grouped by segment. */
-static int finish_preamble(parser *ps)
-{
-    ca_trace *t = ps->t;
-    if (t->n_segs == 0 && t->n_lives == 0) return 0;
-    if (t->n_segs) qsort(t->segs, t->n_segs, sizeof *t->segs, seg_cmp);
-    for (size_t i = 0; i + 1 < t->n_segs; i++) {
-        const ca_trace_seg *a = &t->segs[i], *b = &t->segs[i + 1];
-        if (a->addr + a->bytes > b->addr) {
-            ps->line = a->line > b->line ? a->line : b->line;
-            return bad(ps, "segment overlaps the segment at line %llu",
-                       (unsigned long long)(a->line > b->line ? b->line : a->line));
-        }
-    }
-    placed *pl = mc_xmalloc((t->n_lives + 1) * sizeof *pl);
-    for (size_t i = 0; i < t->n_lives; i++) {
-        const ca_trace_live *l = &t->lives[i];
-        size_t lo = 0, hi = t->n_segs; /* the last segment starting at or below l->addr */
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (t->segs[mid].addr <= l->addr) lo = mid + 1; else hi = mid;
-        }
-        ps->line = l->line;
-        if (lo == 0 || l->addr >= t->segs[lo - 1].addr + t->segs[lo - 1].bytes) {
-            free(pl);
-            return bad(ps, "live block 0x%llx lies in no segment", (unsigned long long)l->addr);
-        }
-        const ca_trace_seg *s = &t->segs[lo - 1];
-        if (s->stream != l->stream) {
-            free(pl);
-            return bad(ps, "live block on stream %llu lies in the segment of stream %llu (line %llu)",
-                       (unsigned long long)l->stream, (unsigned long long)s->stream,
-                       (unsigned long long)s->line);
-        }
-        pl[i] = (placed){lo - 1, *l};
-    }
-    qsort(pl, t->n_lives, sizeof *pl, placed_cmp);
-    for (size_t i = 0; i < t->n_lives; i++) {
-        t->lives[i] = pl[i].l;
-        ca_trace_seg *s = &t->segs[pl[i].seg];
-        if (s->n_live == 0) s->first_live = i;
-        s->n_live++;
-    }
-    free(pl);
-    return 0;
-}
-
 static int parse_op(parser *ps, const tok *v, size_t n)
 {
     char s1[48];
     uint64_t id = 0, bytes = 0, addr = 0, stream = 0;
     bool is_alloc = tok_is(v[0], "alloc"), is_free = tok_is(v[0], "free");
     if (!is_alloc && !is_free && !tok_is(v[0], "empty_cache") && !tok_is(v[0], "reset_peak"))
-        return bad(ps, "unknown operation '%s'", show(v[0], s1));
-    if (!is_alloc && !is_free && n > 1) return bad(ps, "unexpected '%s' after the operation", show(v[1], s1));
-    if (is_alloc && n < 3) return bad(ps, "alloc needs an id and a byte count");
-    if (is_free && n < 2) return bad(ps, "free needs an id");
-    if ((is_alloc || is_free) && parse_u64(v[1], false, &id) != 0)
-        return bad(ps, "bad id '%s'", show(v[1], s1));
+        return trace_bad(ps, "unknown operation '%s'", trace_show(v[0], s1));
+    if (!is_alloc && !is_free && n > 1) return trace_bad(ps, "unexpected '%s' after the operation", trace_show(v[1], s1));
+    if (is_alloc && n < 3) return trace_bad(ps, "alloc needs an id and a byte count");
+    if (is_free && n < 2) return trace_bad(ps, "free needs an id");
+    if ((is_alloc || is_free) && trace_u64(v[1], false, &id) != 0)
+        return trace_bad(ps, "bad id '%s'", trace_show(v[1], s1));
     bool has_stream = false, oom = false, has_addr = false;
     for (size_t i = is_alloc ? 3 : 2; (is_alloc || is_free) && i < n; i++) {
-        int r = has_stream ? 0 : named(ps, v[i], "stream", &stream);
+        int r = has_stream ? 0 : trace_named(ps, v[i], "stream", &stream);
         if (r < 0) return -1;
         if (r > 0) {
             has_stream = true;
         } else if (is_alloc && !oom && tok_is(v[i], "oom")) {
             oom = true;
         } else if (is_alloc && i == 3 && v[i].n && v[i].p[0] >= '0' && v[i].p[0] <= '9') {
-            if (parse_u64(v[i], true, &addr) != 0 || addr == 0) return bad(ps, "bad address '%s'", show(v[i], s1));
+            if (trace_u64(v[i], true, &addr) != 0 || addr == 0) return trace_bad(ps, "bad address '%s'", trace_show(v[i], s1));
             has_addr = true;
         } else {
-            return bad(ps, "unexpected '%s' after %s", show(v[i], s1),
+            return trace_bad(ps, "unexpected '%s' after %s", trace_show(v[i], s1),
                        is_alloc ? (has_addr ? "the address" : "the byte count") : "the id");
         }
     }
     if (is_alloc) {
-        if (parse_u64(v[2], true, &bytes) != 0) return bad(ps, "bad byte count '%s'", show(v[2], s1));
-        if (bytes == 0) return bad(ps, "byte count must be >= 1");
+        if (trace_u64(v[2], true, &bytes) != 0) return trace_bad(ps, "bad byte count '%s'", trace_show(v[2], s1));
+        if (bytes == 0) return trace_bad(ps, "byte count must be >= 1");
         return add_alloc_v2(ps, id, bytes, addr, stream, oom);
     } else if (is_free) {
         return add_free_v2(ps, id, stream, has_stream);
@@ -471,12 +289,12 @@ static int parse_line(parser *ps, const char *p, size_t len)
             char s1[48];
             size_t start = i;
             while (i < len && !is_space(p[i])) i++;
-            return bad(ps, "unexpected '%s' (too many fields)", show((tok){p + start, i - start}, s1));
+            return trace_bad(ps, "unexpected '%s' (too many fields)", trace_show((tok){p + start, i - start}, s1));
         }
     }
     if (tok_is(v[0], "set")) return parse_set(ps, v, n);
-    if (tok_is(v[0], "segment")) return parse_segment(ps, v, n);
-    if (tok_is(v[0], "live")) return parse_live(ps, v, n);
+    if (tok_is(v[0], "segment")) return trace_segment_line(ps, v, n);
+    if (tok_is(v[0], "live")) return trace_live_line(ps, v, n);
     return parse_op(ps, v, n);
 }
 
@@ -595,7 +413,7 @@ int ca_trace_parse(ca_trace *t, const char *name, const char *buf, size_t len, c
         rc = parse_line(&ps, buf + pos, end - pos);
         pos = end + 1;
     }
-    if (rc == 0) rc = finish_preamble(&ps);
+    if (rc == 0) rc = trace_finish_preamble(&ps);
     free(ps.ids.e);
     return rc;
 }

@@ -70,6 +70,33 @@ check_eq "an unclosed roundup list exits 2" "$?" 2
 "$replay" --limit 12X "$tmp/s1.trace" > /dev/null 2> "$tmp/bad.err"
 check_eq "--limit 12X exits 2" "$?" 2
 
+# A random three-stream trace under each setting, with the invariant check
+# after every operation (make test's build defines CA_DEBUG): no crash, no
+# broken invariant, and every request accounted for.
+if [ -x "$build/gen_trace" ]; then
+    "$build/gen_trace" --ops 3000 --seed 7 --streams 3 --max-live 200 > "$tmp/rand.trace"
+    check "gen_trace --streams 3 writes a v2 trace" grep -q "stream=2" "$tmp/rand.trace"
+    for args in "" "--conf expandable_segments:True" "--conf expandable_segments:True --capacity 600Mi" \
+                "--conf garbage_collection_threshold:0.5 --limit 1Gi" \
+                "--conf roundup_power2_divisions:[1:2,64:4,>:8]" \
+                "--conf max_split_size_mb:64 --limit 2Gi --capacity 3Gi" \
+                "--conf max_split_size_mb:40,expandable_segments:True,garbage_collection_threshold:0.8 --limit 700Mi"; do
+        # shellcheck disable=SC2086
+        "$replay" --summary $args "$tmp/rand.trace" > "$tmp/rand.json" 2> "$tmp/rand.err"
+        check_eq "random 3-stream trace under '${args:-its own settings}': exit 0" "$?" 0
+    done
+fi
+
+# The recorded PYTORCH_CUDA_ALLOC_CONF: the modelled keys become `set conf`, the rest a comment.
+python3 -c 'import pickle,sys; pickle.dump({"segments": [], "device_traces": [[]], "allocator_settings":
+    {"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:64, pinned_use_cuda_host_register:True,roundup_power2_divisions:[256:1,>:4]"}},
+    open(sys.argv[1], "wb"))' "$tmp/conf.pickle"
+"$s2t" "$tmp/conf.pickle" > "$tmp/conf.trace"
+check "the recorded settings the model knows become set conf" \
+      grep -qx "set conf max_split_size_mb:64,roundup_power2_divisions:\[256:1,>:4\]" "$tmp/conf.trace"
+check "  ... the others a comment" grep -q "^# PYTORCH_CUDA_ALLOC_CONF also held (not modelled): pinned_use_cuda_host_register:True" "$tmp/conf.trace"
+check "  ... and the trace replays" "$replay" --summary "$tmp/conf.trace"
+
 # ------------------------------------------------------------ bad inputs
 "$s2t" "$tmp/notsnap.pickle" > "$tmp/o" 2> "$tmp/e"
 check_eq "a pickle that is not a snapshot: exit 2" "$?" 2
@@ -92,5 +119,18 @@ check_eq "  ... and the rebuilt trace replays" "$?" 0
 check_eq "  ... reaching the same final reserved peak" "$(json_get "$tmp/cut.json" peak_reserved)" 44040192
 "$s2t" --max-entries 15 "$tmp/s1.pickle" > /dev/null 2> "$tmp/e"
 check "exactly --max-entries events: reported as cut" grep -q "max_entries=15" "$tmp/e"
+
+# ------------------------------------------------------------ build/workload --conf
+wl="$build/workload --layers 3 --in 64 --width 64 --out 8 --batch 16 --steps 2"
+if [ -x "$build/workload" ]; then
+    $wl --model-only --conf expandable_segments:True > "$tmp/wl.csv" 2> "$tmp/wl.err"
+    check_eq "workload --model-only --conf expandable_segments:True runs" "$?" 0
+    $wl --model-only > "$tmp/wl0.csv" 2>/dev/null
+    check "  ... and its figures differ from the defaults'" sh -c "! cmp -s '$tmp/wl.csv' '$tmp/wl0.csv'"
+    $wl --model-only --conf bogus:1 > /dev/null 2> "$tmp/wl.err"
+    check_eq "workload --conf bogus:1: exit 2, one line" "$?:$(wc -l < "$tmp/wl.err")" "2:1"
+    $wl --conf expandable_segments:True > /dev/null 2> "$tmp/wl.err"
+    check_eq "workload --conf expandable_segments:True without --model-only: exit 2" "$?" 2
+fi
 
 summary
