@@ -64,7 +64,7 @@ space     := $(empty) $(empty)
 NVCCFLAGS := $(CUDA_ARCH_FLAGS) -std=c++17 $(OPT) -Icommon -MMD -MP \
              -Xcompiler $(subst $(space),$(comma),-Wall -Wextra -Wno-missing-field-initializers $(strip $(SANFLAGS)))
 LDFLAGS   := -Wl,--as-needed $(SANFLAGS) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
-LDLIBS    := -lcjson -lcublasLt -lcublas -lcudart_static -lm -lpthread -ldl -lrt
+LDLIBS    := -lcjson -lcudart_static -lm -lpthread -ldl -lrt
 
 # NCCL, for C24's GPU run (common/workload/sharded_gpu.cu). NCCL_HOME is a
 # folder with include/nccl.h and lib/libnccl.so*; unset, the pip package

@@ -1,6 +1,6 @@
 /* mc_die_cublas lives apart from the CUDA checks so that a program that
- * never calls cuBLAS does not link it (with --as-needed): loading cuBLAS
- * costs about 0.1 s per process start. */
+ * never calls cuBLAS does not pull in the cuBLAS wrappers; those load the
+ * library only at a first call anyway (cublas_lazy.c). */
 #include "check_cuda.h"
 
 #include <stdio.h>

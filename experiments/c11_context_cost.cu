@@ -37,7 +37,8 @@ static const mc_experiment EXP = {
     .title = "device memory and time the CUDA context, a cuBLAS handle and the first kernels cost",
     .seed_claim = "The CUDA context costs about 1000 MiB of device memory before any tensor.",
     .method = "Child processes (self re-exec, CUDA_MODULE_LOADING=LAZY and =EAGER) step through "
-              "context creation (cudaSetDevice+cudaFree(0)), cublasCreate, a first empty kernel, "
+              "context creation (cudaSetDevice+cudaFree(0)), cublasCreate (its time includes loading "
+              "libcublas, which the suite opens at the first cuBLAS call), a first empty kernel, "
               "three 64x64 fp32 buffers (48 KiB) and a first cublasSgemm; after each step "
               "nvidia-smi memory.used (whole device, minus its value just before the child "
               "started) and the child's compute-apps entry; in-process cudaMemGetInfo deltas "

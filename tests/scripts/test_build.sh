@@ -2,7 +2,10 @@
 # The build's choice of CUDA architecture (scripts/cuda-arch and the
 # Makefile), with a fake nvidia-smi and a fake nvcc on PATH: no GPU and no
 # real compile needed.
-#   tests/scripts/test_build.sh [BUILD_DIR]   (BUILD_DIR unused)
+# Also: no program in BUILD_DIR is linked with cuBLAS (common/cublas_lazy.c
+# loads it at the first call, so --help, bad input and --model-only never
+# pay for loading it).
+#   tests/scripts/test_build.sh [BUILD_DIR]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -83,5 +86,17 @@ mk '' -q "$o" BUILD="$b" CUDA_ARCH=sm_80 >/dev/null
 check_that "another architecture: the object must be rebuilt" $((!$?))
 mk '' "$o" BUILD="$b" CUDA_ARCH=sm_80 >/dev/null
 check "... and is rebuilt for it" grep -q "arch=sm_80" "$o"
+
+# Programs are not linked with cuBLAS: it is loaded at the first call.
+build=${1:-build/san}
+linked=""
+count=0
+for exe in "$build"/c[0-9][0-9]_* "$build"/workload "$build"/tests/test_*; do
+    [ -x "$exe" ] || continue
+    count=$((count + 1))
+    ldd "$exe" 2>/dev/null | grep -q 'libcublas' && linked="$linked $(basename "$exe")"
+done
+check "found programs in $build" test "$count" -gt 0
+check_eq "no program is linked with libcublas (loaded at first use)" "$linked" ""
 
 summary
