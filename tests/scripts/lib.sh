@@ -18,6 +18,27 @@ check_eq() {
     if [ "$2" = "$3" ]; then pass "$1"; else failure "$1" "got '$2', want '$3'"; fi
 }
 
+# step_col CSV N: column N of a per-step CSV (step first) as "step value" lines.
+step_col() { awk -F, -v c="$2" 'NR > 1 { print $1, $c }' "$1"; }
+
+# compare_steps WHAT OURS.csv THEIRS.csv COLUMN TOL: one check over every
+# step both files have: passes when the largest relative difference of
+# column COLUMN is at most TOL (a fraction); says where the worst step is.
+compare_steps() {
+    local what=$1 ours=$2 theirs=$3 c=$4 tol=$5 res
+    res=$(join <(step_col "$ours" "$c" | sort -k1,1) <(step_col "$theirs" "$c" | sort -k1,1) |
+          awk -v tol="$tol" '{ d = ($3 > 0) ? ($2 - $3) / $3 : ($2 != $3); if (d < 0) a = -d; else a = d;
+                               n++; if (a > worst) { worst = a; ws = d; st = $1; o = $2; t = $3 } }
+                             END { if (n == 0) { print "bad: no common steps"; exit }
+                                   if (worst == 0) { printf "ok exact over %d steps", n; exit }
+                                   printf "%s %+.4f%% at step %s (%s vs %s) over %d steps", (worst <= tol ? "ok" : "bad"),
+                                          100 * ws, st, o, t, n }')
+    case "$res" in
+        ok*) pass "$what: ${res#ok } (limit $(awk -v t="$tol" 'BEGIN { print 100 * t }')%)" ;;
+        *)   failure "$what: ${res#bad }" "limit $(awk -v t="$tol" 'BEGIN { print 100 * t }')%" ;;
+    esac
+}
+
 summary() {
     echo "$passed passed, $failed failed"
     [ "$failed" -eq 0 ]

@@ -119,24 +119,6 @@ sms=$(sed -n 's/^sm_count=//p' "$fix/meta.txt" 2>/dev/null)
 sms=${sms:-132}
 echo "PyTorch figures: $(sed -n 's/^torch_version=//p' "$fix/meta.txt" 2>/dev/null) on $(sed -n 's/^device_name=//p' "$fix/meta.txt" 2>/dev/null), $sms SMs"
 
-# column N of CSV file F as "step value" lines
-col() { awk -F, -v c="$2" 'NR > 1 { print $1, $c }' "$1"; }
-
-# compare WHAT OURS.csv THEIRS.csv COLUMN TOL: one check over every step
-compare() {
-    local what=$1 ours=$2 theirs=$3 c=$4 tol=$5 res
-    res=$(join <(col "$ours" "$c" | sort -k1,1) <(col "$theirs" "$c" | sort -k1,1) |
-          awk -v tol="$tol" '{ d = ($3 > 0) ? ($2 - $3) / $3 : ($2 != $3); if (d < 0) a = -d; else a = d;
-                               n++; if (a > worst) { worst = a; ws = d; st = $1; o = $2; t = $3 } }
-                             END { if (n == 0) { print "bad: no common steps"; exit }
-                                   if (worst == 0) { printf "ok exact over %d steps", n; exit }
-                                   printf "%s %+.4f%% at step %s (%s vs %s) over %d steps", (worst <= tol ? "ok" : "bad"),
-                                          100 * ws, st, o, t, n }')
-    case "$res" in
-        ok*) pass "$what: ${res#ok } (limit $(awk -v t="$tol" 'BEGIN { print 100 * t }')%)" ;;
-        *)   failure "$what: ${res#bad }" "limit $(awk -v t="$tol" 'BEGIN { print 100 * t }')%" ;;
-    esac
-}
 
 # median of column c over steps > 2
 median_time() { awk -F, -v c="$2" 'NR > 1 && $1 > 2 && $c != "" { print $c }' "$1" | sort -g |
@@ -155,9 +137,9 @@ one_config() {
         failure "$name: workload --model-only failed" "$(head -2 "$tmp/$name.err")"
         return
     fi
-    compare "$name model-only peak_allocated" "$tmp/$name.csv" "$theirs" 2 "$tol"
-    compare "$name model-only allocated_end" "$tmp/$name.csv" "$theirs" 3 "$tol"
-    echo "INFO: $name peak_reserved (placement-dependent): ours $(col "$tmp/$name.csv" 4 | tail -1 | cut -d' ' -f2), PyTorch $(col "$theirs" 4 | tail -1 | cut -d' ' -f2)"
+    compare_steps "$name model-only peak_allocated" "$tmp/$name.csv" "$theirs" 2 "$tol"
+    compare_steps "$name model-only allocated_end" "$tmp/$name.csv" "$theirs" 3 "$tol"
+    echo "INFO: $name peak_reserved (placement-dependent): ours $(step_col "$tmp/$name.csv" 4 | tail -1 | cut -d' ' -f2), PyTorch $(step_col "$theirs" 4 | tail -1 | cut -d' ' -f2)"
     if [ -f "$fix/$name.trace" ]; then
         if d=$(first_divergence "$tmp/$name.trace" "$fix/$name.trace"); then
             pass "$name request sequence (set-up, 2 steps) equals PyTorch's: $d"
@@ -169,7 +151,7 @@ one_config() {
             awk -F, 'NR > 1 { if ($2 == "reset_peak") { if (s) print s, p; s++ } p = $8 } END { print s, p }' \
                 "$tmp/$name.replay" | awk 'NF == 2 && $1 >= 1 && $1 <= 2' > "$tmp/$name.rp"
             { echo step,peak_allocated; tr ' ' , < "$tmp/$name.rp"; } > "$tmp/$name.rp.csv"
-            compare "$name PyTorch's trace replayed through the model: peak_allocated" \
+            compare_steps "$name PyTorch's trace replayed through the model: peak_allocated" \
                 "$tmp/$name.rp.csv" <(head -3 "$theirs") 2 0
         else
             echo "INFO: $name: $build/replay could not replay PyTorch's trace"
@@ -178,8 +160,8 @@ one_config() {
     if [ "$gpu" = 1 ]; then
         # shellcheck disable=SC2086
         if "$build/workload" $flags > "$tmp/$name.gpu.csv" 2> "$tmp/$name.gpu.err"; then
-            compare "$name GPU peak_allocated" "$tmp/$name.gpu.csv" "$theirs" 2 "$tol"
-            compare "$name GPU allocated_end" "$tmp/$name.gpu.csv" "$theirs" 3 "$tol"
+            compare_steps "$name GPU peak_allocated" "$tmp/$name.gpu.csv" "$theirs" 2 "$tol"
+            compare_steps "$name GPU allocated_end" "$tmp/$name.gpu.csv" "$theirs" 3 "$tol"
             ot=$(median_time "$tmp/$name.gpu.csv" 6); tt=$(median_time "$theirs" 6)
             if [ -n "$ot" ] && [ -n "$tt" ]; then
                 r=$(awk -v a="$ot" -v b="$tt" 'BEGIN { printf "%.3f", a / b }')

@@ -29,24 +29,6 @@ wl=$build/workload
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# column N of CSV file F as "step value" lines
-col() { awk -F, -v c="$2" 'NR > 1 { print $1, $c }' "$1"; }
-
-# compare WHAT OURS.csv THEIRS.csv COLUMN TOL: one check over every step
-compare() {
-    local what=$1 ours=$2 theirs=$3 c=$4 tol=$5 res
-    res=$(join <(col "$ours" "$c" | sort -k1,1) <(col "$theirs" "$c" | sort -k1,1) |
-          awk -v tol="$tol" '{ d = ($3 > 0) ? ($2 - $3) / $3 : ($2 != $3); if (d < 0) a = -d; else a = d;
-                               n++; if (a > worst) { worst = a; ws = d; st = $1; o = $2; t = $3 } }
-                             END { if (n == 0) { print "bad: no common steps"; exit }
-                                   if (worst == 0) { printf "ok exact over %d steps", n; exit }
-                                   printf "%s %+.4f%% at step %s (%s vs %s) over %d steps", (worst <= tol ? "ok" : "bad"),
-                                          100 * ws, st, o, t, n }')
-    case "$res" in
-        ok*) pass "$what: ${res#ok } (limit $(awk -v t="$tol" 'BEGIN { print 100 * t }')%)" ;;
-        *)   failure "$what: ${res#bad }" "limit $(awk -v t="$tol" 'BEGIN { print 100 * t }')%" ;;
-    esac
-}
 
 # Every configuration of $fix against the model.
 compare_fixtures() {
@@ -67,8 +49,8 @@ compare_fixtures() {
             failure "$name: workload --model-only failed" "$(head -2 "$tmp/$name.err")"
             continue
         fi
-        compare "$name model-only peak_allocated" "$tmp/$name.csv" "$theirs" 2 "$tol"
-        compare "$name model-only allocated_end" "$tmp/$name.csv" "$theirs" 3 "$tol"
+        compare_steps "$name model-only peak_allocated" "$tmp/$name.csv" "$theirs" 2 "$tol"
+        compare_steps "$name model-only allocated_end" "$tmp/$name.csv" "$theirs" 3 "$tol"
         if [ -f "$fix/$name.meta" ] && grep -q '^sdpa_backend=' "$fix/$name.meta"; then
             echo "INFO: $name: PyTorch's SDPA backend $(sed -n 's/^sdpa_backend=//p' "$fix/$name.meta")" \
                  "(the model assumes flash for fp16/bf16, efficient for fp32)"
@@ -83,7 +65,7 @@ compare_fixtures() {
                 awk -F, 'NR > 1 { if ($2 == "reset_peak") { if (s) print s, p; s++ } p = $8 } END { print s, p }' \
                     "$tmp/$name.replay" | awk 'NF == 2 && $1 >= 1 && $1 <= 2' > "$tmp/$name.rp"
                 { echo step,peak_allocated; tr ' ' , < "$tmp/$name.rp"; } > "$tmp/$name.rp.csv"
-                compare "$name PyTorch's trace replayed through the model: peak_allocated" \
+                compare_steps "$name PyTorch's trace replayed through the model: peak_allocated" \
                     "$tmp/$name.rp.csv" <(head -3 "$theirs") 2 0
             fi
         fi
