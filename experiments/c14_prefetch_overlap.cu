@@ -15,6 +15,7 @@
 #include "experiment.h"
 #include "gate.h"
 #include "pattern.h"
+#include "pattern_read.cuh"
 #include "sampler.h"
 #include "workload/prefetch_pattern.h"
 
@@ -92,37 +93,9 @@ typedef struct {
     int blocks;
 } ctx;
 
-/* Checks the batch against its pattern and sums it; `rounds` LCG steps per
- * word are the compute whose length the experiment controls. */
-static __global__ void compute_kernel(const uint32_t *w, uint64_t n, uint64_t seed, int rounds,
-                                      unsigned long long *sum, unsigned long long *bad,
-                                      uint32_t *work)
-{
-    unsigned long long s = 0, m = 0;
-    uint32_t acc = 0;
-    uint64_t step = (uint64_t)gridDim.x * blockDim.x;
-    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
-        uint32_t x = w[i];
-        s += x;
-        m += x != mc_pattern_word(seed, i);
-        for (int r = 0; r < rounds; r++) x = x * 1664525u + 1013904223u;
-        acc ^= x;
-    }
-    for (int off = 16; off > 0; off /= 2) {
-        s += __shfl_down_sync(0xffffffffu, s, off);
-        m += __shfl_down_sync(0xffffffffu, m, off);
-        acc ^= __shfl_down_sync(0xffffffffu, acc, off);
-    }
-    if ((threadIdx.x & 31) == 0) {
-        atomicAdd(sum, s);
-        if (m) atomicAdd(bad, m);
-        atomicXor(work, acc);
-    }
-}
-
 static void compute(ctx *c, int buf, int batch, cudaStream_t s)
 {
-    compute_kernel<<<c->blocks, 256, 0, s>>>((const uint32_t *)c->buf[buf], c->bytes / 4,
+    mc_pattern_read_kernel<<<c->blocks, 256, 0, s>>>((const uint32_t *)c->buf[buf], c->bytes / 4,
                                              SEED_BASE + (uint64_t)batch, c->rounds,
                                              c->d_sum + batch, c->d_bad + batch, c->d_work + batch);
     CHECK_LAUNCH();

@@ -7,6 +7,7 @@
 #include "check.h"
 #include "check_cuda.h"
 #include "pattern.h"
+#include "pattern_read.cuh"
 #include "stats.h"
 #include "alloc/alloc_cuda.h"
 #include "alloc/alloc_model.h"
@@ -18,35 +19,6 @@ const char *const MC_PREFETCH_NAME[MC_PREFETCH_NVARIANTS] = {
 /* Stream ids for the model's pools (any distinct 64-bit values). */
 #define MAIN_ID 1u
 #define SIDE_ID 2u
-
-/* Reads the batch once, front to back in grid-stride order: counts words
- * that differ from the pattern, sums them, and spends `rounds` LCG steps per
- * word, so that the kernel outlasts the copy and the next copy can overtake
- * its reading. */
-static __global__ void read_batch(const uint32_t *w, uint64_t n, uint64_t seed, int rounds,
-                                  unsigned long long *sum, unsigned long long *bad, uint32_t *work)
-{
-    unsigned long long s = 0, m = 0;
-    uint32_t acc = 0;
-    uint64_t step = (uint64_t)gridDim.x * blockDim.x;
-    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
-        uint32_t x = w[i];
-        s += x;
-        m += x != mc_pattern_word(seed, i);
-        for (int r = 0; r < rounds; r++) x = x * 1664525u + 1013904223u;
-        acc ^= x;
-    }
-    for (int off = 16; off > 0; off /= 2) {
-        s += __shfl_down_sync(0xffffffffu, s, off);
-        m += __shfl_down_sync(0xffffffffu, m, off);
-        acc ^= __shfl_down_sync(0xffffffffu, acc, off);
-    }
-    if ((threadIdx.x & 31) == 0) {
-        atomicAdd(sum, s);
-        if (m) atomicAdd(bad, m);
-        atomicXor(work, acc);
-    }
-}
 
 typedef struct {
     const mc_prefetch_setup *s;
@@ -150,7 +122,7 @@ void mc_prefetch_run(const mc_prefetch_setup *s, mc_prefetch_variant v, mc_prefe
         if (i + 1 < n && v != MC_PREFETCH_SERIAL) ok = prefetch(&L, i + 1) == 0;
         /* The loop rebinds `batch`: the previous one is dropped. */
         if (i >= 1) drop(&L, i - 1);
-        read_batch<<<s->blocks, 256, 0, s->main>>>((const uint32_t *)(uintptr_t)L.addr[i], s->bytes / 4,
+        mc_pattern_read_kernel<<<s->blocks, 256, 0, s->main>>>((const uint32_t *)(uintptr_t)L.addr[i], s->bytes / 4,
                                                    s->seed_base + (uint64_t)i, s->rounds, d_sum + i,
                                                    d_bad + i, d_work + i);
         CHECK_LAUNCH();
