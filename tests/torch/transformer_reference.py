@@ -244,7 +244,7 @@ def sdpa_choice(torch, cfg, dev, amp_dtype):
         return "unknown (%s)" % type(e).__name__
 
 
-def run_child(name, flags, outdir, steps, device):
+def run_child(name, flags, outdir, steps, device, trace_all=False):
     try:
         import torch
     except ImportError:
@@ -262,7 +262,7 @@ def run_child(name, flags, outdir, steps, device):
     dev = torch.device("cuda", device)
     torch.manual_seed(0)
     script = os.path.basename(__file__)
-    traced = name in TRACED
+    traced = name in TRACED or trace_all
     if traced:
         torch.cuda.memory._record_memory_history(max_entries=1000000, stacks="python")
     marks = []
@@ -404,7 +404,7 @@ def run_child(name, flags, outdir, steps, device):
         "TORCH_CUDNN_SDPA_DEPRIORITIZED": os.environ.get("TORCH_CUDNN_SDPA_DEPRIORITIZED", ""),
         "PYTORCH_CUDA_ALLOC_CONF": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
         "steps": cfg.steps,
-        "traced_steps": TRACED_STEPS if name in TRACED else 0,
+        "traced_steps": TRACED_STEPS if traced else 0,
     }
     with open(os.path.join(outdir, name + ".meta"), "w") as f:
         for k, v in meta.items():
@@ -425,6 +425,9 @@ def main():
     ap.add_argument("--steps", type=int, default=DEFAULT_STEPS, help="steps per configuration")
     ap.add_argument("--device", type=int, default=0, help="CUDA device number")
     ap.add_argument("--list", action="store_true", help="print the configurations and exit")
+    ap.add_argument("--trace-all", action="store_true",
+                    help="write NAME.trace for every configuration, not only TRACED's "
+                         "(to find where a figure differs; commit only TRACED's)")
     ap.add_argument("--child", help=argparse.SUPPRESS)  # one configuration, in this process
     a = ap.parse_args()
     if a.steps < 1 or a.device < 0:
@@ -437,7 +440,7 @@ def main():
     if a.child:
         if a.child not in table:
             ap.error("unknown configuration %s" % a.child)
-        return run_child(a.child, table[a.child], a.outdir, a.steps, a.device)
+        return run_child(a.child, table[a.child], a.outdir, a.steps, a.device, a.trace_all)
 
     names = [n for n, _ in CONFIGS]
     if a.only:
@@ -461,7 +464,7 @@ def main():
     failed = []
     for n in names:
         cmd = [sys.executable, os.path.abspath(__file__), a.outdir, "--child", n,
-               "--steps", str(a.steps), "--device", str(a.device)]
+               "--steps", str(a.steps), "--device", str(a.device)] + (["--trace-all"] if a.trace_all else [])
         try:
             rc = subprocess.run(cmd, timeout=CHILD_TIMEOUT_S).returncode
         except subprocess.TimeoutExpired:
