@@ -263,6 +263,7 @@ def run_child(name, flags, outdir, steps, device, trace_all=False):
     torch.manual_seed(0)
     script = os.path.basename(__file__)
     traced = name in TRACED or trace_all
+    was_traced = traced
     if traced:
         torch.cuda.memory._record_memory_history(max_entries=1000000, stacks="python")
     marks = []
@@ -404,7 +405,7 @@ def run_child(name, flags, outdir, steps, device, trace_all=False):
         "TORCH_CUDNN_SDPA_DEPRIORITIZED": os.environ.get("TORCH_CUDNN_SDPA_DEPRIORITIZED", ""),
         "PYTORCH_CUDA_ALLOC_CONF": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
         "steps": cfg.steps,
-        "traced_steps": TRACED_STEPS if traced else 0,
+        "traced_steps": TRACED_STEPS if was_traced else 0,
     }
     with open(os.path.join(outdir, name + ".meta"), "w") as f:
         for k, v in meta.items():
