@@ -95,14 +95,9 @@ int main(int argc, char **argv)
 {
     ca_replay_opts o = ca_replay_defaults();
     o.warn = stderr;
-#ifdef CA_DEBUG
-    /* The test build: ca_check_invariants after every operation, unless
-     * MEMCLAIMS_REPLAY_CHECKS=0 (test_whatif replays one synthetic trace
-     * some 130 times to test the script; test_snapshot2trace checks the
-     * model's invariants on such traces under every setting). */
-    const char *checks = getenv("MEMCLAIMS_REPLAY_CHECKS");
-    o.debug = !(checks && strcmp(checks, "0") == 0);
-#endif
+    /* The test build checks the model after every operation unless
+     * MEMCLAIMS_MODEL_CHECKS=0 (ca_debug_default). */
+    o.debug = ca_debug_default();
     const char *path = NULL, *conf = NULL;
     int timing = 0;
     bool have_limit = false, capacity_given = false;

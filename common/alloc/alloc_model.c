@@ -91,10 +91,18 @@ ca_allocator *ca_create(const ca_config *cfg, ca_backend backend)
     a->map = calloc(a->map_cap, sizeof *a->map);
     a->map_key = calloc(a->map_cap, sizeof *a->map_key);
     CHECK(a->map != NULL && a->map_key != NULL, "out of host memory");
-#ifdef CA_DEBUG
-    a->debug = true;
-#endif
+    a->debug = ca_debug_default();
     return a;
+}
+
+bool ca_debug_default(void)
+{
+#ifdef CA_DEBUG
+    const char *env = getenv("MEMCLAIMS_MODEL_CHECKS");
+    return !(env && strcmp(env, "0") == 0);
+#else
+    return false;
+#endif
 }
 
 void ca_set_debug(ca_allocator *a, bool on) { a->debug = on; }

@@ -9,7 +9,7 @@
 set -u
 # The script is under test here; the model's invariants on such traces are
 # checked under every setting by test_snapshot2trace.sh.
-export MEMCLAIMS_REPLAY_CHECKS=0
+export MEMCLAIMS_MODEL_CHECKS=0
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 . "$here/lib.sh"
