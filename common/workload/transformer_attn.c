@@ -43,8 +43,8 @@
  *   the CPU; the output's permute is not contiguous: .contiguous() copies.
  *   Backward (attention_backward.cu): grad_out.contiguous(), grad_q, grad_k,
  *   grad_v, delta = (grad_out * out).sum(-1).transpose(-2,-1).contiguous()
- *   (fp32 kernels do not compute it), ASSUMED workspace of the split-keys
- *   grad_q accumulator N*H*ceil(L/64)*64*ceil(hd/64)*64 fp32.
+ *   (fp32 kernels do not compute it), then the kernel's workspace
+ *   (kernel_backward.h workspace_size(): efficient_bwd_workspace below).
  * - attn.permute(2,0,1,3).contiguous().view(L*N, E); out_proj = linear;
  *   .view(L, N, E); batch_first: .transpose(1, 0), whose gradient reaches
  *   the view as a non-contiguous tensor: the view's backward copies.
@@ -86,6 +86,22 @@ done:
     return rc;
 }
 
+/* Params::workspace_size() of the fp32 kernel that cutlassB.h's
+ * dispatch_cutlassB_f32_sm80 picks first (sm80 to sm9x): kBlockSizeJ 64 and
+ * kBlockSizeI 64 up to a head size of 64 (the k32 and k64 kernels), 128 up
+ * to 128 (128x64_k128), 128 past it (128x64_k65536). fp32 accumulates in
+ * its output type, so only grad_q needs staging (kNeedsAccumGradQ, split
+ * keys being enabled from sm70): per batch and head, one GradQTempStorage
+ * (lock, counter, two pads: 4 words, then kBlockSizeI x kBlockSizeJ
+ * floats) per block of queries and per block of 64 columns of hd, aligned
+ * to 4 floats. Bytes. */
+static uint64_t efficient_bwd_workspace(int64_t N, int64_t H, int64_t L, int64_t hd)
+{
+    const int64_t bi = hd <= 64 ? 64 : 128, bj = 64;
+    const int64_t gq = ((L + bi - 1) / bi) * ((hd + bj - 1) / bj) * (4 + bi * bj);
+    return (uint64_t)(N * H * round_up(gq, 4) * 4);
+}
+
 static int efficient_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
 {
     const int64_t tok = nd->a[0], H = nd->a[1], L = nd->a[2], hd = nd->a[3], N = nd->a[5];
@@ -105,8 +121,8 @@ static int efficient_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
     tb_unref(T, sum);
     tb_unref(T, prod);
     sum = prod = NULL;
-    if (!(ws = tb_new(T, (uint64_t)(N * H * round_up(L, 64) * round_up(hd, 64) * 4), MC_WL_ACTIVATIONS,
-                      "efficient backward: workspace (grad_q accumulator, assumed)")))
+    if (!(ws = tb_new(T, efficient_bwd_workspace(N, H, L, hd), MC_WL_ACTIVATIONS,
+                      "efficient backward: workspace (grad_q accumulator)")))
         goto done;
     rc = 0;
 done:
