@@ -4,7 +4,8 @@
  *
  * - batch_first: MultiheadAttention.forward transposes query (and key) to
  *   (L, N, E): views, so the in-projection's input is not contiguous and
- *   F.linear takes matmul (transformer_ops.c).
+ *   F.linear takes matmul (transformer_ops.c). Each transpose is a
+ *   TransposeBackward0 node made before anything else of the attention.
  * - _in_projection_packed, self-attention: proj = linear(x, W, b) [L,N,3E];
  *   proj.unflatten(-1, (3, E)).unsqueeze(0).transpose(0, -2).squeeze(-2)
  *   .contiguous() copies it to [3,L,N,E] (then the linear's output goes);
@@ -18,16 +19,19 @@
  * - q.view(L, N*H, hd).transpose(0, 1) then .view(N, H, L, hd): views; their
  *   ViewBackward0 copies only when the gradient cannot be viewed, which is
  *   the memory-efficient kernel's case (its grad_q is [N,L,H,hd]
- *   contiguous), not flash's (empty_like(q) keeps q's strides).
+ *   contiguous), not cuDNN's or flash's (empty_like(q) keeps q's strides).
  * - scaled_dot_product_attention(q, k, v, None, dropout_p, is_causal): the
  *   encoder's causal mask is dropped for is_causal (no key padding mask,
  *   need_weights False), so no configuration passes a mask. Backend on an
- *   H100 (sdp_utils.cpp): fp16/bf16 take flash attention, fp32 the
- *   memory-efficient kernel. ASSUMED: cuDNN attention is not chosen first
- *   (check_prefer_cudnn_attention needs a cuDNN newer than 9.15.0 in the
- *   wheel; tests/torch/transformer_reference.py records the backend
- *   PyTorch picks, so a fixture says whether this holds).
- *   Flash (flash_api.cpp mha_fwd, read at a recent commit): out =
+ *   H100: sdpa_backend() below. Observed: PyTorch 2.11 (cuDNN 9.19) picked
+ *   cuDNN for every fp16/bf16 fixture (meta sdpa_backend=cudnn; the traces
+ *   show its requests) and the memory-efficient kernel for fp32.
+ *   cuDNN (attention.cu _cudnn_attention_forward, cudnn/MHA.cpp
+ *   run_cudnn_SDP_fprop and _bprop): cudnn_fwd and cudnn_bwd below. Its
+ *   output is laid out as q: the permute(2,0,1,3) is contiguous, no copy
+ *   before out_proj, and the backward's grad_out needs none either.
+ *   Flash (flash_api.cpp mha_fwd, read at a recent commit; taken for a
+ *   head size over 128, not seen in a fixture): out =
  *   empty_like(q) [N,L,H,hd], softmax_lse [N,H,L] fp32; without dropout the
  *   split-KV accumulators when num_splits_heuristic asks for more than one
  *   split (freed on return); then rng_state [2] uint64 and _unused [] uint64
@@ -182,7 +186,9 @@ static int num_splits(int64_t bhm, int64_t sms2, int64_t nblocks)
  * dropout 0.1 too) where check_cudnn_tensor_shapes accepts the shape: a
  * head size of at most 128 (cuDNN 9.19 is below the 9.22 that allows 256
  * on sm90) and a key length other than 1; flash attention otherwise; fp32
- * the memory-efficient kernel (flash and cuDNN take half types only). */
+ * the memory-efficient kernel (flash and cuDNN take half types only).
+ * sdp_utils.cpp at a later commit also refuses cuDNN for a dropout that is
+ * not a multiple of 1/16 (check_cudnn_dropout); 2.11 took it for 0.1. */
 static mc_tfm_sdpa sdpa_backend(const mc_tfm *T)
 {
     if (!T->lowp) return MC_TFM_SDPA_EFFICIENT;

@@ -8,8 +8,9 @@
  *   (Parameter.__deepcopy__: one clone each, in the same order); then the
  *   decoder layer (self_attn, multihead_attn, linear1, linear2, norm1..3),
  *   its norm and M copies; _reset_parameters works in place; the two
- *   template layers die with __init__'s frame (ASSUMED: at once, no
- *   reference cycle leaving them to the garbage collector). The encoder alone:
+ *   template layers die with __init__'s frame, at once (no reference
+ *   cycle leaves them to the garbage collector: the fixtures' traces free
+ *   them there). The encoder alone:
  *   layer, N copies, `del layer`; with --causal the mask is
  *   torch.full((L, L), -inf) then torch.triu(..., 1), the full one freed.
  * - Layers, training mode (no fast path): post-norm

@@ -53,7 +53,7 @@ compare_fixtures() {
         compare_steps "$name model-only allocated_end" "$tmp/$name.csv" "$theirs" 3 "$tol"
         if [ -f "$fix/$name.meta" ] && grep -q '^sdpa_backend=' "$fix/$name.meta"; then
             echo "INFO: $name: PyTorch's SDPA backend $(sed -n 's/^sdpa_backend=//p' "$fix/$name.meta")" \
-                 "(the model assumes flash for fp16/bf16, efficient for fp32)"
+                 "(the model: cuDNN for fp16/bf16 up to a head size of 128, flash past it; efficient for fp32)"
         fi
         if [ -f "$fix/$name.trace" ]; then
             if d=$(bash "$here/test_mlp_fixtures.sh" --diff "$tmp/$name.trace" "$fix/$name.trace"); then
