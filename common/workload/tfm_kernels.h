@@ -180,10 +180,13 @@ void tfm_fused_bwd(mc_wl_gpu *g, void *du, const void *dy, int dt_out, const uin
  *   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
  * One kernel, no intermediate: PyTorch's foreach path allocates
  * exp_avg_sq_sqrt (one tensor per parameter, fp32, the parameters' sizes)
- * for the denominator, which the caller models; this kernel needs none. */
+ * for the denominator, which the caller models; this kernel needs none.
+ * The hyperparameters are doubles, as torch.optim's Python floats: each
+ * scalar the foreach ops get (1 - b1, 1 - b2, 1 - lr wd, the step size) is
+ * formed in double and rounded to float once, as they are. */
 void tfm_adamw(mc_wl_gpu *g, int nt, float *const *p, float *const *gr, float *const *m,
-               float *const *v, const int64_t *n, float lr, float beta1, float beta2, float eps,
-               float weight_decay, int step);
+               float *const *v, const int64_t *n, double lr, double beta1, double beta2, double eps,
+               double weight_decay, int step);
 
 #ifdef __cplusplus
 }
