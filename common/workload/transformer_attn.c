@@ -296,9 +296,9 @@ tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal
     const bool bf = T->c.batch_first, half = sdpa_backend(T) != MC_TFM_SDPA_EFFICIENT;
     const int64_t E = T->E, tok = T->T;
     tv q = TV_NONE, k = TV_NONE, v = TV_NONE;
-    /* MultiheadAttention.forward's transposes come first, each a node of
-     * its own (query's, then key's): key's, of the decoder's memory, holds
-     * its gradient until every later node has run */
+    /* MultiheadAttention.forward's transposes (torch/nn/modules/activation.py)
+     * come first, each a node of its own (query's, then key's): key's, of
+     * the decoder's memory, holds its gradient until every later node has run */
     tv qt = bf ? op_transpose(T, q_in) : tv_view(q_in);
     tv kt = self_attn ? TV_NONE : bf ? op_transpose(T, kv_in) : tv_view(kv_in);
     if (self_attn) {

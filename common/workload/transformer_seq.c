@@ -159,7 +159,8 @@ static int setup(mc_tfm *T)
 
 /* ------------------------------------------------------------ layers */
 
-/* The blocks take x (one reference, the block's parameter) and let it go
+/* The blocks (torch/nn/modules/transformer.py _sa_block, _mha_block,
+ * _ff_block) take x (one reference, the block's parameter) and let it go
  * where the block rebinds it (`x = self.self_attn(x, x, x, ...)[0]`,
  * `x = self.linear2(...)`), before the last dropout: pre-norm's norm output
  * is freed there, as nothing else holds it. */

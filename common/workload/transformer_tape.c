@@ -245,7 +245,8 @@ static int deliver(mc_tfm *T, int node, int slot, tb *g, bool nc, bool view)
         nd->gin_view[slot] = view;
         return 0;
     }
-    /* can_accumulate_inplace(old_var): its tensor and its storage held by
+    /* input_buffer.cpp accumulate: old_var.add_(var) where
+     * can_accumulate_inplace(old_var), its tensor and its storage held by
      * the buffer alone; a view's storage is held by its base too */
     if (nd->gin[slot]->refs == 1 && !nd->gin_view[slot]) { /* old_var.add_(var) */
         tb_unref(T, g);
