@@ -337,6 +337,75 @@ static void adamw_step(void **state)
     assert_near(v[1], 0.001 * 0.09, 1e-15);
 }
 
+/* tfm_adamw.cu's fp32 arithmetic, on the host: each scalar a float made
+ * from a double once (how PyTorch's foreach ops get a Python float), or, to
+ * show what the tolerance catches, 1 - beta formed in fp32 from fl(beta)
+ * (the kernel's first arithmetic) or a bias correction left out. */
+typedef enum { AW_RIGHT, AW_ONE_MINUS_IN_FP32, AW_NO_BC1, AW_NO_BC2 } aw_variant;
+
+static void adamw_fp32(float *p, const float *g, float *m, float *v, int64_t n, int t, aw_variant how)
+{
+    const double lr = 1e-3, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.01;
+    const float decay = (float)(1.0 - lr * wd), b = (float)b2, e = (float)eps;
+    const float oma = how == AW_ONE_MINUS_IN_FP32 ? 1.0f - (float)b1 : (float)(1.0 - b1);
+    const float omb = how == AW_ONE_MINUS_IN_FP32 ? 1.0f - (float)b2 : (float)(1.0 - b2);
+    const float step = (float)(lr / (how == AW_NO_BC1 ? 1.0 : 1.0 - pow(b1, t)));
+    const float bc2 = (float)(how == AW_NO_BC2 ? 1.0 : sqrt(1.0 - pow(b2, t)));
+    for (int64_t i = 0; i < n; i++) {
+        const float pi = p[i] * decay;
+        const float mi = m[i] + oma * (g[i] - m[i]);
+        const float vi = b * v[i] + omb * g[i] * g[i];
+        m[i] = mi;
+        v[i] = vi;
+        p[i] = pi - step * (mi / (sqrtf(vi) / bc2 + e));
+    }
+}
+
+/* --verify's measure (tfm_verify.cu tfm_v_err): worst |got - want| / max|want|. */
+static double norm_err(const float *got, const double *want, int64_t n)
+{
+    double worst = 0, most = 1e-6;
+    for (int64_t i = 0; i < n; i++) {
+        worst = fmax(worst, fabs((double)got[i] - want[i]));
+        most = fmax(most, fabs(want[i]));
+    }
+    return worst / most;
+}
+
+/* --verify's AdamW check (3 steps, p in [-1, 1], g in [-0.1, 0.1], fp32
+ * against tfm_ref_adamw in double) has a tolerance of 1e-5. The arithmetic
+ * does not amplify rounding: the update is lr * m / sqrt(v) to a few ulps,
+ * 1e-3 of p; v, 1e-3 g^2, carries the few ulps of its products. So the
+ * right kernel stays near 1.5e-7, while 1 - 0.999 formed in fp32 is
+ * 1.3e-5 off (the H100 run's "err 1.29e-05") and a missing bias correction
+ * gives 2.4e-3 (the first moment's) or 6.9e-2 (the second's). */
+static void adamw_fp32_error_budget(void **state)
+{
+    (void)state;
+    enum { N = 5000, STEPS = 3 };
+    double err[4];
+    for (int how = AW_RIGHT; how <= AW_NO_BC2; how++) {
+        uint64_t s = 99;
+        double *p = rand_vec(N, &s), *m = calloc(N, sizeof(double)), *v = calloc(N, sizeof(double));
+        double g[N];
+        float pf[N], gf[N], mf[N] = {0}, vf[N] = {0};
+        assert_non_null(m);
+        assert_non_null(v);
+        for (int i = 0; i < N; i++) pf[i] = (float)p[i], p[i] = pf[i]; /* both start from the fp32 upload */
+        for (int t = 1; t <= STEPS; t++) {
+            for (int i = 0; i < N; i++) gf[i] = (float)(0.1 * rnd(&s)), g[i] = gf[i];
+            tfm_ref_adamw(p, g, m, v, N, 1e-3, 0.9, 0.999, 1e-8, 0.01, t);
+            adamw_fp32(pf, gf, mf, vf, N, t, (aw_variant)how);
+        }
+        err[how] = fmax(norm_err(pf, p, N), fmax(norm_err(mf, m, N), norm_err(vf, v, N)));
+        free(p); free(m); free(v);
+    }
+    assert_true(err[AW_RIGHT] < 1e-6);
+    assert_true(err[AW_ONE_MINUS_IN_FP32] > 1e-5 && err[AW_ONE_MINUS_IN_FP32] < 2e-5);
+    assert_true(err[AW_NO_BC1] > 1e-4);
+    assert_true(err[AW_NO_BC2] > 1e-4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -352,6 +421,7 @@ int main(void)
         cmocka_unit_test(layernorm),
         cmocka_unit_test(activations_and_dropout),
         cmocka_unit_test(adamw_step),
+        cmocka_unit_test(adamw_fp32_error_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,8 +13,11 @@ typedef struct {
     int64_t n[AW_MT];
 } aw_args;
 
+/* Each a float made from a double once, as PyTorch casts a Python float
+ * Scalar to the kernel's opmath type: 1 - b2 is fl(1 - 0.999), not
+ * 1 - fl(0.999), which is 1.3e-5 off in relative terms. */
 typedef struct {
-    float decay, a, b, step_size, bc2_sqrt, eps;
+    float decay, one_minus_a, b, one_minus_b, step_size, bc2_sqrt, eps;
 } aw_scalars;
 
 __global__ void k_adamw(aw_args t, aw_scalars s)
@@ -26,8 +29,8 @@ __global__ void k_adamw(aw_args t, aw_scalars s)
     GRID_STRIDE(i, n) {
         const float gi = gr[i];
         const float pi = p[i] * s.decay;                       /* _foreach_mul_(params, 1 - lr wd) */
-        const float mi = m[i] + (1.0f - s.a) * (gi - m[i]);    /* lerp_(grad, 1 - beta1) */
-        const float vi = s.b * v[i] + (1.0f - s.b) * gi * gi;  /* mul_(beta2).addcmul_(g, g, 1 - beta2) */
+        const float mi = m[i] + s.one_minus_a * (gi - m[i]);  /* lerp_(grad, 1 - beta1) */
+        const float vi = s.b * v[i] + s.one_minus_b * gi * gi; /* mul_(beta2).addcmul_(g, g, 1 - beta2) */
         m[i] = mi;
         v[i] = vi;
         p[i] = pi - s.step_size * (mi / (sqrtf(vi) / s.bc2_sqrt + s.eps)); /* addcdiv_ */
@@ -35,17 +38,18 @@ __global__ void k_adamw(aw_args t, aw_scalars s)
 }
 
 extern "C" void tfm_adamw(mc_wl_gpu *g, int nt, float *const *p, float *const *gr, float *const *m,
-                          float *const *v, const int64_t *n, float lr, float beta1, float beta2,
-                          float eps, float weight_decay, int step)
+                          float *const *v, const int64_t *n, double lr, double beta1, double beta2,
+                          double eps, double weight_decay, int step)
 {
     CHECK(step >= 1, "AdamW step %d", step);
     aw_scalars s;
-    s.decay = (float)(1.0 - (double)lr * (double)weight_decay); /* a Python float, as PyTorch's */
-    s.a = beta1;
-    s.b = beta2;
-    s.eps = eps;
-    s.step_size = (float)((double)lr / (1.0 - pow((double)beta1, step)));
-    s.bc2_sqrt = (float)sqrt(1.0 - pow((double)beta2, step));
+    s.decay = (float)(1.0 - lr * weight_decay);
+    s.one_minus_a = (float)(1.0 - beta1);
+    s.b = (float)beta2;
+    s.one_minus_b = (float)(1.0 - beta2);
+    s.eps = (float)eps;
+    s.step_size = (float)(lr / (1.0 - pow(beta1, step)));
+    s.bc2_sqrt = (float)sqrt(1.0 - pow(beta2, step));
     for (int base = 0; base < nt; base += AW_MT) {
         aw_args a = {};
         const int cnt = nt - base < AW_MT ? nt - base : AW_MT;

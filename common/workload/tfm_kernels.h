@@ -66,10 +66,11 @@ void tfm_ln_bwd(mc_wl_gpu *g, void *dx, void *dgamma, void *dbeta, const void *d
  * in-projection [L, B, 3E] is copied to a contiguous [3, L, B, E] and q, k,
  * v are its three [L, B, E] slices (k at + L B E, v at + 2 L B E elements),
  * each viewed {E, Dh, B E}; SDPA's output (memory-efficient and flash) is
- * [B, L, H, Dh] in memory: {L E, Dh, E}; the memory-efficient backward's
- * grad_q/k/v are [B, L, H, Dh] each ({L E, Dh, E}) or, where q, k, v share
- * one storage, slices of one [B, L, 3, H, Dh] chunk ({3 L E, Dh, 3 E}, k at
- * + E, v at + 2E). A packed [L, B, 3E] gives {3E, Dh, 3 B E}; a contiguous
+ * [B, L, H, Dh] in memory: {L E, Dh, E}; cuDNN's (PyTorch 2.11's choice
+ * for fp16/bf16 on an H100) is laid out as q: {E, Dh, B E}; the
+ * memory-efficient backward's grad_q/k/v are [B, L, H, Dh] each ({L E, Dh,
+ * E}) or, where q, k, v share one storage, slices of one [B, L, 3, H, Dh]
+ * chunk ({3 L E, Dh, 3 E}, k at + E, v at + 2E). A packed [L, B, 3E] gives {3E, Dh, 3 B E}; a contiguous
  * [B, H, L, Dh] gives {H L Dh, L Dh, Dh}. Any such strides work. */
 typedef struct {
     int64_t b, h, l;
@@ -95,7 +96,7 @@ bool tfm_attn_supported(int Dh);
  * (natural log), saved for the backward (the only thing saved besides
  * q, k, v, o; no dropout mask: the backward regenerates it). PyTorch's
  * memory-efficient forward allocates its logsumexp [B, H, ceil(Lq / 32) 32]
- * (flash: [B, H, Lq]); a buffer of that size works here (the first
+ * (flash and cuDNN: [B, H, Lq]); a buffer of that size works here (the first
  * B H Lq floats are used). Dropout p > 0 and is_causal are taken as SDPA
  * gets them from MultiheadAttention (attn_mask None, is_causal True). */
 void tfm_attn_fwd(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view vo, float *lse,
@@ -180,10 +181,13 @@ void tfm_fused_bwd(mc_wl_gpu *g, void *du, const void *dy, int dt_out, const uin
  *   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
  * One kernel, no intermediate: PyTorch's foreach path allocates
  * exp_avg_sq_sqrt (one tensor per parameter, fp32, the parameters' sizes)
- * for the denominator, which the caller models; this kernel needs none. */
+ * for the denominator, which the caller models; this kernel needs none.
+ * The hyperparameters are doubles, as torch.optim's Python floats: each
+ * scalar the foreach ops get (1 - b1, 1 - b2, 1 - lr wd, the step size) is
+ * formed in double and rounded to float once, as they are. */
 void tfm_adamw(mc_wl_gpu *g, int nt, float *const *p, float *const *gr, float *const *m,
-               float *const *v, const int64_t *n, float lr, float beta1, float beta2, float eps,
-               float weight_decay, int step);
+               float *const *v, const int64_t *n, double lr, double beta1, double beta2, double eps,
+               double weight_decay, int step);
 
 #ifdef __cplusplus
 }

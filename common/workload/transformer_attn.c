@@ -4,7 +4,8 @@
  *
  * - batch_first: MultiheadAttention.forward transposes query (and key) to
  *   (L, N, E): views, so the in-projection's input is not contiguous and
- *   F.linear takes matmul (transformer_ops.c).
+ *   F.linear takes matmul (transformer_ops.c). Each transpose is a
+ *   TransposeBackward0 node made before anything else of the attention.
  * - _in_projection_packed, self-attention: proj = linear(x, W, b) [L,N,3E];
  *   proj.unflatten(-1, (3, E)).unsqueeze(0).transpose(0, -2).squeeze(-2)
  *   .contiguous() copies it to [3,L,N,E] (then the linear's output goes);
@@ -18,16 +19,19 @@
  * - q.view(L, N*H, hd).transpose(0, 1) then .view(N, H, L, hd): views; their
  *   ViewBackward0 copies only when the gradient cannot be viewed, which is
  *   the memory-efficient kernel's case (its grad_q is [N,L,H,hd]
- *   contiguous), not flash's (empty_like(q) keeps q's strides).
+ *   contiguous), not cuDNN's or flash's (empty_like(q) keeps q's strides).
  * - scaled_dot_product_attention(q, k, v, None, dropout_p, is_causal): the
  *   encoder's causal mask is dropped for is_causal (no key padding mask,
  *   need_weights False), so no configuration passes a mask. Backend on an
- *   H100 (sdp_utils.cpp): fp16/bf16 take flash attention, fp32 the
- *   memory-efficient kernel. ASSUMED: cuDNN attention is not chosen first
- *   (check_prefer_cudnn_attention needs a cuDNN newer than 9.15.0 in the
- *   wheel; tests/torch/transformer_reference.py records the backend
- *   PyTorch picks, so a fixture says whether this holds).
- *   Flash (flash_api.cpp mha_fwd, read at a recent commit): out =
+ *   H100: sdpa_backend() below. Observed: PyTorch 2.11 (cuDNN 9.19) picked
+ *   cuDNN for every fp16/bf16 fixture (meta sdpa_backend=cudnn; the traces
+ *   show its requests) and the memory-efficient kernel for fp32.
+ *   cuDNN (attention.cu _cudnn_attention_forward, cudnn/MHA.cpp
+ *   run_cudnn_SDP_fprop and _bprop): cudnn_fwd and cudnn_bwd below. Its
+ *   output is laid out as q: the permute(2,0,1,3) is contiguous, no copy
+ *   before out_proj, and the backward's grad_out needs none either.
+ *   Flash (flash_api.cpp mha_fwd, read at a recent commit; taken for a
+ *   head size over 128, not seen in a fixture): out =
  *   empty_like(q) [N,L,H,hd], softmax_lse [N,H,L] fp32; without dropout the
  *   split-KV accumulators when num_splits_heuristic asks for more than one
  *   split (freed on return); then rng_state [2] uint64 and _unused [] uint64
@@ -43,8 +47,8 @@
  *   the CPU; the output's permute is not contiguous: .contiguous() copies.
  *   Backward (attention_backward.cu): grad_out.contiguous(), grad_q, grad_k,
  *   grad_v, delta = (grad_out * out).sum(-1).transpose(-2,-1).contiguous()
- *   (fp32 kernels do not compute it), ASSUMED workspace of the split-keys
- *   grad_q accumulator N*H*ceil(L/64)*64*ceil(hd/64)*64 fp32.
+ *   (fp32 kernels do not compute it), then the kernel's workspace
+ *   (kernel_backward.h workspace_size(): efficient_bwd_workspace below).
  * - attn.permute(2,0,1,3).contiguous().view(L*N, E); out_proj = linear;
  *   .view(L, N, E); batch_first: .transpose(1, 0), whose gradient reaches
  *   the view as a non-contiguous tensor: the view's backward copies.
@@ -86,6 +90,41 @@ done:
     return rc;
 }
 
+/* Params::workspace_size() of the fp32 kernel that cutlassB.h's
+ * dispatch_cutlassB_f32_sm80 picks first (sm80 to sm9x): kBlockSizeJ 64 and
+ * kBlockSizeI 64 up to a head size of 64 (the k32 and k64 kernels), 128 up
+ * to 128 (128x64_k128), 128 past it (128x64_k65536). fp32 accumulates in
+ * its output type, so only grad_q needs staging (kNeedsAccumGradQ, split
+ * keys being enabled from sm70): per batch and head, one GradQTempStorage
+ * (lock, counter, two pads: 4 words, then kBlockSizeI x kBlockSizeJ
+ * floats) per block of queries and per block of 64 columns of hd, aligned
+ * to 4 floats. Bytes. */
+static uint64_t efficient_bwd_workspace(int64_t N, int64_t H, int64_t L, int64_t hd)
+{
+    const int64_t bi = hd <= 64 ? 64 : 128, bj = 64;
+    const int64_t gq = ((L + bi - 1) / bi) * ((hd + bj - 1) / bj) * (4 + bi * bj);
+    return (uint64_t)(N * H * round_up(gq, 4) * 4);
+}
+
+/* _cudnn_attention_backward: dq, dk, dv (empty_like: q's strides), then
+ * run_cudnn_SDP_bprop's workspace (dO's innermost stride is 1: no copy).
+ * The workspace is cuDNN's own; observed on the H100 with cuDNN 9.19 for
+ * every fp16/bf16 fixture: N*H*L*(hd + 1) fp32 (a dQ accumulator and a
+ * row sum of dO*O, as flash's dq_accum and softmax_d) plus 256 bytes. */
+static int cudnn_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
+{
+    const int64_t n = nd->a[0] * nd->a[1] * nd->a[3], H = nd->a[1], L = nd->a[2], hd = nd->a[3], N = nd->a[5];
+    const int es = (int)nd->a[4];
+    static const char *const what[3] = {"cuDNN attention backward: dq", "cuDNN attention backward: dk",
+                                        "cuDNN attention backward: dv"};
+    for (int k = 0; k < 3; k++)
+        if (!(out[k] = tb_new(T, (uint64_t)(n * es), MC_WL_ACTIVATIONS, what[k]))) return -1;
+    tb *ws = tb_new(T, (uint64_t)(N * H * L * (hd + 1) * 4 + 256), MC_WL_ACTIVATIONS,
+                    "cuDNN attention backward workspace");
+    tb_unref(T, ws);
+    return ws ? 0 : -1;
+}
+
 static int efficient_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
 {
     const int64_t tok = nd->a[0], H = nd->a[1], L = nd->a[2], hd = nd->a[3], N = nd->a[5];
@@ -105,8 +144,8 @@ static int efficient_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
     tb_unref(T, sum);
     tb_unref(T, prod);
     sum = prod = NULL;
-    if (!(ws = tb_new(T, (uint64_t)(N * H * round_up(L, 64) * round_up(hd, 64) * 4), MC_WL_ACTIVATIONS,
-                      "efficient backward: workspace (grad_q accumulator, assumed)")))
+    if (!(ws = tb_new(T, efficient_bwd_workspace(N, H, L, hd), MC_WL_ACTIVATIONS,
+                      "efficient backward: workspace (grad_q accumulator)")))
         goto done;
     rc = 0;
 done:
@@ -140,45 +179,98 @@ static int num_splits(int64_t bhm, int64_t sms2, int64_t nblocks)
     return 1;
 }
 
+/* The backend SDPA takes on the H100 (sdp_utils.cpp select_sdp_backend):
+ * cuDNN first for fp16/bf16 (check_prefer_cudnn_attention: cuDNN newer
+ * than 9.15 on sm90; PyTorch 2.11's CUDA wheel has 9.19, and the fixtures'
+ * meta recorded sdpa_backend=cudnn for every fp16/bf16 configuration, with
+ * dropout 0.1 too) where check_cudnn_tensor_shapes accepts the shape: a
+ * head size of at most 128 (cuDNN 9.19 is below the 9.22 that allows 256
+ * on sm90) and a key length other than 1; flash attention otherwise; fp32
+ * the memory-efficient kernel (flash and cuDNN take half types only).
+ * sdp_utils.cpp at a later commit also refuses cuDNN for a dropout that is
+ * not a multiple of 1/16 (check_cudnn_dropout); 2.11 took it for 0.1. */
+static mc_tfm_sdpa sdpa_backend(const mc_tfm *T)
+{
+    if (!T->lowp) return MC_TFM_SDPA_EFFICIENT;
+    return T->hd <= 128 && T->L > 1 ? MC_TFM_SDPA_CUDNN : MC_TFM_SDPA_FLASH;
+}
+
+/* _cudnn_attention_forward: philox seed and offset, [] int64 each on the
+ * device, then run_cudnn_SDP_fprop's output (alloc_with_matching_layout(q):
+ * its permute(2,0,1,3) is contiguous, no copy before out_proj), its
+ * softmax stats [N,H,L] fp32, and the graph's workspace for the execute
+ * call (256 bytes observed with dropout; ASSUMED the same without). */
+#define CUDNN_FWD_WORKSPACE_BYTES 256
+
+static int cudnn_fwd(mc_tfm *T, tb **o, tb **lse, tb **seed, tb **offset)
+{
+    const int64_t n = T->T * T->E;
+    *seed = tb_new(T, 8, MC_WL_OTHER, "cuDNN attention philox seed (int64)");
+    *offset = *seed ? tb_new(T, 8, MC_WL_OTHER, "cuDNN attention philox offset (int64)") : NULL;
+    *o = *offset ? tb_new(T, (uint64_t)(n * T->es), MC_WL_ACTIVATIONS, "cuDNN attention output") : NULL;
+    *lse = *o ? tb_new(T, (uint64_t)(T->N * T->H * T->L * 4), MC_WL_ACTIVATIONS, "cuDNN attention softmax stats") : NULL;
+    tb *ws = *lse ? tb_new(T, CUDNN_FWD_WORKSPACE_BYTES, MC_WL_OTHER, "cuDNN attention forward workspace") : NULL;
+    tb_unref(T, ws);
+    return ws ? 0 : -1;
+}
+
+/* Flash (flash_api.cpp mha_fwd): see the file's comment. */
+static int flash_fwd(mc_tfm *T, tb **o, tb **lse, tb **rng, tb **unused)
+{
+    const int64_t n = T->T * T->E, N = T->N, H = T->H, L = T->L, hd = T->hd;
+    *o = tb_new(T, (uint64_t)(n * T->es), MC_WL_ACTIVATIONS, "flash attention output");
+    *lse = *o ? tb_new(T, (uint64_t)(N * H * L * 4), MC_WL_ACTIVATIONS, "attention logsumexp") : NULL;
+    if (!*lse) return -1;
+    tb *la = NULL, *oa = NULL;
+    if (T->c.dropout == 0) { /* set_params_splitkv: split-KV accumulators */
+        const int64_t block_n = hd <= 64 ? 256 : hd <= 128 ? 128 : 64;
+        const int64_t hdr = round_up(hd, hd <= 128 ? 32 : 64);
+        int s = num_splits(N * H * ((L + 63) / 64), 2 * (int64_t)T->c.sm_count, (L + block_n - 1) / block_n);
+        if (s > 1) {
+            la = tb_new(T, (uint64_t)(s * N * H * L * 4), MC_WL_ACTIVATIONS, "flash softmax_lse_accum (split-KV)");
+            oa = la ? tb_new(T, (uint64_t)(s * N * H * L * hdr * 4), MC_WL_ACTIVATIONS, "flash out_accum (split-KV)") : NULL;
+        }
+    }
+    *rng = tb_new(T, 16, MC_WL_OTHER, "flash rng_state (2 x uint64)");
+    *unused = *rng ? tb_new(T, 8, MC_WL_OTHER, "flash _unused (uint64)") : NULL;
+    if (*unused && T->c.dropout > 0) { /* rng_state is made again for dropout */
+        tb *r2 = tb_new(T, 16, MC_WL_OTHER, "flash rng_state with dropout");
+        tb_unref(T, *rng);
+        *rng = r2;
+    }
+    tb_unref(T, oa); /* mha_fwd's locals go when it returns */
+    tb_unref(T, la);
+    return *rng && *unused ? 0 : -1;
+}
+
 static tv sdpa(mc_tfm *T, tv q, tv k, tv v, bool causal)
 {
     if (T->oom || T->stopped || !q.b || !k.b || !v.b) return TV_NONE;
-    const bool flash = T->lowp;
+    const mc_tfm_sdpa be = sdpa_backend(T);
     const int64_t n = T->T * T->E, N = T->N, H = T->H, L = T->L, hd = T->hd;
-    tb *o = tb_new(T, (uint64_t)(n * T->es), MC_WL_ACTIVATIONS, flash ? "flash attention output" : "efficient attention output");
-    tb *lse = o ? tb_new(T, (uint64_t)(N * H * (flash ? L : round_up(L, 32)) * 4),
-                         MC_WL_ACTIVATIONS, "attention logsumexp") : NULL;
-    tb *rng = NULL, *unused = NULL, *la = NULL, *oa = NULL;
-    if (lse && flash) {
-        if (T->c.dropout == 0) { /* set_params_splitkv: split-KV accumulators */
-            const int64_t block_n = hd <= 64 ? 256 : hd <= 128 ? 128 : 64;
-            const int64_t hdr = round_up(hd, hd <= 128 ? 32 : 64);
-            int s = num_splits(N * H * ((L + 63) / 64), 2 * (int64_t)T->c.sm_count, (L + block_n - 1) / block_n);
-            if (s > 1) {
-                la = tb_new(T, (uint64_t)(s * N * H * L * 4), MC_WL_ACTIVATIONS, "flash softmax_lse_accum (split-KV)");
-                oa = la ? tb_new(T, (uint64_t)(s * N * H * L * hdr * 4), MC_WL_ACTIVATIONS, "flash out_accum (split-KV)") : NULL;
-            }
-        }
-        rng = tb_new(T, 16, MC_WL_OTHER, "flash rng_state (2 x uint64)");
-        unused = rng ? tb_new(T, 8, MC_WL_OTHER, "flash _unused (uint64)") : NULL;
-        if (unused && T->c.dropout > 0) { /* rng_state is made again for dropout */
-            tb *r2 = tb_new(T, 16, MC_WL_OTHER, "flash rng_state with dropout");
-            tb_unref(T, rng);
-            rng = r2;
-        }
-        tb_unref(T, oa); /* mha_fwd's locals go when it returns */
-        tb_unref(T, la);
+    tb *o = NULL, *lse = NULL, *seed = NULL, *offset = NULL;
+    int rc;
+    if (be == MC_TFM_SDPA_CUDNN) {
+        rc = cudnn_fwd(T, &o, &lse, &seed, &offset);
+    } else if (be == MC_TFM_SDPA_FLASH) {
+        rc = flash_fwd(T, &o, &lse, &seed, &offset);
+    } else { /* seed and offset on the CPU */
+        o = tb_new(T, (uint64_t)(n * T->es), MC_WL_ACTIVATIONS, "efficient attention output");
+        lse = o ? tb_new(T, (uint64_t)(N * H * round_up(L, 32) * 4), MC_WL_ACTIVATIONS, "attention logsumexp") : NULL;
+        rc = lse ? 0 : -1;
     }
-    if (!lse || (flash && !rng) || (flash && !unused)) {
+    if (rc) {
         tb_unref(T, o);
         tb_unref(T, lse);
-        tb_unref(T, rng);
-        tb_unref(T, unused);
+        tb_unref(T, seed);
+        tb_unref(T, offset);
         return TV_NONE;
     }
-    int nd = tape_node(T, flash ? flash_bwd : efficient_bwd,
-                       flash ? "ScaledDotProductFlashAttentionBackward0"
-                             : "ScaledDotProductEfficientAttentionBackward0", 3);
+    static const bwd_fn fn[3] = {efficient_bwd, flash_bwd, cudnn_bwd};
+    static const char *const name[3] = {"ScaledDotProductEfficientAttentionBackward0",
+                                        "ScaledDotProductFlashAttentionBackward0",
+                                        "ScaledDotProductCudnnAttentionBackward0"};
+    int nd = tape_node(T, fn[be], name[be], 3);
     int64_t *a = T->tape[nd].a;
     a[0] = T->T, a[1] = H, a[2] = L, a[3] = hd, a[4] = T->es, a[5] = N, a[6] = causal;
     tape_edge(T, nd, 0, q);
@@ -189,29 +281,26 @@ static tv sdpa(mc_tfm *T, tv q, tv k, tv v, bool causal)
     tape_save(T, nd, v.b);
     tape_save(T, nd, o);
     tape_save(T, nd, lse);
-    tape_save(T, nd, rng);    /* philox_seed */
-    tape_save(T, nd, unused); /* philox_offset */
+    tape_save(T, nd, seed);   /* philox_seed (flash: rng_state) */
+    tape_save(T, nd, offset); /* philox_offset (flash: _unused) */
     tb_unref(T, lse);
-    tb_unref(T, rng);
-    tb_unref(T, unused);
+    tb_unref(T, seed);
+    tb_unref(T, offset);
     return (tv){o, n, T->es, nd, 0, true};
-}
-
-static tv transposed(tv x)
-{
-    tv r = tv_view(x);
-    r.contig = false;
-    return r;
 }
 
 tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal, int64_t S)
 {
     (void)S;
     if (T->oom || T->stopped || !q_in.b) return TV_NONE;
-    const bool bf = T->c.batch_first, flash = T->lowp;
+    const bool bf = T->c.batch_first, half = sdpa_backend(T) != MC_TFM_SDPA_EFFICIENT;
     const int64_t E = T->E, tok = T->T;
     tv q = TV_NONE, k = TV_NONE, v = TV_NONE;
-    tv qt = bf ? transposed(q_in) : tv_view(q_in);
+    /* MultiheadAttention.forward's transposes (torch/nn/modules/activation.py)
+     * come first, each a node of its own (query's, then key's): key's, of
+     * the decoder's memory, holds its gradient until every later node has run */
+    tv qt = bf ? op_transpose(T, q_in) : tv_view(q_in);
+    tv kt = self_attn ? TV_NONE : bf ? op_transpose(T, kv_in) : tv_view(kv_in);
     if (self_attn) {
         tv P = op_linear(T, qt, param_tv(T, p0), param_tv(T, p0 + 1), tok, E, 3 * E, bf);
         tv Pv = op_view_copy_bwd(T, P, "ViewBackward0: unflatten of the in-projection");
@@ -224,7 +313,6 @@ tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal
         tv_drop(T, &C);
     } else {
         int sw = op_split(T, p0, E * E), sb = op_split(T, p0 + 1, E);
-        tv kt = bf ? transposed(kv_in) : tv_view(kv_in);
         tv wq = {NULL, E * E, 4, sw, 0, true}, wkv = {NULL, 2 * E * E, 4, sw, 1, true};
         tv bq = {NULL, E, 4, sb, 0, true}, bkv = {NULL, 2 * E, 4, sb, 1, true};
         q = op_linear(T, qt, wq, bq, tok, E, E, bf);
@@ -239,7 +327,7 @@ tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal
         tv_drop(T, &kt);
     }
     tv_drop(T, &qt);
-    if (!flash) { /* the views' backward reshapes copy the efficient kernel's gradients */
+    if (!half) { /* the views' backward reshapes copy the efficient kernel's gradients */
         tv *qkv[3] = {&q, &k, &v};
         static const char *const w1[3] = {"ViewBackward0 q (L, N*H, hd)", "ViewBackward0 k (S, N*H, hd)",
                                           "ViewBackward0 v (S, N*H, hd)"};
@@ -256,7 +344,7 @@ tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal
     tv_drop(T, &q);
     tv_drop(T, &k);
     tv_drop(T, &v);
-    if (!flash) {
+    if (!half) {
         tv c = op_contiguous(T, a, "attention output .permute(2,0,1,3).contiguous()");
         tv_drop(T, &a);
         a = c;

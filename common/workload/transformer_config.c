@@ -9,7 +9,7 @@
 #define MAX_WIDTH (1LL << 16)
 #define MAX_LAYERS 1024
 #define MAX_ACCUM 1024
-#define MAX_HEAD_DIM 256 /* flash attention's limit; the model's range */
+#define MAX_HEAD_DIM 256 /* flash attention's limit (cuDNN's is 128 with 9.19); the model's range */
 
 mc_tfm_config mc_tfm_config_default(void)
 {
@@ -61,7 +61,7 @@ int mc_tfm_config_check(const mc_tfm_config *c, char *err, size_t len)
     if (hd > MAX_HEAD_DIM || hd % (half ? 8 : 4)) {
         snprintf(err, len, "head size %lld (d-model / heads) is not modelled: it must be a multiple of %d "
                  "(%s attention) and at most %d", (long long)hd, half ? 8 : 4,
-                 half ? "flash" : "memory-efficient", MAX_HEAD_DIM);
+                 half ? "cuDNN or flash" : "memory-efficient", MAX_HEAD_DIM);
         return -1;
     }
     if (c->enc_layers < 1 || c->enc_layers > MAX_LAYERS ||

@@ -65,6 +65,7 @@ typedef struct tnode {
     int nnext;
     tb *gin[3];                /* input buffer: the gradient of each output */
     bool gin_nc[3];            /* ... held as a non-contiguous view */
+    bool gin_view[3];          /* ... held as a view (its base shares the storage) */
     int64_t a[8];              /* the op's sizes, for its backward */
     int group;                 /* checkpointed layer (-1: none) */
     int orig_saved;            /* checkpointed: how many the first forward packed */
@@ -133,6 +134,7 @@ tv tv_view(tv x);                        /* a view: the same storage, one more r
 int tape_node(mc_tfm *T, bwd_fn f, const char *what, int nnext);
 void tape_save(mc_tfm *T, int node, tb *b);
 void tape_edge(mc_tfm *T, int node, int k, tv from);
+void tape_edge_view(mc_tfm *T, int node, int k);
 void tape_apply_return(mc_tfm *T, tnode *nd);
 int tape_backward(mc_tfm *T, int root, tb *grad);
 void tape_clear(mc_tfm *T);
@@ -154,11 +156,13 @@ tv op_add(mc_tfm *T, tv a, tv b);
 tv op_to(mc_tfm *T, tv x, int es);       /* autocast's cast of a non-leaf */
 tv op_contiguous(mc_tfm *T, tv x, const char *what);   /* a copy; CloneBackward passes through */
 tv op_view_copy_bwd(mc_tfm *T, tv x, const char *what); /* a view whose backward reshape copies */
+tv op_transpose(mc_tfm *T, tv x);                      /* x.transpose(1, 0), a node of its own */
 int op_split(mc_tfm *T, int param, int64_t n_first);   /* SplitWithSizesBackward0's node */
 tv op_select(mc_tfm *T, tv whole, int64_t n_part, const char *what); /* proj[i] */
 void cast_cache_clear(mc_tfm *T);                      /* autocast region exit */
 
 /* transformer_attn.c: MultiheadAttention in training mode (need_weights False). */
+typedef enum { MC_TFM_SDPA_EFFICIENT, MC_TFM_SDPA_FLASH, MC_TFM_SDPA_CUDNN } mc_tfm_sdpa;
 tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal, int64_t S);
 
 /* transformer_opt.c: the optimizer step and zero_grad over T->p. */

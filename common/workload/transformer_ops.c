@@ -13,7 +13,8 @@
  *   region exits, a view's (the decoder's split in_proj) is not.
  * - layer_norm (layer_norm_cuda): Y, then mean and rstd [rows] fp32; saves
  *   input, weight, bias, mean, rstd. Backward: dX, dgamma, dbeta; a
- *   non-contiguous dY is made contiguous (ASSUMED: after those three); past
+ *   non-contiguous dY is made contiguous after those three and freed at
+ *   once (observed: the batch_first decoder's memory in the traces); past
  *   65536 rows with d_model / 32 under half the SMs, partial dgamma/dbeta
  *   blocks summed into new tensors (layer_norm_kernel.cu).
  * - native_dropout (Dropout.cu dropout_cuda): the bool mask, then the
@@ -129,17 +130,19 @@ static int addmm_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
     return 0;
 }
 
-/* MmBackward0 of matmul's folded input (a: rows, in, out, es). */
+/* MmBackward0 of matmul's folded input (a: rows, in, out, es): mat2's
+ * gradient (the weight's) before self's (the input's), as the H100 traces
+ * show; the generated apply() takes the inputs in name order, which is
+ * AddmmBackward0's mat1 then mat2 too. */
 static int mm_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
 {
     const int64_t rows = nd->a[0], in = nd->a[1], o = nd->a[2];
     const int es = (int)nd->a[3];
-    if (nd->next[0].node != -1) {
-        if (!(out[0] = tb_new(T, (uint64_t)(rows * in * es), MC_WL_ACTIVATIONS, "mm: grad of linear input")))
-            return -1;
-        if (workspaces(T, false)) return -1;
-    }
     if (!(out[1] = tb_new(T, (uint64_t)(o * in * es), MC_WL_GRADS, "mm: grad of weight"))) return -1;
+    if (workspaces(T, false)) return -1;
+    if (nd->next[0].node == -1) return 0;
+    if (!(out[0] = tb_new(T, (uint64_t)(rows * in * es), MC_WL_ACTIVATIONS, "mm: grad of linear input")))
+        return -1;
     return workspaces(T, false);
 }
 
@@ -181,6 +184,7 @@ tv op_linear(mc_tfm *T, tv x, tv W, tv b, int64_t rows, int64_t in, int64_t out,
         nd->a[0] = rows, nd->a[1] = in, nd->a[2] = out, nd->a[3] = es;
         tape_edge(T, r.node, 0, bc);
         tape_edge(T, r.node, 1, xc);
+        tape_edge_view(T, r.node, 1); /* every input is a view: flattened, or out_proj's .view(L*N, E) */
         tape_edge(T, r.node, 2, Wc);
         tape_save(T, r.node, xc.b);                    /* mat1, for the weight's gradient */
         if (needs_grad(xc)) tape_save(T, r.node, Wc.b); /* mat2, for the input's */
@@ -196,6 +200,7 @@ tv op_linear(mc_tfm *T, tv x, tv W, tv b, int64_t rows, int64_t in, int64_t out,
         tnode *nd = &T->tape[mm];
         nd->a[0] = rows, nd->a[1] = in, nd->a[2] = out, nd->a[3] = es;
         tape_edge(T, mm, 0, xc); /* through the reshape's CloneBackward0 */
+        tape_edge_view(T, mm, 0);  /* and its _unsafe_view's, then the transpose */
         tape_edge(T, mm, 1, Wc);
         tape_save(T, mm, R);
         if (needs_grad(xc)) tape_save(T, mm, Wc.b);
@@ -233,7 +238,7 @@ static int layer_norm_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
         !(out[2] = tb_new(T, (uint64_t)(E * 4), MC_WL_GRADS, "layer_norm backward: dbeta")))
         return -1;
     tb *c = NULL;
-    if (nd->gin_nc[0] && /* dY made contiguous for the kernels (ASSUMED here, after the outputs) */
+    if (nd->gin_nc[0] && /* dY made contiguous for the kernels, after the outputs */
         !(c = tb_new(T, (uint64_t)(rows * E * 4), MC_WL_ACTIVATIONS, "layer_norm backward: dY.contiguous()")))
         return -1;
     /* LaunchGammaBetaBackwardCUDAKernel: many rows, few columns: partial
@@ -395,6 +400,33 @@ tv op_view_copy_bwd(mc_tfm *T, tv x, const char *what)
     tape_edge(T, r.node, 0, x);
     r.slot = 0;
     r.contig = true;
+    return r;
+}
+
+/* TransposeBackward0: the gradient transposed back, a non-contiguous view
+ * of the one it got (a: none). */
+static int transpose_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
+{
+    (void)T;
+    out[0] = nd->gin[0];
+    tb_ref(out[0]);
+    return 0;
+}
+
+tv op_transpose(mc_tfm *T, tv x)
+{
+    if (T->oom || T->stopped || !x.b) return TV_NONE;
+    tv r = tv_view(x);
+    if (!needs_grad(x)) {
+        r.contig = false;
+        return r;
+    }
+    r.node = new_node(T, transpose_bwd, "TransposeBackward0", 1);
+    tv xt = x;
+    xt.contig = false; /* what it hands on is transposed */
+    tape_edge(T, r.node, 0, xt);
+    r.slot = 0;
+    r.contig = true; /* what it gets is laid out as its output */
     return r;
 }
 

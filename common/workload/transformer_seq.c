@@ -8,8 +8,9 @@
  *   (Parameter.__deepcopy__: one clone each, in the same order); then the
  *   decoder layer (self_attn, multihead_attn, linear1, linear2, norm1..3),
  *   its norm and M copies; _reset_parameters works in place; the two
- *   template layers die with __init__'s frame (ASSUMED: at once, no
- *   reference cycle leaving them to the garbage collector). The encoder alone:
+ *   template layers die with __init__'s frame, at once (no reference
+ *   cycle leaves them to the garbage collector: the fixtures' traces free
+ *   them there). The encoder alone:
  *   layer, N copies, `del layer`; with --causal the mask is
  *   torch.full((L, L), -inf) then torch.triu(..., 1), the full one freed.
  * - Layers, training mode (no fast path): post-norm
@@ -158,32 +159,40 @@ static int setup(mc_tfm *T)
 
 /* ------------------------------------------------------------ layers */
 
-static tv sa_block(mc_tfm *T, tv x, int p0, bool causal)
+/* The blocks (torch/nn/modules/transformer.py _sa_block, _mha_block,
+ * _ff_block) take x (one reference, the block's parameter) and let it go
+ * where the block rebinds it (`x = self.self_attn(x, x, x, ...)[0]`,
+ * `x = self.linear2(...)`), before the last dropout: pre-norm's norm output
+ * is freed there, as nothing else holds it. */
+static tv sa_block(mc_tfm *T, tv *x, int p0, bool causal)
 {
-    tv o = mha_forward(T, x, x, p0, true, causal, T->L);
+    tv o = mha_forward(T, *x, *x, p0, true, causal, T->L);
+    tv_drop(T, x);
     tv d = op_dropout(T, o);
     tv_drop(T, &o);
     return d;
 }
 
-static tv mha_block(mc_tfm *T, tv x, tv mem, int p0)
+static tv mha_block(mc_tfm *T, tv *x, tv mem, int p0)
 {
-    tv o = mha_forward(T, x, mem, p0, false, false, T->L);
+    tv o = mha_forward(T, *x, mem, p0, false, false, T->L);
+    tv_drop(T, x);
     tv d = op_dropout(T, o);
     tv_drop(T, &o);
     return d;
 }
 
-static tv ff_block(mc_tfm *T, tv x, int p0)
+static tv ff_block(mc_tfm *T, tv *x, int p0)
 {
     const int64_t tok = T->T, E = T->E, F = T->c.ff;
-    tv h = op_linear(T, x, param_tv(T, p0), param_tv(T, p0 + 1), tok, E, F, false);
+    tv h = op_linear(T, *x, param_tv(T, p0), param_tv(T, p0 + 1), tok, E, F, false);
     tv a = op_activation(T, h);
     tv_drop(T, &h);
     tv d = op_dropout(T, a);
     tv_drop(T, &a);
     tv o = op_linear(T, d, param_tv(T, p0 + 2), param_tv(T, p0 + 3), tok, F, E, false);
     tv_drop(T, &d);
+    tv_drop(T, x);
     tv r = op_dropout(T, o);
     tv_drop(T, &o);
     return r;
@@ -212,33 +221,18 @@ static tv layer_body(mc_tfm *T, int layer, tv xin, tv mem)
                          : T->enc_first + layer * ENC_PER;
     const int n1 = base + (dec ? 12 : 8), n2 = n1 + 2, n3 = n1 + 4, ff = base + (dec ? 8 : 4);
     const bool causal = !dec && T->c.causal;
-    tv x = tv_view(xin), f;
-    if (pre) {
-        tv n = op_layer_norm(T, x, n1, n1 + 1);
-        f = sa_block(T, n, base, causal);
-        tv_drop(T, &n);
-    } else {
-        f = sa_block(T, x, base, causal);
-    }
+    tv x = tv_view(xin), f, n;
+    n = pre ? op_layer_norm(T, x, n1, n1 + 1) : tv_view(x);
+    f = sa_block(T, &n, base, causal);
     residual(T, &x, &f, n1);
     if (dec) {
-        if (pre) {
-            tv n = op_layer_norm(T, x, n2, n2 + 1);
-            f = mha_block(T, n, mem, base + 4);
-            tv_drop(T, &n);
-        } else {
-            f = mha_block(T, x, mem, base + 4);
-        }
+        n = pre ? op_layer_norm(T, x, n2, n2 + 1) : tv_view(x);
+        f = mha_block(T, &n, mem, base + 4);
         residual(T, &x, &f, n2);
     }
     const int nf = dec ? n3 : n2;
-    if (pre) {
-        tv n = op_layer_norm(T, x, nf, nf + 1);
-        f = ff_block(T, n, ff);
-        tv_drop(T, &n);
-    } else {
-        f = ff_block(T, x, ff);
-    }
+    n = pre ? op_layer_norm(T, x, nf, nf + 1) : tv_view(x);
+    f = ff_block(T, &n, ff);
     residual(T, &x, &f, nf);
     return x;
 }

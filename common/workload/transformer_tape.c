@@ -143,6 +143,14 @@ void tape_edge(mc_tfm *T, int node, int k, tv from)
     T->tape[node].next[k].slot = from.slot | (from.contig ? 0 : 0x100);
 }
 
+/* The gradient of edge k reaches the next node as a view of what this node
+ * made: a view op (reshape, transpose, view) sits between them, whose
+ * backward views its gradient (ViewBackward0 on a contiguous gradient). */
+void tape_edge_view(mc_tfm *T, int node, int k)
+{
+    T->tape[node].next[k].slot |= 0x200;
+}
+
 /* A tensor saved for backward. Inside a checkpointed layer's first forward
  * only a holder is kept (counted, no reference); the recomputation keeps the
  * real one, and stops once the last one the layer saved is saved again. */
@@ -222,7 +230,7 @@ static int accumulate_grad(mc_tfm *T, int pi, tb *g)
 }
 
 /* A gradient reaches a node's input buffer (engine.cpp InputBuffer::add). */
-static int deliver(mc_tfm *T, int node, int slot, tb *g, bool nc)
+static int deliver(mc_tfm *T, int node, int slot, tb *g, bool nc, bool view)
 {
     if (!g) return 0;
     if (node <= -2) return accumulate_grad(T, -2 - node, g);
@@ -234,19 +242,26 @@ static int deliver(mc_tfm *T, int node, int slot, tb *g, bool nc)
     if (!nd->gin[slot]) {
         nd->gin[slot] = g;
         nd->gin_nc[slot] = nc;
+        nd->gin_view[slot] = view;
         return 0;
     }
-    if (nd->gin[slot]->refs == 1) { /* old_var.add_(var) */
+    /* input_buffer.cpp accumulate: old_var.add_(var) where
+     * can_accumulate_inplace(old_var), its tensor and its storage held by
+     * the buffer alone; a view's storage is held by its base too */
+    if (nd->gin[slot]->refs == 1 && !nd->gin_view[slot]) { /* old_var.add_(var) */
         tb_unref(T, g);
         return 0;
     }
     tb *sum = tb_new(T, nd->gin[slot]->t.bytes, (mc_wl_category)nd->gin[slot]->t.cat,
                      "InputBuffer: old + new");
+    if (!sum) {
+        tb_unref(T, g);
+        return -1;
+    }
+    tb_unref(T, nd->gin[slot]); /* buffer[pos] = old_var + var, then var goes */
     tb_unref(T, g);
-    if (!sum) return -1;
-    tb_unref(T, nd->gin[slot]);
-    nd->gin[slot] = sum;
-    nd->gin_nc[slot] = false;
+    nd->gin[slot] = sum; /* laid out as old_var (TensorIterator: the first input's strides) */
+    nd->gin_view[slot] = false;
     return 0;
 }
 
@@ -262,7 +277,7 @@ int tape_backward(mc_tfm *T, int root, tb *grad)
 
 static int run_backward(mc_tfm *T, int root, tb *grad)
 {
-    if (deliver(T, root, 0, grad, false)) return -1;
+    if (deliver(T, root, 0, grad, false, false)) return -1;
     for (int i = T->nt - 1; i >= 0; i--) {
         tnode *nd = &T->tape[i];
         if (!nd->gin[0] && !nd->gin[1] && !nd->gin[2]) continue;
@@ -276,10 +291,11 @@ static int run_backward(mc_tfm *T, int root, tb *grad)
         release_saved(T, nd);
         for (int k = 0; k < nd->nnext; k++) {
             /* a transpose between this node and the next leaves the gradient
-             * non-contiguous: bit 8 of the slot marks it (tape_edge) */
+             * non-contiguous: bit 8 of the slot marks it (tape_edge); bit 9
+             * a view of it (tape_edge_view) */
             int slot = nd->next[k].slot & 0xff;
-            bool ncv = (nd->next[k].slot >> 8) & 1;
-            if (deliver(T, nd->next[k].node, slot, out[k], ncv)) return -1;
+            bool ncv = (nd->next[k].slot >> 8) & 1, view = (nd->next[k].slot >> 9) & 1;
+            if (deliver(T, nd->next[k].node, slot, out[k], ncv, view || ncv)) return -1;
         }
         if (T->oom) return -1;
     }

@@ -11,7 +11,7 @@
 # the same flags (with --sms from meta.txt) and every step's peak_allocated and
 # allocated_end must be within 1% of PyTorch's for fp32 and 5% for fp16/bf16
 # (the goal is 0: each difference is printed). Where PyTorch's trace is there
-# (two configurations), the request sequences must be equal (sizes rounded to
+# (TRACED in transformer_reference.py), the request sequences must be equal (sizes rounded to
 # 512 bytes, runs of frees as sets: test_mlp_fixtures.sh --diff), and the
 # trace replayed through BUILD_DIR/replay must give PyTorch's peaks.
 # Before the real fixtures, the comparison itself is checked on fixtures made
@@ -58,7 +58,7 @@ compare_fixtures() {
         compare_steps "$name model-only allocated_end" "$tmp/$name.csv" "$theirs" 3 "$tol"
         if [ -f "$fix/$name.meta" ] && grep -q '^sdpa_backend=' "$fix/$name.meta"; then
             echo "INFO: $name: PyTorch's SDPA backend $(sed -n 's/^sdpa_backend=//p' "$fix/$name.meta")" \
-                 "(the model assumes flash for fp16/bf16, efficient for fp32)"
+                 "(the model: cuDNN for fp16/bf16 up to a head size of 128, flash past it; efficient for fp32)"
         fi
         if [ -f "$fix/$name.trace" ]; then
             if d=$(bash "$here/test_mlp_fixtures.sh" --diff "$tmp/$name.trace" "$fix/$name.trace"); then

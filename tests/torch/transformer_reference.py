@@ -46,13 +46,22 @@ It writes into OUTDIR, in tests/torch/mlp_reference.py's shapes:
   meta.txt      key=value lines: torch, CUDA and cuDNN versions, GPU, SM count,
                 and sdpa_backend: the backend scaled_dot_product_attention picks
                 for the first configuration's attention (torch._fused_sdp_choice:
-                flash, efficient, cudnn or math), since the model assumes flash
-                for fp16/bf16 and efficient for fp32
+                flash, efficient, cudnn or math); the model takes cuDNN for
+                fp16/bf16 (flash past a head size of 128) and efficient for fp32
   NAME.csv      one row per step, build/workload's CSV (the breakdown empty)
   NAME.meta     the same keys for that configuration
-  NAME.trace    for the configurations in TRACED only: the allocator's requests
-                over set-up and the first two steps (memclaims-trace v1, Python
-                frames as comments, no machine paths: file names only)
+  NAME.trace    for the configurations in TRACED only (all with --trace-all):
+                the allocator's requests over set-up and the first two steps
+                (memclaims-trace v1, Python frames as comments, no machine
+                paths: file names only). A --checkpoint configuration is
+                recorded without stacks (context=None, as make_snapshots.py
+                records): with Python stacks on, PyTorch 2.11's checkpoint
+                recomputation failed in backward ("SystemError: <built-in
+                method run_backward ...> returned NULL without setting an
+                exception"). Any other traced configuration whose process fails
+                is run once more without stacks. Its frames are then missing
+                (they are comments only); NAME.meta says trace_stacks=python or
+                none and trace_retry=0 or 1.
 
 Exit: 0 ok, 1 a configuration failed, 2 usage, 77 no CUDA device. Standard
 library and torch only.
@@ -191,14 +200,17 @@ def frame_note(frames, script):
     return " < ".join(out)
 
 
-def write_trace(path, entries, marks, script):
+def write_trace(path, entries, marks, script, stacks="python"):
     """entries: device_traces[dev] (dicts with action, addr, size, frames);
-    marks: [(index into entries, label, reset_peak?)], in order."""
+    marks: [(index into entries, label, reset_peak?)], in order; stacks: how
+    the history was recorded (transformer_reference's trace_stacks)."""
     live = {}
     next_id = 1
     lines = ["# memclaims-trace v1",
              "# PyTorch's caching-allocator requests (torch.cuda.memory._record_memory_history),",
              "# written by tests/torch/transformer_reference.py; ids count requests in order"]
+    if stacks != "python":
+        lines.append("# recorded without Python stacks (context=None): no frames")
     mi = 0
     for i, e in enumerate(entries + [None]):
         while mi < len(marks) and marks[mi][0] <= i:
@@ -244,7 +256,28 @@ def sdpa_choice(torch, cfg, dev, amp_dtype):
         return "unknown (%s)" % type(e).__name__
 
 
-def run_child(name, flags, outdir, steps, device, trace_all=False):
+def record_history(torch, stacks):
+    """Start torch.cuda.memory's history: with each request's Python frames
+    (stacks "python"), or without any (context=None: make_snapshots.py's
+    setting, which checkpointing's recomputation survives)."""
+    if stacks == "python":
+        torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python",
+                                                 max_entries=1000000)
+    else:
+        torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python",
+                                                 max_entries=1000000)
+
+
+def trace_stacks_for(name, flags, trace_all, retry):
+    """How a configuration is traced: "python", "none", or None (not traced)."""
+    if not (name in TRACED or trace_all):
+        return None
+    if retry or "--checkpoint" in flags.split():
+        return "none"
+    return "python"
+
+
+def run_child(name, flags, outdir, steps, device, trace_all=False, retry=False):
     try:
         import torch
     except ImportError:
@@ -262,10 +295,11 @@ def run_child(name, flags, outdir, steps, device, trace_all=False):
     dev = torch.device("cuda", device)
     torch.manual_seed(0)
     script = os.path.basename(__file__)
-    traced = name in TRACED or trace_all
+    stacks = trace_stacks_for(name, flags, trace_all, retry)
+    traced = stacks is not None
     was_traced = traced
     if traced:
-        torch.cuda.memory._record_memory_history(max_entries=1000000, stacks="python")
+        record_history(torch, stacks)
     marks = []
 
     def mark(label, reset_peak):
@@ -378,7 +412,7 @@ def run_child(name, flags, outdir, steps, device, trace_all=False):
             snap = torch.cuda.memory._snapshot()
             torch.cuda.memory._record_memory_history(enabled=None)
             write_trace(os.path.join(outdir, name + ".trace"), snap["device_traces"][device],
-                        marks, script)
+                        marks, script, stacks)
             traced = False
 
     path = os.path.join(outdir, name + ".csv")
@@ -407,6 +441,9 @@ def run_child(name, flags, outdir, steps, device, trace_all=False):
         "steps": cfg.steps,
         "traced_steps": TRACED_STEPS if was_traced else 0,
     }
+    if was_traced:
+        meta["trace_stacks"] = stacks
+        meta["trace_retry"] = int(retry)
     with open(os.path.join(outdir, name + ".meta"), "w") as f:
         for k, v in meta.items():
             f.write("%s=%s\n" % (k, v))
@@ -419,6 +456,15 @@ def run_child(name, flags, outdir, steps, device, trace_all=False):
 
 # ---------------------------------------------------------------- driver
 
+def run_one(name, cmd):
+    """One configuration's child process: its exit status (-1: timed out)."""
+    try:
+        return subprocess.run(cmd, timeout=CHILD_TIMEOUT_S).returncode
+    except subprocess.TimeoutExpired:
+        print("transformer_reference: %s: timed out after %d s" % (name, CHILD_TIMEOUT_S), file=sys.stderr)
+        return -1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("outdir", help="folder for configs.txt, meta.txt, NAME.csv, NAME.trace")
@@ -430,6 +476,7 @@ def main():
                     help="write NAME.trace for every configuration, not only TRACED's "
                          "(to find where a figure differs; commit only TRACED's)")
     ap.add_argument("--child", help=argparse.SUPPRESS)  # one configuration, in this process
+    ap.add_argument("--retry", action="store_true", help=argparse.SUPPRESS)  # traced again, no stacks
     a = ap.parse_args()
     if a.steps < 1 or a.device < 0:
         ap.error("--steps must be >= 1 and --device >= 0")
@@ -441,7 +488,7 @@ def main():
     if a.child:
         if a.child not in table:
             ap.error("unknown configuration %s" % a.child)
-        return run_child(a.child, table[a.child], a.outdir, a.steps, a.device, a.trace_all)
+        return run_child(a.child, table[a.child], a.outdir, a.steps, a.device, a.trace_all, a.retry)
 
     names = [n for n, _ in CONFIGS]
     if a.only:
@@ -466,11 +513,11 @@ def main():
     for n in names:
         cmd = [sys.executable, os.path.abspath(__file__), a.outdir, "--child", n,
                "--steps", str(a.steps), "--device", str(a.device)] + (["--trace-all"] if a.trace_all else [])
-        try:
-            rc = subprocess.run(cmd, timeout=CHILD_TIMEOUT_S).returncode
-        except subprocess.TimeoutExpired:
-            rc = -1
-            print("transformer_reference: %s: timed out after %d s" % (n, CHILD_TIMEOUT_S), file=sys.stderr)
+        rc = run_one(n, cmd)
+        if rc not in (0, 77) and trace_stacks_for(n, table[n], a.trace_all, False) == "python":
+            print("transformer_reference: %s failed (exit %d) while traced with Python stacks: "
+                  "once more without them" % (n, rc), file=sys.stderr)
+            rc = run_one(n, cmd + ["--retry"])
         if rc == 77:
             return 77
         if rc != 0:
