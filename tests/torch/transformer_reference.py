@@ -109,6 +109,10 @@ CONFIGS = [
     ("tfm_adam_fp32_ckpt_prenorm", "--arch transformer --d-model 256 --heads 8 --enc-layers 2 "
                                    "--dec-layers 2 --ff 1024 --seq 64 --batch 32 --norm-first --checkpoint "
                                    "--optimizer adam --precision fp32"),
+    # cuDNN attention in half precision without dropout (its forward
+    # workspace was assumed from the dropout runs).
+    ("enc_sgd_bf16_nodrop_bf", "--arch encoder --d-model 128 --heads 4 --enc-layers 2 --ff 256 --seq 64 "
+                               "--batch 8 --dropout 0 --batch-first --optimizer sgd --precision bf16"),
 ]
 TRACED = ("enc_tiny_sgd_fp32_causal", "tfm_tiny_adamw_fp16_ckpt_bf")
 DEFAULT_STEPS = 6
