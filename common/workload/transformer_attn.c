@@ -341,9 +341,6 @@ tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal
             }
     }
     tv a = sdpa(T, q, k, v, causal);
-    tv_drop(T, &q);
-    tv_drop(T, &k);
-    tv_drop(T, &v);
     if (!half) {
         tv c = op_contiguous(T, a, "attention output .permute(2,0,1,3).contiguous()");
         tv_drop(T, &a);
@@ -351,6 +348,13 @@ tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal
     }
     tv o = op_linear(T, a, param_tv(T, p0 + 2), param_tv(T, p0 + 3), tok, E, E, false);
     tv_drop(T, &a);
+    /* q, k and v are F.multi_head_attention_forward's locals: without
+     * autograd holding them (a checkpointed layer's first forward) the
+     * in-projection's buffer goes when that function returns, after the
+     * out-projection (tfm_tiny_adamw_fp16_ckpt_bf's trace) */
+    tv_drop(T, &q);
+    tv_drop(T, &k);
+    tv_drop(T, &v);
     if (bf) {
         tv r = op_view_copy_bwd(T, o, "ViewBackward0: out_proj output (L, N, E), transposed after");
         tv_drop(T, &o);
