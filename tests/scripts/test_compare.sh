@@ -120,7 +120,7 @@ check_eq "scripts/compare reference-h100 vs a model-only run exits 0" "$rc" 0
 check_eq "... prints nothing on stderr" "$(cat "$tmp/err")" ""
 check "... creates --out and writes COMPARE.md" test -s "$tmp/cmp/COMPARE.md"
 check "... and compare.tsv" test -s "$tmp/cmp/compare.tsv"
-check "... prints the markdown" grep -q '^# memclaims compare: reference-h100 (A) vs .*-no-gpu (B)$' <<<"$out"
+check "... prints the markdown (titled by each run's own name)" grep -q '^# memclaims compare: .*-nvidia-h100-80gb-hbm3 (A) vs .*-no-gpu (B)$' <<<"$out"
 check "... marks the model's verdicts" grep -q '^| C01 | del_empty_cache | holds | holds (model, no GPU) | no |$' "$tmp/cmp/COMPARE.md"
 check "... names the waived one" grep -q '^| C03 | pinned_vs_pageable | holds-partly | waived | \*\*yes\*\* |$' "$tmp/cmp/COMPARE.md"
 check "... says there was no GPU in B" grep -q '^| GPU | NVIDIA H100 80GB HBM3 | no GPU (' "$tmp/cmp/COMPARE.md"
