@@ -4,6 +4,7 @@
  *
  *   build/results_json [--interrupted] RUN_DIR   RUN_DIR/results.json, atomically
  *   build/results_json --csv KEY RESULTS_JSON     KEY's rows as the tidy CSV, on stdout
+ *   build/results_json --csv-dir DIR RESULTS_JSON every experiment's rows as DIR/<key>.csv
  *
  * --interrupted marks the document "state": "interrupted" (the runner says so
  * when it was stopped); a run whose runs.tsv lacks a planned experiment is
@@ -22,7 +23,7 @@
 
 static int usage(const char *msg)
 {
-    fprintf(stderr, "results_json: %s\nusage: results_json [--interrupted] RUN_DIR | --csv KEY RESULTS_JSON\n", msg);
+    fprintf(stderr, "results_json: %s\nusage: results_json [--interrupted] RUN_DIR | --csv KEY RESULTS_JSON | --csv-dir DIR RESULTS_JSON\n", msg);
     return MC_EXIT_USAGE;
 }
 
@@ -68,7 +69,8 @@ static int write_results(const char *dir, bool interrupted)
     return rc;
 }
 
-static int print_csv(const char *key, const char *json_path)
+/* key NULL: every experiment into out_dir/<key>.csv; else key's rows on stdout. */
+static int print_csv(const char *key, const char *json_path, const char *out_dir)
 {
     FILE *fp = fopen(json_path, "rb");
     if (!fp) {
@@ -96,6 +98,25 @@ static int print_csv(const char *key, const char *json_path)
         return MC_EXIT_USAGE;
     }
     const cJSON *e;
+    if (!key) {
+        int rc = MC_EXIT_OK;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "experiments")) {
+            char path[4096];
+            const char *k = mc_json_str(e, "key");
+            if (!*k || strchr(k, '/')) continue; /* not a file name: the schema check lets none through */
+            snprintf(path, sizeof path, "%s/%s.csv", out_dir, k);
+            FILE *out = fopen(path, "w");
+            if (!out) {
+                fprintf(stderr, "results_json: cannot write %s: %s\n", path, strerror(errno));
+                rc = MC_EXIT_USAGE;
+                break;
+            }
+            mc_results_write_csv(out, e);
+            if (fclose(out) != 0) rc = MC_EXIT_USAGE;
+        }
+        cJSON_Delete(doc);
+        return rc;
+    }
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "experiments")) {
         if (strcmp(mc_json_str(e, "key"), key)) continue;
         mc_results_write_csv(stdout, e);
@@ -111,10 +132,12 @@ int main(int argc, char **argv)
 {
     if (argc == 2 && !strcmp(argv[1], "--help")) {
         puts("usage: results_json [--interrupted] RUN_DIR     write RUN_DIR/results.json (docs/RESULTS.md)\n"
-             "       results_json --csv KEY RESULTS_JSON      print KEY's rows back as the tidy CSV");
+             "       results_json --csv KEY RESULTS_JSON      print KEY's rows back as the tidy CSV\n"
+             "       results_json --csv-dir DIR RESULTS_JSON  every experiment's rows back as DIR/<key>.csv");
         return MC_EXIT_OK;
     }
-    if (argc == 4 && !strcmp(argv[1], "--csv")) return print_csv(argv[2], argv[3]);
+    if (argc == 4 && !strcmp(argv[1], "--csv")) return print_csv(argv[2], argv[3], NULL);
+    if (argc == 4 && !strcmp(argv[1], "--csv-dir")) return print_csv(NULL, argv[3], argv[2]);
     if (argc == 3 && !strcmp(argv[1], "--interrupted")) return write_results(argv[2], true);
     if (argc == 2 && argv[1][0] != '-') return write_results(argv[1], false);
     return usage("expected a run folder");

@@ -76,6 +76,8 @@ runs=$root/tests/fixtures/results
 cp -r "$runs/labels-a" "$tmp/a" && cp -r "$runs/labels-b" "$tmp/b"
 leakfree "results_json writes a run's document" 0 "$build/results_json" "$tmp/a"
 leakfree "results_json --csv reads it back" 0 "$build/results_json" --csv label_cases "$tmp/a/results.json"
+mkdir -p "$tmp/back"
+leakfree "results_json --csv-dir writes every experiment back" 0 "$build/results_json" --csv-dir "$tmp/back" "$tmp/a/results.json"
 leakfree "results_json on a folder that is not a run" 2 "$build/results_json" "$tmp"
 leakfree "compare two runs with a TSV" 0 "$build/compare" --tsv "$tmp/c.tsv" "$tmp/a" "$runs/labels-b"
 leakfree "compare a run with a newer schema" 2 "$build/compare" "$tmp/a" "$runs/newer-schema"
