@@ -59,13 +59,16 @@ END {
     waived = 0; missing = 0
     for (i = 1; i <= nexp; i++) {
         k = key[i]
-        if ((k in verdict) && verdict[k] == "waived") { waived++; why_waived = shows[k] }
+        if ((k in verdict) && verdict[k] == "waived") {
+            waived++; why_waived = shows[k]
+            wlist_why = wlist_why (waived > 1 ? "; " : "") claim[k] ": " shows[k]
+        }
         if (!(k in verdict)) missing++
     }
     if (nexp > 0 && waived == nexp)
         printf "**Every experiment was waived** (%s): nothing was measured. Run on a machine with a CUDA GPU.\n\n", why_waived
     else if (waived > 0)
-        printf "**%d of %d experiments were waived** (%s).\n\n", waived, nexp, why_waived
+        printf "**%d of %d experiments were waived** (%s).\n\n", waived, nexp, wlist_why
     if (missing > 0)
         printf "**%d of %d experiments have no verdict** (not run, interrupted or failed): see the table and logs/.\n\n", missing, nexp
 

@@ -44,6 +44,16 @@ check "report marks a planned experiment without CSV as not run" grep -q "^| C98
 check "report counts the experiments without a verdict" grep -q "1 of .* experiments have no verdict" "$run/REPORT.md"
 check_eq "report leaves no temporary file" "$(ls -A "$run" | grep -c tmp)" 0
 check "report refuses a folder that is not a run" bash -c "! '$root/scripts/report' '$tmp'"
+# Two experiments waived for different reasons: the summary line gives each one's.
+wrun=$tmp/waived-run
+cp -r "$run" "$wrun"
+for kr in "randn_bytes:no reason one" "fragmentation:no reason two"; do
+    awk -F, -v OFS=, -v why="${kr#*:}" 'NR > 1 && $6 == "verdict" { $14 = "waived"; $15 = why; NF = 15 } { print }' \
+        "$wrun/${kr%%:*}.csv" > "$wrun/x.tmp" && mv "$wrun/x.tmp" "$wrun/${kr%%:*}.csv"
+done
+"$root/scripts/report" "$wrun" > /dev/null
+check "report's summary gives each waived experiment's own reason" \
+    grep -q '^\*\*2 of .* experiments were waived\*\* (C19: no reason two; C18: no reason one)\.$\|^\*\*2 of .* experiments were waived\*\* (C18: no reason one; C19: no reason two)\.$' "$wrun/REPORT.md"
 
 # ---------------------------------------------------------- plot on fixtures
 out=$(GNUPLOT=/nonexistent/gnuplot "$root/scripts/plot" "$run"); rc=$?
