@@ -20,31 +20,33 @@
 #include "workload/workload.h"
 #include "workload/workload_args.h"
 
-/* --arch transformer|encoder: the model-only sequence, and --verify: the
- * Transformer kernels against the float64 host reference on the GPU. A
- * training step on the GPU is not wired yet: refused before any GPU work. */
-static int run_transformer(const mc_workload_cli *cli)
+/* --arch transformer|encoder: trains on the GPU, or the model-only
+ * sequence; --verify: the Transformer kernels, then whole training steps,
+ * against the float64 host reference on the GPU. */
+static int run_transformer(mc_workload_cli *cli)
 {
     char err[256];
-    if (cli->verify) {
+    if (!cli->model_only || cli->verify) {
         char reason[256];
         if (!mc_gpu_open(cli->device, reason, sizeof reason)) {
             fprintf(stderr, "workload: %s: waived (--model-only runs without one)\n", reason);
             return MC_EXIT_WAIVED;
         }
-        return mc_tfm_verify(stderr) ? MC_EXIT_VERIFY : MC_EXIT_OK;
+        if (!cli->sms_given)
+            CHECK_CUDA(cudaDeviceGetAttribute(&cli->tfm.sm_count, cudaDevAttrMultiProcessorCount,
+                                              cli->device));
     }
-    if (!cli->model_only) {
-        fprintf(stderr, "workload: --arch %s trains with --model-only only (its GPU step is not wired yet; --verify checks its kernels)\n",
-                cli->arch == MC_WL_ARCH_ENCODER ? "encoder" : "transformer");
-        return MC_EXIT_USAGE;
+    if (cli->verify) {
+        int fails = mc_tfm_verify(stderr);
+        fails += mc_tfm_verify_steps(stderr);
+        return fails ? MC_EXIT_VERIFY : MC_EXIT_OK;
     }
     FILE *trace = NULL;
     if (cli->trace_path && !(trace = fopen(cli->trace_path, "w"))) {
         fprintf(stderr, "workload: cannot write %s\n", cli->trace_path);
         return MC_EXIT_USAGE;
     }
-    mc_tfm *t = mc_tfm_create(&cli->tfm, false, trace, err, sizeof err);
+    mc_tfm *t = mc_tfm_create(&cli->tfm, !cli->model_only, trace, err, sizeof err);
     if (!t) {
         fprintf(stderr, "workload: %s\n", err);
         if (trace) fclose(trace);

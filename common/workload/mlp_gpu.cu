@@ -181,6 +181,14 @@ static void gemm(mc_wl_gpu *g, int handle, cublasOperation_t ta, cublasOperation
                               CUBLAS_GEMM_DEFAULT));
 }
 
+/* h[m,n] = x[m,k] W[n,k]^T with no bias (matmul's mm): column-major
+ * h^T (n x m) = W (n x k, W^T stored) x^T (k x m). */
+extern "C" void mc_gpu_mm_nt(mc_wl_gpu *g, int handle, void *h, const void *x, const void *W,
+                             int64_t m, int64_t k, int64_t n, int dt)
+{
+    gemm(g, handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, W, k, x, k, h, n, dt);
+}
+
 /* gx[m,k] = gh[m,n] W[n,k]: column-major gx^T (k x m) = W^T (k x n) gh^T (n x m). */
 extern "C" void mc_gpu_gemm_dx(mc_wl_gpu *g, int handle, void *gx, const void *gh, const void *W,
                                int64_t m, int64_t k, int64_t n, int dt)
@@ -209,6 +217,18 @@ extern "C" double mc_gpu_loss_sum(const mc_wl_gpu *g, int n_slots)
     double s = 0;
     for (int i = 0; i < n_slots && i < g->n_loss; i++) s += g->pinned[i];
     return s;
+}
+
+extern "C" float mc_gpu_slot_loss(const mc_wl_gpu *g, int slot)
+{
+    CHECK(slot >= 0 && slot < g->n_loss, "loss slot %d out of range", slot);
+    return g->pinned[slot];
+}
+
+extern "C" void mc_gpu_from_host(mc_wl_gpu *g, void *dev, const void *host, uint64_t bytes)
+{
+    CHECK_CUDA(cudaMemcpyAsync(dev, host, (size_t)bytes, cudaMemcpyHostToDevice, g->stream));
+    CHECK_CUDA(cudaStreamSynchronize(g->stream)); /* host may be pageable and go out of scope */
 }
 
 extern "C" float mc_gpu_read_scalar(mc_wl_gpu *g, const float *p)

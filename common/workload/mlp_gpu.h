@@ -41,12 +41,19 @@ void mc_gpu_uniform(mc_wl_gpu *g, float *p, int64_t n, float bound, uint64_t see
 void mc_gpu_cast(mc_wl_gpu *g, void *dst, int dt_dst, const void *src, int dt_src, int64_t n);
 void mc_gpu_fill(mc_wl_gpu *g, float *p, float v, int64_t n);
 void mc_gpu_copy(mc_wl_gpu *g, void *dst, const void *src, uint64_t bytes);
+/* rows rows of width bytes, from src every spitch bytes to dst every dpitch. */
+void mc_gpu_copy2d(mc_wl_gpu *g, void *dst, uint64_t dpitch, const void *src, uint64_t spitch,
+                   uint64_t width, uint64_t rows);
+void mc_gpu_zero(mc_wl_gpu *g, void *p, uint64_t bytes);
 
 /* --- forward. h[m,n] = x[m,k] W[n,k]^T + b[n] (cuBLASLt, bias epilogue, as
  * addmm's Lt path), on handle `handle`. r = relu(h). */
 void mc_gpu_linear(mc_wl_gpu *g, int handle, void *h, const void *x, const void *W,
                    const void *b, int64_t m, int64_t k, int64_t n, int dt);
 void mc_gpu_relu(mc_wl_gpu *g, void *r, const void *h, int64_t n, int dt);
+/* h[m,n] = x[m,k] W[n,k]^T without bias (cuBLAS, as matmul's mm). */
+void mc_gpu_mm_nt(mc_wl_gpu *g, int handle, void *h, const void *x, const void *W, int64_t m,
+                  int64_t k, int64_t n, int dt);
 /* loss[0] = mean((o - y)^2) * scale; o fp32 [n], y fp32 [n]; tmp [n]
  * receives (o - y)^2. (The workload passes mse_loss's first [n] block as
  * loss: PyTorch keeps the mean there.) */
@@ -94,6 +101,9 @@ void mc_gpu_inv_scale(mc_wl_gpu *g, float *inv, const float *scale);
 /* --- host copies (asynchronous into pinned slots, read after mc_gpu_step_end) */
 void mc_gpu_read_loss(mc_wl_gpu *g, int slot, const float *loss);
 double mc_gpu_loss_sum(const mc_wl_gpu *g, int n_slots);
+float mc_gpu_slot_loss(const mc_wl_gpu *g, int slot);       /* one slot, after mc_gpu_step_end */
+/* Blocking copy of bytes from the host (the GPU check's data). */
+void mc_gpu_from_host(mc_wl_gpu *g, void *dev, const void *host, uint64_t bytes);
 /* Blocking reads (the GradScaler's .item(); the GPU check). */
 float mc_gpu_read_scalar(mc_wl_gpu *g, const float *p);
 void mc_gpu_write_scalar(mc_wl_gpu *g, float *p, float v);

@@ -121,6 +121,18 @@ extern "C" void mc_gpu_copy(mc_wl_gpu *g, void *dst, const void *src, uint64_t b
     CHECK_CUDA(cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyDeviceToDevice, mc_gpu_stream(g)));
 }
 
+extern "C" void mc_gpu_copy2d(mc_wl_gpu *g, void *dst, uint64_t dpitch, const void *src,
+                              uint64_t spitch, uint64_t width, uint64_t rows)
+{
+    CHECK_CUDA(cudaMemcpy2DAsync(dst, (size_t)dpitch, src, (size_t)spitch, (size_t)width,
+                                 (size_t)rows, cudaMemcpyDeviceToDevice, mc_gpu_stream(g)));
+}
+
+extern "C" void mc_gpu_zero(mc_wl_gpu *g, void *p, uint64_t bytes)
+{
+    CHECK_CUDA(cudaMemsetAsync(p, 0, (size_t)bytes, mc_gpu_stream(g)));
+}
+
 template <typename T, bool V> __global__ void k_relu(T *r, const T *h, int64_t n)
 {
     const int64_t nv = NV(V, n);

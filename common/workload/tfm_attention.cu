@@ -129,12 +129,13 @@ static void attn_fwd(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view vo, floa
                      const void *q, tfm_view vq, const void *k, tfm_view vk, const void *v,
                      tfm_view vv)
 {
-    if (a->Dh == 32) attn_fwd_d<T, 32>(g, a, o, vo, lse, q, vq, k, vk, v, vv);
+    if (a->Dh == 16) attn_fwd_d<T, 16>(g, a, o, vo, lse, q, vq, k, vk, v, vv);
+    else if (a->Dh == 32) attn_fwd_d<T, 32>(g, a, o, vo, lse, q, vq, k, vk, v, vv);
     else if (a->Dh == 64) attn_fwd_d<T, 64>(g, a, o, vo, lse, q, vq, k, vk, v, vv);
     else attn_fwd_d<T, 128>(g, a, o, vo, lse, q, vq, k, vk, v, vv);
 }
 
-extern "C" bool tfm_attn_supported(int Dh) { return Dh == 32 || Dh == 64 || Dh == 128; }
+extern "C" bool tfm_attn_supported(int Dh) { return Dh == 16 || Dh == 32 || Dh == 64 || Dh == 128; }
 
 extern "C" void tfm_attn_fwd(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view vo, float *lse,
                              const void *q, tfm_view vq, const void *k, tfm_view vk, const void *v,

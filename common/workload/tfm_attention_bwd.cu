@@ -234,7 +234,9 @@ static void attn_bwd(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, vo
                      tfm_view vdo, const void *q, tfm_view vq, const void *k, tfm_view vk,
                      const void *v, tfm_view vv, const void *o, tfm_view vo, const float *lse)
 {
-    if (a->Dh == 32)
+    if (a->Dh == 16)
+        attn_bwd_d<T, 16>(g, a, dq, vdq, dk, vdk, dv, vdv, delta, dout, vdo, q, vq, k, vk, v, vv, o, vo, lse);
+    else if (a->Dh == 32)
         attn_bwd_d<T, 32>(g, a, dq, vdq, dk, vdk, dv, vdv, delta, dout, vdo, q, vq, k, vk, v, vv, o, vo, lse);
     else if (a->Dh == 64)
         attn_bwd_d<T, 64>(g, a, dq, vdq, dk, vdk, dv, vdv, delta, dout, vdo, q, vq, k, vk, v, vv, o, vo, lse);

@@ -205,3 +205,21 @@ extern "C" void tfm_add(mc_wl_gpu *g, void *out, int dt_out, const void *a, int 
 {
     DISPATCH(dt_out, add_a, g, out, a, dt_a, b, dt_b, n);
 }
+
+/* ------------------------------------------------------------ bias add */
+
+template <typename T> __global__ void k_bias_add(T *h, const T *b, int64_t rows, int64_t n)
+{
+    GRID_STRIDE(i, rows * n) h[i] = st<T>(ld<T>(h[i]) + ld<T>(b[i % n]));
+}
+
+template <typename T> static void bias_add(mc_wl_gpu *g, void *h, const void *b, int64_t rows, int64_t n)
+{
+    k_bias_add<T><<<blocks_vec(rows * n, false), THREADS, 0, mc_gpu_stream(g)>>>((T *)h, (const T *)b, rows, n);
+    CHECK_LAUNCH();
+}
+
+extern "C" void tfm_bias_add(mc_wl_gpu *g, void *h, const void *b, int64_t rows, int64_t n, int dt)
+{
+    DISPATCH(dt, bias_add, g, h, b, rows, n);
+}

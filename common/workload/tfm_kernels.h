@@ -79,7 +79,7 @@ typedef struct {
 typedef struct {
     int B, H;          /* batch, heads */
     int Lq, Lk;        /* query and key lengths */
-    int Dh;            /* head dim: 32, 64 or 128 */
+    int Dh;            /* head dim: 16, 32, 64 or 128 */
     bool causal;       /* key j masked for query i where j > i (top-left, as SDPA's is_causal) */
     float dropout_p;   /* on the attention probabilities; 0: none */
     uint64_t seed, offset; /* tfm_rng stream: element (bh, i, j) is index (bh * Lq + i) * Lk + j */
@@ -140,6 +140,9 @@ void tfm_dropout_bwd(mc_wl_gpu *g, void *dx, const void *dy, const uint8_t *mask
  * MC_DT_*; out may alias a or b when of the same dtype. */
 void tfm_add(mc_wl_gpu *g, void *out, int dt_out, const void *a, int dt_a, const void *b,
              int dt_b, int64_t n);
+
+/* h[rows, n] += b[n] (matmul's add_ of the bias), in place. */
+void tfm_bias_add(mc_wl_gpu *g, void *h, const void *b, int64_t rows, int64_t n, int dt);
 
 /* ================================================================ fused chains (C25) */
 

@@ -21,6 +21,10 @@ extern "C" {
 /* Runs every check, one line each on log ("verify: tfm ... ok" or "...
  * FAIL (err ...)"). Returns the number of failed checks (0: all passed). */
 int mc_tfm_verify(FILE *log);
+/* transformer_verify.c: whole training steps of the workload (mc_tfm on the
+ * GPU) against the float64 model, then the loss falling over steps on
+ * fixed data. One line per case; returns the failures. */
+int mc_tfm_verify_steps(FILE *log);
 
 #ifdef __cplusplus
 }

@@ -139,9 +139,9 @@ static void attn_case(tfm_vctx *v, int dt, int kind, int Dh, bool causal, float 
 int tfm_verify_attention(tfm_vctx *v)
 {
     const int before = v->fails;
-    const int dims[3] = {32, 64, 128};
+    const int dims[4] = {16, 32, 64, 128};
     for (int dt = MC_DT_F32; dt <= MC_DT_BF16; dt++)
-        for (int d = 0; d < 3; d++) {
+        for (int d = 0; d < 4; d++) {
             attn_case(v, dt, SEQ_FIRST, dims[d], false, 0.0f, 2, 2, 70, 70);
             attn_case(v, dt, BATCH_FIRST, dims[d], true, 0.2f, 2, 2, 70, 70);
             attn_case(v, dt, SEPARATE, dims[d], false, 0.1f, 2, 3, 33, 50); /* Lk % 4 != 0: a philox block per element */

@@ -16,11 +16,13 @@
  *   opt: SGD | SGD(momentum 0.9) | Adam | AdamW (foreach), GradScaler for fp16,
  *        autocast for fp16/bf16, zero_grad(set_to_none) after the step.
  *
- * Only the model-only mode (the host backend, no arithmetic) exists so far:
- * the GPU arithmetic is another helper's (tfm_kernels.cuh) and is not wired
- * here; mc_tfm_create refuses on_gpu with a reason. How the sequence follows
- * PyTorch, and where it had to assume, is said in transformer_seq.c and
- * transformer_attn.c. The step result and CSV are workload.h's. */
+ * Model-only (the host backend) requests the blocks and does no arithmetic.
+ * On the GPU the same sequence takes real blocks from the CUDA backend and
+ * computes in them (tfm_kernels.h, mlp_gpu.h): no device memory outside
+ * what the model requests. How the sequence follows PyTorch, and where it
+ * had to assume, is said in transformer_seq.c and transformer_attn.c; how
+ * the arithmetic lays out its tensors, in transformer_ops.c. The step
+ * result and CSV are workload.h's. */
 #ifndef MC_TRANSFORMER_H
 #define MC_TRANSFORMER_H
 
@@ -56,7 +58,21 @@ typedef struct {
     uint64_t host_capacity;      /* the simulated device (model-only), bytes */
     int sm_count;                /* for PyTorch's reduction scratch (132 on an H100) */
     int trace_steps;             /* steps written to the trace (2) */
+    uint64_t seed;               /* GPU: weights, data and dropout streams */
+    double lr;                   /* 0: the reference's (sgd and momentum 0.01, adam and adamw 1e-3) */
 } mc_tfm_config;
+
+/* The GPU check's hook (transformer_verify.c): parameters from the host,
+ * the micro-steps' src and tgt from the host instead of randn, and the
+ * gradients the optimizer is about to use copied back. Floats, in
+ * model.parameters() order concatenated; src, tgt [tokens, d_model] in the
+ * model's layout (batch-major with batch_first, else sequence-major). */
+typedef struct {
+    const float *params;
+    const float *const *src, *const *tgt; /* [accum] each, for step 1 (later steps reuse them) */
+    float *grads;                         /* NULL: not captured */
+    float *losses;                        /* [accum] of step 1 (loss / K as PyTorch's); NULL: none */
+} mc_tfm_data;
 
 typedef struct mc_tfm mc_tfm;
 
@@ -67,13 +83,19 @@ mc_tfm_config mc_tfm_config_default(void);
  * --causal with the encoder-decoder, a zero sequence or batch, a batch not
  * divisible by accum, a head size the attention backends do not take, ...). */
 int mc_tfm_config_check(const mc_tfm_config *c, char *err, size_t len);
+/* What the GPU run needs beyond that: a head size its attention kernels
+ * take. 0, or -1 with one line in err. */
+int mc_tfm_gpu_check(const mc_tfm_config *c, char *err, size_t len);
 /* Parameters of the model, exactly as sum(p.numel() for p in model.parameters()). */
 uint64_t mc_tfm_param_count(const mc_tfm_config *c);
 const char *mc_tfm_optimizer_name(int o);
 
-/* Model-only (on_gpu must be false: the GPU path is not wired; err says so).
- * trace: memclaims-trace v1 of set-up and the first trace_steps steps. */
+/* Model-only, or on the current CUDA device (on_gpu). trace: memclaims-trace
+ * v1 of set-up and the first trace_steps steps. data: NULL, or the GPU
+ * check's hook (kept by reference; on_gpu only). */
 mc_tfm *mc_tfm_create(const mc_tfm_config *c, bool on_gpu, FILE *trace, char *err, size_t len);
+mc_tfm *mc_tfm_create_with(const mc_tfm_config *c, bool on_gpu, FILE *trace, mc_tfm_data *data,
+                           char *err, size_t len);
 mc_wl_status mc_tfm_setup_status(const mc_tfm *t);
 mc_wl_status mc_tfm_step(mc_tfm *t, mc_workload_step_result *r);
 void mc_tfm_destroy(mc_tfm *t);

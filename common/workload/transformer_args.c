@@ -116,5 +116,8 @@ int mc_tfm_finish_args(mc_workload_cli *cli, char *err, size_t len)
     c->checkpoint = cli->cfg.checkpoint;
     c->alloc = cli->cfg.alloc;
     c->sm_count = cli->cfg.sm_count;
-    return mc_tfm_config_check(c, err, len) ? MC_EXIT_USAGE : 0;
+    c->seed = cli->cfg.seed;
+    c->lr = cli->cfg.lr;
+    if (mc_tfm_config_check(c, err, len)) return MC_EXIT_USAGE;
+    return !cli->model_only && mc_tfm_gpu_check(c, err, len) ? MC_EXIT_USAGE : 0;
 }

@@ -57,10 +57,45 @@
 
 #include "check.h"
 #include "transformer_internal.h"
+#include "workload/tfm_kernels.h"
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 static bool dense_copy(const mc_tfm *T) { return T->N > 1 && T->L > 1; }
+
+/* The suite's arithmetic (transformer_ops.c: every tensor in the model's
+ * layout): head h of token (b, l) of a [tokens, E] block, as a tfm_view. */
+static tfm_view model_view(const mc_tfm *T)
+{
+    if (T->c.batch_first) return (tfm_view){T->L * T->E, T->hd, T->E};
+    return (tfm_view){T->E, T->hd, T->N * T->E};
+}
+
+/* The node's attention (a: tokens, H, L, hd, es, N, causal, dropout offset). */
+static tfm_attn attn_of(const mc_tfm *T, const int64_t *a)
+{
+    tfm_attn r;
+    r.B = (int)a[5];
+    r.H = (int)a[1];
+    r.Lq = r.Lk = (int)a[2];
+    r.Dh = (int)a[3];
+    r.causal = a[6] != 0;
+    r.dropout_p = (float)T->c.dropout;
+    r.seed = T->c.seed;
+    r.offset = (uint64_t)a[7];
+    r.scale = (float)(1.0 / sqrt((double)r.Dh));
+    return r;
+}
+
+/* dq, dk, dv of the node's saved q, k, v, o, lse from dO; delta: float
+ * [N H L] scratch of the backend's own. */
+static void attn_bwd_gpu(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT], void *dout, void *delta)
+{
+    const tfm_attn a = attn_of(T, nd->a);
+    const tfm_view v = model_view(T);
+    tfm_attn_bwd(TG(T), &a, TBP(out[0]), v, TBP(out[1]), v, TBP(out[2]), v, delta, dout, v, SAP(nd, 0), v,
+                 SAP(nd, 1), v, SAP(nd, 2), v, SAP(nd, 3), v, SAP(nd, 4), tfm_dt(T, (int)nd->a[4]));
+}
 
 /* a: tokens, heads, L, hd, es, N, dropout_p == 0 */
 static int flash_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
@@ -121,6 +156,7 @@ static int cudnn_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
         if (!(out[k] = tb_new(T, (uint64_t)(n * es), MC_WL_ACTIVATIONS, what[k]))) return -1;
     tb *ws = tb_new(T, (uint64_t)(N * H * L * (hd + 1) * 4 + 256), MC_WL_ACTIVATIONS,
                     "cuDNN attention backward workspace");
+    if (ws && TG(T)) attn_bwd_gpu(T, nd, out, TBP(nd->gin[0]), TBP(ws)); /* delta in its workspace */
     tb_unref(T, ws);
     return ws ? 0 : -1;
 }
@@ -147,6 +183,14 @@ static int efficient_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
     if (!(ws = tb_new(T, efficient_bwd_workspace(N, H, L, hd), MC_WL_ACTIVATIONS,
                       "efficient backward: workspace (grad_q accumulator)")))
         goto done;
+    if (TG(T)) {
+        void *dout = TBP(nd->gin[0]);
+        if (go) { /* grad_out.contiguous(): the suite's layout needs no permute, a plain copy */
+            mc_gpu_copy(TG(T), TBP(go), dout, (uint64_t)(n * 4));
+            dout = TBP(go);
+        }
+        attn_bwd_gpu(T, nd, out, dout, TBP(delta));
+    }
     rc = 0;
 done:
     tb_unref(T, prod);
@@ -273,12 +317,20 @@ static tv sdpa(mc_tfm *T, tv q, tv k, tv v, bool causal)
     int nd = tape_node(T, fn[be], name[be], 3);
     int64_t *a = T->tape[nd].a;
     a[0] = T->T, a[1] = H, a[2] = L, a[3] = hd, a[4] = T->es, a[5] = N, a[6] = causal;
+    a[7] = (int64_t)(T->drop_base + (uint64_t)T->site);
+    if (TG(T)) {
+        CHECK(be != MC_TFM_SDPA_FLASH, "transformer: head size %lld: no attention kernel on the GPU", (long long)hd);
+        const tfm_attn at = attn_of(T, a);
+        const tfm_view mv = model_view(T);
+        tfm_attn_fwd(TG(T), &at, TBP(o), mv, TBP(lse), TVP(T, q), mv, TVP(T, k), mv, TVP(T, v), mv,
+                     tfm_dt(T, T->es));
+    }
     tape_edge(T, nd, 0, q);
     tape_edge(T, nd, 1, k);
     tape_edge(T, nd, 2, v);
-    tape_save(T, nd, q.b);
-    tape_save(T, nd, k.b);
-    tape_save(T, nd, v.b);
+    tape_save_tv(T, nd, q);
+    tape_save_tv(T, nd, k);
+    tape_save_tv(T, nd, v);
     tape_save(T, nd, o);
     tape_save(T, nd, lse);
     tape_save(T, nd, seed);   /* philox_seed (flash: rng_state) */
@@ -286,7 +338,7 @@ static tv sdpa(mc_tfm *T, tv q, tv k, tv v, bool causal)
     tb_unref(T, lse);
     tb_unref(T, seed);
     tb_unref(T, offset);
-    return (tv){o, n, T->es, nd, 0, true};
+    return (tv){o, n, T->es, nd, 0, true, 0};
 }
 
 tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal, int64_t S)
@@ -303,26 +355,26 @@ tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal
     tv kt = self_attn ? TV_NONE : bf ? op_transpose(T, kv_in) : tv_view(kv_in);
     if (self_attn) {
         tv P = op_linear(T, qt, param_tv(T, p0), param_tv(T, p0 + 1), tok, E, 3 * E, bf);
-        tv Pv = op_view_copy_bwd(T, P, "ViewBackward0: unflatten of the in-projection");
-        tv C = op_contiguous(T, Pv, "in-projection .contiguous() [3,L,N,E]");
+        tv Pv = op_view_copy_bwd(T, P, 3, "ViewBackward0: unflatten of the in-projection");
+        tv C = op_contiguous(T, Pv, 3, "in-projection .contiguous() [3,L,N,E]");
         tv_drop(T, &Pv);
         tv_drop(T, &P);
-        q = op_select(T, C, tok * E, "SelectBackward0 q");
-        k = op_select(T, C, tok * E, "SelectBackward0 k");
-        v = op_select(T, C, tok * E, "SelectBackward0 v");
+        q = op_select(T, C, 0, tok * E, "SelectBackward0 q");
+        k = op_select(T, C, 1, tok * E, "SelectBackward0 k");
+        v = op_select(T, C, 2, tok * E, "SelectBackward0 v");
         tv_drop(T, &C);
     } else {
         int sw = op_split(T, p0, E * E), sb = op_split(T, p0 + 1, E);
-        tv wq = {NULL, E * E, 4, sw, 0, true}, wkv = {NULL, 2 * E * E, 4, sw, 1, true};
-        tv bq = {NULL, E, 4, sb, 0, true}, bkv = {NULL, 2 * E, 4, sb, 1, true};
+        tv wq = {NULL, E * E, 4, sw, 0, true, 0}, wkv = {NULL, 2 * E * E, 4, sw, 1, true, E * E * 4};
+        tv bq = {NULL, E, 4, sb, 0, true, 0}, bkv = {NULL, 2 * E, 4, sb, 1, true, E * 4};
         q = op_linear(T, qt, wq, bq, tok, E, E, bf);
         tv KV = op_linear(T, kt, wkv, bkv, tok, E, 2 * E, bf);
-        tv KVv = op_view_copy_bwd(T, KV, "ViewBackward0: unflatten of the kv projection");
-        tv C = op_contiguous(T, KVv, "kv projection .contiguous() [2,S,N,E]");
+        tv KVv = op_view_copy_bwd(T, KV, 2, "ViewBackward0: unflatten of the kv projection");
+        tv C = op_contiguous(T, KVv, 2, "kv projection .contiguous() [2,S,N,E]");
         tv_drop(T, &KVv);
         tv_drop(T, &KV);
-        k = op_select(T, C, tok * E, "SelectBackward0 k");
-        v = op_select(T, C, tok * E, "SelectBackward0 v");
+        k = op_select(T, C, 0, tok * E, "SelectBackward0 k");
+        v = op_select(T, C, 1, tok * E, "SelectBackward0 v");
         tv_drop(T, &C);
         tv_drop(T, &kt);
     }
@@ -335,14 +387,14 @@ tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal
                                           "ViewBackward0 v (N, H, S, hd)"};
         for (int pass = 0; pass < 2; pass++)
             for (int i = 0; i < 3; i++) {
-                tv n = op_view_copy_bwd(T, *qkv[i], pass ? w2[i] : w1[i]);
+                tv n = op_view_copy_bwd(T, *qkv[i], 1, pass ? w2[i] : w1[i]);
                 tv_drop(T, qkv[i]);
                 *qkv[i] = n;
             }
     }
     tv a = sdpa(T, q, k, v, causal);
     if (!half) {
-        tv c = op_contiguous(T, a, "attention output .permute(2,0,1,3).contiguous()");
+        tv c = op_contiguous(T, a, 1, "attention output .permute(2,0,1,3).contiguous()");
         tv_drop(T, &a);
         a = c;
     }
@@ -356,7 +408,7 @@ tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal
     tv_drop(T, &k);
     tv_drop(T, &v);
     if (bf) {
-        tv r = op_view_copy_bwd(T, o, "ViewBackward0: out_proj output (L, N, E), transposed after");
+        tv r = op_view_copy_bwd(T, o, 1, "ViewBackward0: out_proj output (L, N, E), transposed after");
         tv_drop(T, &o);
         o = r;
     }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "transformer.h"
+#include "workload/tfm_kernels.h"
 
 #define DEFAULT_HOST_CAPACITY (80ULL << 30) /* an H100 80GB-class card */
 #define MAX_WIDTH (1LL << 16)
@@ -112,4 +113,15 @@ uint64_t mc_tfm_param_count(const mc_tfm_config *c)
     uint64_t n = (uint64_t)c->enc_layers * enc;
     if (c->arch == MC_TFM_TRANSFORMER) n += 2 * E + (uint64_t)c->dec_layers * dec + 2 * E;
     return n;
+}
+
+int mc_tfm_gpu_check(const mc_tfm_config *c, char *err, size_t len)
+{
+    const int64_t hd = c->d_model / c->heads;
+    if (!tfm_attn_supported((int)hd)) {
+        snprintf(err, len, "head size %lld (d-model / heads): the GPU's attention kernels take 16, 32, 64 "
+                 "or 128 (--model-only models any)", (long long)hd);
+        return -1;
+    }
+    return 0;
 }

@@ -43,9 +43,10 @@ typedef struct {
     int es;
     int node, slot;
     bool contig;
+    int64_t off;               /* bytes into the storage (a view's start: q, k, v, split weights) */
 } tv;
 
-#define TV_NONE ((tv){NULL, 0, 0, -1, 0, false})
+#define TV_NONE ((tv){NULL, 0, 0, -1, 0, false, 0})
 #define MAX_SAVED 8
 #define MAX_NEXT 4
 
@@ -61,9 +62,11 @@ typedef struct tnode {
     const char *what;
     tb *saved[MAX_SAVED];
     int nsaved;
-    struct { int node, slot; } next[MAX_NEXT];
+    struct { int node, slot, es; } next[MAX_NEXT]; /* es: the gradient's element size */
     int nnext;
+    uint64_t sa[MAX_SAVED];    /* the saved tensors' device addresses (a view's or a parameter's too) */
     tb *gin[3];                /* input buffer: the gradient of each output */
+    int gin_es[3];             /* ... its element size */
     bool gin_nc[3];            /* ... held as a non-contiguous view */
     bool gin_view[3];          /* ... held as a view (its base shares the storage) */
     int64_t a[8];              /* the op's sizes, for its backward */
@@ -114,16 +117,34 @@ struct mc_tfm {
     int handle;                /* cuBLAS handle: 0 forward thread, 1 backward thread */
 
     tb *mask;                  /* the encoder's causal mask (set-up) */
+    /* GPU arithmetic (T->w.gpu non-NULL; transformer_gpu.c): */
+    int dt;                    /* MC_DT_* of the compute dtype */
+    int site;                  /* the dropout site of the op being built (tfm_host_ref.h's order) */
+    uint64_t drop_base;        /* this micro-step's first dropout offset */
+    int sites;                 /* dropout sites per forward */
+    uint64_t micro;            /* micro-steps run, for the data and dropout streams */
+    mc_tfm_data *data;         /* --verify: src, tgt and parameters from the host (NULL: randn) */
     wl_t ws_fwd, lt_fwd, ws_bwd, lt_bwd;
     wl_t red_buf, red_sem;
     wl_t scale, growth, scaled, ones, gmul, gdiv, inv_d, inv_r, inv_f, found, found_c, inv_c;
     wl_t mse, mse_tmp, loss;
     int step;
     bool opt_ready;
+    int opt_steps;             /* optimizer steps taken (Adam's t) */
     double scale_host;
     int growth_tracker;
 };
 typedef struct mc_tfm mc_tfm;
+
+/* The GPU, or NULL in model-only runs. */
+#define TG(T) ((T)->w.gpu)
+/* Device address of a tensor: its storage's plus its offset, or a parameter's. */
+uint64_t tv_addr(const mc_tfm *T, tv x);
+#define TVP(T, x) ((void *)(uintptr_t)tv_addr((T), (x)))
+#define TBP(b) ((void *)(uintptr_t)((b)->t.addr))
+#define SAP(nd, i) ((void *)(uintptr_t)(nd)->sa[i])
+/* MC_DT_* of a tensor of element size es (4: fp32, else the autocast dtype). */
+int tfm_dt(const mc_tfm *T, int es);
 
 /* transformer_tape.c: buffers, the tape, backward. */
 tb *tb_new(mc_tfm *T, uint64_t bytes, mc_wl_category cat, const char *what);
@@ -133,6 +154,7 @@ void tv_drop(mc_tfm *T, tv *x);          /* a Python variable goes */
 tv tv_view(tv x);                        /* a view: the same storage, one more reference */
 int tape_node(mc_tfm *T, bwd_fn f, const char *what, int nnext);
 void tape_save(mc_tfm *T, int node, tb *b);
+void tape_save_tv(mc_tfm *T, int node, tv x);   /* a view or a parameter: its address kept */
 void tape_edge(mc_tfm *T, int node, int k, tv from);
 void tape_edge_view(mc_tfm *T, int node, int k);
 void tape_apply_return(mc_tfm *T, tnode *nd);
@@ -140,6 +162,9 @@ int tape_backward(mc_tfm *T, int root, tb *grad);
 void tape_clear(mc_tfm *T);
 int workspaces(mc_tfm *T, bool lt);      /* first GEMM on the current handle */
 int reduce_scratch(mc_tfm *T, int64_t outputs, int64_t inputs, bool along_rows, int es);
+int reduce_begin(mc_tfm *T, int64_t outputs, int64_t inputs, bool along_rows, int es);
+void reduce_end(mc_tfm *T);
+int bias_grad(mc_tfm *T, tb *out, tb *g, int64_t rows, int64_t n, int es); /* out = g summed over rows */
 void tfm_unwind(mc_tfm *T);
 
 /* transformer_ops.c: forward ops. Each returns its output with one
@@ -154,11 +179,14 @@ tv op_dropout(mc_tfm *T, tv x);
 tv op_activation(mc_tfm *T, tv x);
 tv op_add(mc_tfm *T, tv a, tv b);
 tv op_to(mc_tfm *T, tv x, int es);       /* autocast's cast of a non-leaf */
-tv op_contiguous(mc_tfm *T, tv x, const char *what);   /* a copy; CloneBackward passes through */
-tv op_view_copy_bwd(mc_tfm *T, tv x, const char *what); /* a view whose backward reshape copies */
+/* A copy; CloneBackward passes through. parts > 1: [tokens, parts E] to
+ * parts blocks of [tokens, E] (the packed projection's .contiguous()). */
+tv op_contiguous(mc_tfm *T, tv x, int parts, const char *what);
+/* A view whose backward's reshape copies (parts > 1: the blocks packed back). */
+tv op_view_copy_bwd(mc_tfm *T, tv x, int parts, const char *what);
 tv op_transpose(mc_tfm *T, tv x);                      /* x.transpose(1, 0), a node of its own */
 int op_split(mc_tfm *T, int param, int64_t n_first);   /* SplitWithSizesBackward0's node */
-tv op_select(mc_tfm *T, tv whole, int64_t n_part, const char *what); /* proj[i] */
+tv op_select(mc_tfm *T, tv whole, int idx, int64_t n_part, const char *what); /* proj[idx] */
 void cast_cache_clear(mc_tfm *T);                      /* autocast region exit */
 
 /* transformer_attn.c: MultiheadAttention in training mode (need_weights False). */

@@ -37,8 +37,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc/alloc_cuda.h"
 #include "check.h"
 #include "transformer_internal.h"
+#include "workload/tfm_host_ref.h"
+#include "workload/tfm_kernels.h"
 
 enum { ENC_PER = 12, DEC_PER = 18 };
 
@@ -164,35 +167,43 @@ static int setup(mc_tfm *T)
  * where the block rebinds it (`x = self.self_attn(x, x, x, ...)[0]`,
  * `x = self.linear2(...)`), before the last dropout: pre-norm's norm output
  * is freed there, as nothing else holds it. */
-static tv sa_block(mc_tfm *T, tv *x, int p0, bool causal)
+/* Dropout sites (tfm_host_ref.h's order): T->site is the one the next op
+ * draws from; site0 the layer's first. */
+static tv sa_block(mc_tfm *T, tv *x, int p0, bool causal, int site0)
 {
+    T->site = site0; /* the attention probabilities */
     tv o = mha_forward(T, *x, *x, p0, true, causal, T->L);
     tv_drop(T, x);
+    T->site = site0 + 1; /* dropout1 */
     tv d = op_dropout(T, o);
     tv_drop(T, &o);
     return d;
 }
 
-static tv mha_block(mc_tfm *T, tv *x, tv mem, int p0)
+static tv mha_block(mc_tfm *T, tv *x, tv mem, int p0, int site0)
 {
+    T->site = site0 + 2; /* the cross-attention probabilities */
     tv o = mha_forward(T, *x, mem, p0, false, false, T->L);
     tv_drop(T, x);
+    T->site = site0 + 3; /* dropout2 */
     tv d = op_dropout(T, o);
     tv_drop(T, &o);
     return d;
 }
 
-static tv ff_block(mc_tfm *T, tv *x, int p0)
+static tv ff_block(mc_tfm *T, tv *x, int p0, int site)
 {
     const int64_t tok = T->T, E = T->E, F = T->c.ff;
     tv h = op_linear(T, *x, param_tv(T, p0), param_tv(T, p0 + 1), tok, E, F, false);
     tv a = op_activation(T, h);
     tv_drop(T, &h);
+    T->site = site; /* the FFN's dropout */
     tv d = op_dropout(T, a);
     tv_drop(T, &a);
     tv o = op_linear(T, d, param_tv(T, p0 + 2), param_tv(T, p0 + 3), tok, F, E, false);
     tv_drop(T, &d);
     tv_drop(T, x);
+    T->site = site + 1; /* dropout2 (decoder: dropout3) */
     tv r = op_dropout(T, o);
     tv_drop(T, &o);
     return r;
@@ -221,18 +232,20 @@ static tv layer_body(mc_tfm *T, int layer, tv xin, tv mem)
                          : T->enc_first + layer * ENC_PER;
     const int n1 = base + (dec ? 12 : 8), n2 = n1 + 2, n3 = n1 + 4, ff = base + (dec ? 8 : 4);
     const bool causal = !dec && T->c.causal;
+    const int enc = (int)T->c.enc_layers;
+    const int site0 = dec ? TFM_ENC_DROPOUTS * enc + TFM_DEC_DROPOUTS * (layer - enc) : TFM_ENC_DROPOUTS * layer;
     tv x = tv_view(xin), f, n;
     n = pre ? op_layer_norm(T, x, n1, n1 + 1) : tv_view(x);
-    f = sa_block(T, &n, base, causal);
+    f = sa_block(T, &n, base, causal, site0);
     residual(T, &x, &f, n1);
     if (dec) {
         n = pre ? op_layer_norm(T, x, n2, n2 + 1) : tv_view(x);
-        f = mha_block(T, &n, mem, base + 4);
+        f = mha_block(T, &n, mem, base + 4, site0);
         residual(T, &x, &f, n2);
     }
     const int nf = dec ? n3 : n2;
     n = pre ? op_layer_norm(T, x, nf, nf + 1) : tv_view(x);
-    f = ff_block(T, &n, ff);
+    f = ff_block(T, &n, ff, site0 + (dec ? 4 : 2));
     residual(T, &x, &f, nf);
     return x;
 }
@@ -301,6 +314,7 @@ int tfm_recompute(mc_tfm *T, int g)
         tnode *o = &T->tape[G->first + k], *r = &T->tape[T->rec_base + k];
         for (int s = 0; s < r->nsaved && s < o->nsaved; s++) {
             o->saved[s] = r->saved[s];
+            o->sa[s] = r->sa[s];
             r->saved[s] = NULL;
         }
         for (int s = o->nsaved; s < r->nsaved; s++) tb_unref(T, r->saved[s]);
@@ -341,31 +355,50 @@ static tv model_forward(mc_tfm *T, tv src, tv tgt)
     } while (0)
 #define FW(t) wl_free(&T->w, &(t))
 
-/* loss = mse_loss(out, tgt) / K, the autocast exit, backward. */
-static int loss_and_backward(mc_tfm *T, tv out)
+#define FPT(t) ((float *)WL_PTR(t))
+
+/* loss = mse_loss(out, tgt) / K, the autocast exit, backward. out and tgt
+ * are fp32 (autocast runs mse_loss in fp32; the last op is a layer_norm or
+ * a residual add of fp32). */
+static int loss_and_backward(mc_tfm *T, tv out, tv tgt)
 {
     const int64_t n = out.n;
     const bool fp16 = T->c.precision == MC_WL_FP16;
+    mc_wl_gpu *G = TG(T);
+    const float invk = 1.0f / (float)T->c.accum;
     AW(T->mse, n * 4, MC_WL_ACTIVATIONS, "mse_loss elementwise (holds the mean)", false);
     AW(T->mse_tmp, n * 4, MC_WL_ACTIVATIONS, "mse_loss second [n]", false);
     if (reduce_scratch(T, 1, n, false, 4)) return -1;
+    if (G) mc_gpu_mse(G, FPT(T->mse), FPT(T->mse_tmp), TVP(T, out), TVP(T, tgt), n, 1.0f);
     FW(T->mse_tmp);
     AW(T->loss, 4, MC_WL_OTHER, "loss / K", false);
+    if (G) mc_gpu_scalar(G, FPT(T->loss), FPT(T->mse), NULL, invk);
     FW(T->mse);
     if (T->lowp) cast_cache_clear(T);
     if (fp16) {
         if (!T->scale.addr) {
             AW(T->scale, 4, MC_WL_OTHER, "GradScaler scale", true);
+            if (G) mc_gpu_fill(G, FPT(T->scale), (float)T->scale_host, 1);
             AW(T->growth, 4, MC_WL_OTHER, "GradScaler growth tracker", true);
+            if (G) mc_gpu_fill(G, FPT(T->growth), 0.0f, 1);
         }
         AW(T->scaled, 4, MC_WL_OTHER, "scaler.scale(loss)", false);
+        if (G) mc_gpu_scalar(G, FPT(T->scaled), FPT(T->loss), FPT(T->scale), 1.0f);
     }
     AW(T->ones, 4, MC_WL_OTHER, "backward's ones_like", false);
-    if (fp16) AW(T->gmul, 4, MC_WL_OTHER, "MulBackward0", false);
+    if (G) mc_gpu_fill(G, FPT(T->ones), 1.0f, 1);
+    const wl_t *gs = &T->ones;
+    if (fp16) {
+        AW(T->gmul, 4, MC_WL_OTHER, "MulBackward0", false);
+        if (G) mc_gpu_scalar(G, FPT(T->gmul), FPT(T->ones), FPT(T->scale), 1.0f);
+        gs = &T->gmul;
+    }
     AW(T->gdiv, 4, MC_WL_OTHER, "DivBackward0", false);
+    if (G) mc_gpu_scalar(G, FPT(T->gdiv), FPT(*gs), NULL, invk);
     if (fp16) FW(T->gmul);
     tb *g = tb_new(T, (uint64_t)(n * 4), MC_WL_ACTIVATIONS, "MseLossBackward0");
     if (!g) return -1;
+    if (G) mc_gpu_mse_bwd(G, (float *)TBP(g), TVP(T, out), TVP(T, tgt), FPT(T->gdiv), n);
     FW(T->gdiv);
     if (tape_backward(T, out.node, g)) return -1;
     FW(T->ones);
@@ -373,16 +406,35 @@ static int loss_and_backward(mc_tfm *T, tv out)
     return 0;
 }
 
-static int micro_step(mc_tfm *T)
+/* src and tgt: randn on the device (Philox streams of the micro-step), or
+ * the GPU check's host data. */
+static void fill_data(mc_tfm *T, tb *s, tb *t, int k)
+{
+    mc_wl_gpu *G = TG(T);
+    const int64_t n = T->T * T->E;
+    if (T->data) {
+        mc_gpu_from_host(G, TBP(s), T->data->src[k], (uint64_t)n * 4);
+        mc_gpu_from_host(G, TBP(t), T->data->tgt[k], (uint64_t)n * 4);
+        return;
+    }
+    mc_gpu_randn(G, (float *)TBP(s), n, T->c.seed, (1ULL << 40) + 2 * T->micro);
+    mc_gpu_randn(G, (float *)TBP(t), n, T->c.seed, (1ULL << 40) + 2 * T->micro + 1);
+}
+
+static int micro_step(mc_tfm *T, int k)
 {
     const uint64_t n = (uint64_t)(T->T * T->E);
     tb *s = tb_new(T, n * 4, MC_WL_ACTIVATIONS, "src = randn");
     tb *t = s ? tb_new(T, n * 4, MC_WL_ACTIVATIONS, "tgt = randn") : NULL;
     if (!t) return -1;
-    tv src = {s, (int64_t)n, 4, -1, 0, true}, tgt = {t, (int64_t)n, 4, -1, 0, true};
+    T->drop_base = T->micro * (uint64_t)T->sites; /* each micro-step's dropout streams its own */
+    if (TG(T)) fill_data(T, s, t, k);
+    T->micro++;
+    tv src = {s, (int64_t)n, 4, -1, 0, true, 0}, tgt = {t, (int64_t)n, 4, -1, 0, true, 0};
     tv out = model_forward(T, src, tgt);
     if (T->oom || !out.b) return -1;
-    int rc = loss_and_backward(T, out);
+    int rc = loss_and_backward(T, out, tgt);
+    if (rc == 0 && TG(T)) mc_gpu_read_loss(TG(T), k, FPT(T->loss));
     tv_drop(T, &src); /* del src, tgt, out, loss */
     tv_drop(T, &tgt);
     tv_drop(T, &out);
@@ -393,13 +445,56 @@ static int micro_step(mc_tfm *T)
 
 /* ------------------------------------------------------------ life cycle */
 
+static bool ends(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* The parameters' values: nn.Transformer._reset_parameters' xavier_uniform_
+ * for every matrix (the encoder alone too, for one rule), the Linear
+ * biases' U(+-1/sqrt(fan_in)), MultiheadAttention's zero biases, LayerNorm
+ * 1 and 0; or the GPU check's. */
+static void init_params(mc_tfm *T)
+{
+    mc_wl_gpu *G = TG(T);
+    const double E = (double)T->E, F = (double)T->c.ff;
+    uint64_t off = 0;
+    for (int i = 0; i < T->np; i++) {
+        tparam *p = &T->p[i];
+        float *d = FPT(p->p);
+        if (T->data) {
+            mc_gpu_from_host(G, d, T->data->params + off, (uint64_t)p->n * 4);
+            off += (uint64_t)p->n;
+            continue;
+        }
+        double fan_in = 0, fan_out = 0, bias_in = 0;
+        if (ends(p->name, "in_proj_weight")) fan_in = E, fan_out = 3 * E;
+        else if (ends(p->name, "out_proj.weight")) fan_in = E, fan_out = E;
+        else if (ends(p->name, "linear1.weight")) fan_in = E, fan_out = F;
+        else if (ends(p->name, "linear2.weight")) fan_in = F, fan_out = E;
+        else if (ends(p->name, "linear1.bias")) bias_in = E;
+        else if (ends(p->name, "linear2.bias")) bias_in = F;
+        if (fan_in > 0)
+            mc_gpu_uniform(G, d, p->n, (float)sqrt(6.0 / (fan_in + fan_out)), T->c.seed, (uint64_t)i);
+        else if (bias_in > 0)
+            mc_gpu_uniform(G, d, p->n, (float)(1.0 / sqrt(bias_in)), T->c.seed, (uint64_t)i);
+        else
+            mc_gpu_fill(G, d, strstr(p->name, "norm") && ends(p->name, "weight") ? 1.0f : 0.0f, p->n);
+    }
+}
+
 mc_tfm *mc_tfm_create(const mc_tfm_config *c, bool on_gpu, FILE *trace, char *err, size_t len)
 {
+    return mc_tfm_create_with(c, on_gpu, trace, NULL, err, len);
+}
+
+mc_tfm *mc_tfm_create_with(const mc_tfm_config *c, bool on_gpu, FILE *trace, mc_tfm_data *data,
+                           char *err, size_t len)
+{
     if (mc_tfm_config_check(c, err, len) != 0) return NULL;
-    if (on_gpu) {
-        snprintf(err, len, "the Transformer runs in --model-only so far (its GPU kernels are not wired)");
-        return NULL;
-    }
+    if (on_gpu && mc_tfm_gpu_check(c, err, len) != 0) return NULL;
+    CHECK(!data || on_gpu, "transformer: host data without a GPU");
     mc_tfm *T = calloc(1, sizeof *T);
     CHECK(T != NULL, "out of host memory");
     T->c = *c;
@@ -411,15 +506,27 @@ mc_tfm *mc_tfm_create(const mc_tfm_config *c, bool on_gpu, FILE *trace, char *er
     T->T = T->N * T->L;
     T->lowp = c->precision != MC_WL_FP32;
     T->es = T->lowp ? 2 : 4;
+    T->dt = c->precision == MC_WL_FP16 ? MC_DT_F16 : c->precision == MC_WL_BF16 ? MC_DT_BF16 : MC_DT_F32;
+    T->sites = (int)(TFM_ENC_DROPOUTS * c->enc_layers +
+                     (c->arch == MC_TFM_TRANSFORMER ? TFM_DEC_DROPOUTS * c->dec_layers : 0));
+    T->data = data;
     T->cur_group = -1;
     T->scale_host = 65536.0;
     mc_workload *w = &T->w;
     w->c = mc_workload_config_default();
     w->c.trace_steps = c->trace_steps;
     w->trace = trace;
-    w->host = ca_host_create(c->host_capacity);
-    CHECK(w->host != NULL, "ca_host_create");
-    w->a = ca_create(&c->alloc, ca_host_backend(w->host));
+    ca_backend be;
+    if (on_gpu) {
+        w->on_gpu = true;
+        be = ca_cuda_backend();
+        w->gpu = mc_gpu_create(c->accum);
+    } else {
+        w->host = ca_host_create(c->host_capacity);
+        CHECK(w->host != NULL, "ca_host_create");
+        be = ca_host_backend(w->host);
+    }
+    w->a = ca_create(&c->alloc, be);
     CHECK(w->a != NULL, "ca_create");
     build_params(T);
     wl_trace(w, "# memclaims-trace v1");
@@ -440,6 +547,8 @@ mc_tfm *mc_tfm_create(const mc_tfm_config *c, bool on_gpu, FILE *trace, char *er
     if (setup(T) != 0) {
         w->setup_status = MC_WL_OOM;
         while (w->n_live) wl_free(w, w->live[w->n_live - 1]);
+    } else if (w->gpu) {
+        init_params(T);
     }
     return T;
 }
@@ -456,11 +565,13 @@ void mc_tfm_destroy(mc_tfm *T)
 {
     if (!T) return;
     T->w.trace = NULL;
+    if (T->w.gpu) mc_gpu_sync(T->w.gpu);
     tfm_unwind(T);
     while (T->w.n_live) wl_free(&T->w, T->w.live[T->w.n_live - 1]);
     free(T->mask);
     ca_destroy(T->w.a);
-    ca_host_destroy(T->w.host);
+    if (T->w.host) ca_host_destroy(T->w.host);
+    if (T->w.gpu) mc_gpu_destroy(T->w.gpu);
     free(T->w.live);
     free(T->p);
     free(T->tape);
@@ -498,7 +609,8 @@ mc_wl_status mc_tfm_step(mc_tfm *T, mc_workload_step_result *r)
     w->peak_seen = (uint64_t)ca_get_stats(w->a)->allocated_bytes.current;
     memcpy(w->peak_cat, w->cat_bytes, sizeof w->peak_cat);
     int rc = 0;
-    for (int k = 0; k < T->c.accum && rc == 0; k++) rc = micro_step(T);
+    if (TG(T)) mc_gpu_step_begin(TG(T));
+    for (int k = 0; k < T->c.accum && rc == 0; k++) rc = micro_step(T, k);
     bool skipped = false;
     if (rc == 0) rc = tfm_optimizer(T, &skipped);
     if (rc == 0) tfm_zero_grad(T);
@@ -511,6 +623,12 @@ mc_wl_status mc_tfm_step(mc_tfm *T, mc_workload_step_result *r)
         for (int32_t i = w->n_live - 1; i >= 0; i--)
             if (i < w->n_live && !w->live[i]->keep) wl_free(w, w->live[i]);
         tfm_zero_grad(T);
+    }
+    if (TG(T)) {
+        r->step_time_s = mc_gpu_step_end(TG(T));
+        if (rc == 0) r->loss = mc_gpu_loss_sum(TG(T), T->c.accum);
+        if (rc == 0 && T->data && T->data->losses && T->step == 1)
+            for (int k = 0; k < T->c.accum; k++) T->data->losses[k] = mc_gpu_slot_loss(TG(T), k);
     }
     r->skipped = skipped;
     r->loss_scale = T->c.precision == MC_WL_FP16 ? T->scale_host : 1.0;

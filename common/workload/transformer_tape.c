@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "transformer_internal.h"
+#include "workload/tfm_kernels.h"
 
 #define CUBLAS_WS_BYTES (32ULL << 20)  /* getChosenWorkspaceSize on sm_90 (as workload_seq.c) */
 #define CUBLASLT_WS_BYTES (1ULL << 20) /* parseCUDABlasLtWorkspaceSize default */
@@ -86,22 +87,27 @@ int workspaces(mc_tfm *T, bool lt)
 {
     wl_t *ws = T->handle ? &T->ws_bwd : &T->ws_fwd, *lw = T->handle ? &T->lt_bwd : &T->lt_fwd;
     if (T->oom) return -1;
-    if (!ws->addr && wl_alloc(&T->w, ws, CUBLAS_WS_BYTES, MC_WL_WORKSPACE, true,
-                              T->handle ? "cuBLAS workspace, backward thread"
-                                        : "cuBLAS workspace, forward thread") != 0)
-        goto oom;
-    if (lt && !lw->addr && wl_alloc(&T->w, lw, CUBLASLT_WS_BYTES, MC_WL_WORKSPACE, true,
-                                    T->handle ? "cuBLASLt workspace, backward thread"
-                                              : "cuBLASLt workspace, forward thread") != 0)
-        goto oom;
+    if (!ws->addr) {
+        if (wl_alloc(&T->w, ws, CUBLAS_WS_BYTES, MC_WL_WORKSPACE, true,
+                     T->handle ? "cuBLAS workspace, backward thread" : "cuBLAS workspace, forward thread") != 0)
+            goto oom;
+        if (TG(T)) mc_gpu_set_workspace(TG(T), T->handle, WL_PTR(*ws), ws->bytes);
+    }
+    if (lt && !lw->addr) {
+        if (wl_alloc(&T->w, lw, CUBLASLT_WS_BYTES, MC_WL_WORKSPACE, true,
+                     T->handle ? "cuBLASLt workspace, backward thread" : "cuBLASLt workspace, forward thread") != 0)
+            goto oom;
+        if (TG(T)) mc_gpu_set_lt_workspace(TG(T), T->handle, WL_PTR(*lw), lw->bytes);
+    }
     return 0;
 oom:
     T->oom = true;
     return -1;
 }
 
-/* gpu_reduce_kernel's buffer and semaphores, freed once the kernel is queued. */
-int reduce_scratch(mc_tfm *T, int64_t outputs, int64_t inputs, bool along_rows, int es)
+/* gpu_reduce_kernel's buffer and semaphores (none where it needs no global
+ * reduce), freed once the kernel is queued: reduce_end. */
+int reduce_begin(mc_tfm *T, int64_t outputs, int64_t inputs, bool along_rows, int es)
 {
     uint64_t buf = 0, sem = 0;
     if (T->oom) return -1;
@@ -113,8 +119,31 @@ int reduce_scratch(mc_tfm *T, int64_t outputs, int64_t inputs, bool along_rows, 
         T->oom = true;
         return -1;
     }
+    return 0;
+}
+
+void reduce_end(mc_tfm *T)
+{
     wl_free(&T->w, &T->red_sem);
     wl_free(&T->w, &T->red_buf);
+}
+
+int reduce_scratch(mc_tfm *T, int64_t outputs, int64_t inputs, bool along_rows, int es)
+{
+    if (reduce_begin(T, outputs, inputs, along_rows, es)) return -1;
+    reduce_end(T);
+    return 0;
+}
+
+/* The bias's gradient: the rows of g summed (sum_to), with the reduction's
+ * scratch where PyTorch's has one. */
+int bias_grad(mc_tfm *T, tb *out, tb *g, int64_t rows, int64_t n, int es)
+{
+    if (reduce_begin(T, n, rows, true, es)) return -1;
+    if (TG(T))
+        mc_gpu_bias_grad(TG(T), TBP(out), TBP(g), rows, n, tfm_dt(T, es), WL_PTR(T->red_buf),
+                         T->red_buf.bytes);
+    reduce_end(T);
     return 0;
 }
 
@@ -141,6 +170,7 @@ void tape_edge(mc_tfm *T, int node, int k, tv from)
 {
     T->tape[node].next[k].node = from.node;
     T->tape[node].next[k].slot = from.slot | (from.contig ? 0 : 0x100);
+    T->tape[node].next[k].es = from.es;
 }
 
 /* The gradient of edge k reaches the next node as a view of what this node
@@ -164,12 +194,20 @@ void tape_save(mc_tfm *T, int node, tb *b)
         return;
     }
     tb_ref(b);
+    nd->sa[nd->nsaved] = b ? b->t.addr : 0;
     nd->saved[nd->nsaved++] = b;
     if (T->recomputing) {
         const tgroup *g = &T->grp[T->rec_target];
         int orig = g->first + (node - T->rec_base);
         if (orig == g->last_saving && nd->nsaved == T->tape[orig].orig_saved) T->stopped = true;
     }
+}
+
+void tape_save_tv(mc_tfm *T, int node, tv x)
+{
+    tape_save(T, node, x.b);
+    tnode *nd = &T->tape[node];
+    nd->sa[nd->nsaved - 1] = tv_addr(T, x);
 }
 
 static void release_group_inputs(mc_tfm *T, tgroup *g)
@@ -224,13 +262,16 @@ static int accumulate_grad(mc_tfm *T, int pi, tb *g)
             tb_unref(T, g);
             return -1;
         }
+        if (TG(T)) mc_gpu_copy(TG(T), WL_PTR(p->g), TBP(g), p->p.bytes);
+    } else if (TG(T)) { /* later micro-steps: .grad += g */
+        mc_gpu_add(TG(T), (float *)WL_PTR(p->g), (const float *)TBP(g), p->n);
     }
     tb_unref(T, g);
     return 0;
 }
 
 /* A gradient reaches a node's input buffer (engine.cpp InputBuffer::add). */
-static int deliver(mc_tfm *T, int node, int slot, tb *g, bool nc, bool view)
+static int deliver(mc_tfm *T, int node, int slot, tb *g, bool nc, bool view, int es)
 {
     if (!g) return 0;
     if (node <= -2) return accumulate_grad(T, -2 - node, g);
@@ -239,16 +280,20 @@ static int deliver(mc_tfm *T, int node, int slot, tb *g, bool nc, bool view)
         return 0;
     }
     tnode *nd = &T->tape[node];
+    const int64_t n = (int64_t)(g->t.bytes / (uint64_t)es);
     if (!nd->gin[slot]) {
         nd->gin[slot] = g;
         nd->gin_nc[slot] = nc;
         nd->gin_view[slot] = view;
+        nd->gin_es[slot] = es;
         return 0;
     }
     /* input_buffer.cpp accumulate: old_var.add_(var) where
      * can_accumulate_inplace(old_var), its tensor and its storage held by
      * the buffer alone; a view's storage is held by its base too */
+    const int dt = tfm_dt(T, es);
     if (nd->gin[slot]->refs == 1 && !nd->gin_view[slot]) { /* old_var.add_(var) */
+        if (TG(T)) tfm_add(TG(T), TBP(nd->gin[slot]), dt, TBP(nd->gin[slot]), dt, TBP(g), dt, n);
         tb_unref(T, g);
         return 0;
     }
@@ -258,6 +303,7 @@ static int deliver(mc_tfm *T, int node, int slot, tb *g, bool nc, bool view)
         tb_unref(T, g);
         return -1;
     }
+    if (TG(T)) tfm_add(TG(T), TBP(sum), dt, TBP(nd->gin[slot]), dt, TBP(g), dt, n);
     tb_unref(T, nd->gin[slot]); /* buffer[pos] = old_var + var, then var goes */
     tb_unref(T, g);
     nd->gin[slot] = sum; /* laid out as old_var (TensorIterator: the first input's strides) */
@@ -277,7 +323,7 @@ int tape_backward(mc_tfm *T, int root, tb *grad)
 
 static int run_backward(mc_tfm *T, int root, tb *grad)
 {
-    if (deliver(T, root, 0, grad, false, false)) return -1;
+    if (deliver(T, root, 0, grad, false, false, 4)) return -1;
     for (int i = T->nt - 1; i >= 0; i--) {
         tnode *nd = &T->tape[i];
         if (!nd->gin[0] && !nd->gin[1] && !nd->gin[2]) continue;
@@ -295,7 +341,7 @@ static int run_backward(mc_tfm *T, int root, tb *grad)
              * a view of it (tape_edge_view) */
             int slot = nd->next[k].slot & 0xff;
             bool ncv = (nd->next[k].slot >> 8) & 1, view = (nd->next[k].slot >> 9) & 1;
-            if (deliver(T, nd->next[k].node, slot, out[k], ncv, view || ncv)) return -1;
+            if (deliver(T, nd->next[k].node, slot, out[k], ncv, view || ncv, nd->next[k].es)) return -1;
         }
         if (T->oom) return -1;
     }
