@@ -72,8 +72,7 @@ static inline void check_attn(const tfm_attn *a)
           a->H, a->Lq, a->Lk);
     CHECK((int64_t)a->B * a->H <= 65535, "attention: B * H = %lld above 65535",
           (long long)a->B * a->H);
-    CHECK(a->Dh == 32 || a->Dh == 64 || a->Dh == 128, "attention head dim %d not built (32, 64, 128)",
-          a->Dh);
+    CHECK(tfm_attn_supported(a->Dh), "attention head dim %d not built (16, 32, 64, 128)", a->Dh);
     CHECK(a->dropout_p >= 0.0f && a->dropout_p < 1.0f, "attention dropout %g", (double)a->dropout_p);
 }
 

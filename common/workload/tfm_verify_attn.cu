@@ -1,6 +1,6 @@
 /* tfm_verify_attn.cu: the GPU check of the fused attention (tfm_verify.h):
  * forward (O, lse) and backward (dQ, dK, dV) against tfm_ref_attn_* for
- * head dims 32, 64, 128, on the two packed in-projection layouts
+ * head dims 16, 32, 64, 128, on the two packed in-projection layouts
  * ([L, B, 3E] and [B, L, 3E], q, k, v strided views into one buffer, as
  * some callers hand them over), on MultiheadAttention's [3, L, B, E]
  * slices with SDPA's [B, L, E] output, and on separate contiguous

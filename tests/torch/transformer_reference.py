@@ -207,16 +207,16 @@ def record_history(torch, stacks):
                                                  max_entries=1000000)
 
 
-def trace_stacks_for(name, flags, trace_all, retry):
+def trace_stacks_for(name, flags, trace_all, retry, no_trace=False):
     """How a configuration is traced: "python", "none", or None (not traced)."""
-    if not (name in TRACED or trace_all):
+    if no_trace or not (name in TRACED or trace_all):
         return None
     if retry or "--checkpoint" in flags.split():
         return "none"
     return "python"
 
 
-def run_child(name, flags, outdir, steps, device, trace_all=False, retry=False):
+def run_child(name, flags, outdir, steps, device, trace_all=False, retry=False, no_trace=False):
     try:
         import torch
     except ImportError:
@@ -234,7 +234,7 @@ def run_child(name, flags, outdir, steps, device, trace_all=False, retry=False):
     dev = torch.device("cuda", device)
     torch.manual_seed(0)
     script = os.path.basename(__file__)
-    stacks = trace_stacks_for(name, flags, trace_all, retry)
+    stacks = trace_stacks_for(name, flags, trace_all, retry, no_trace)
     traced = stacks is not None
     was_traced = traced
     if traced:
@@ -414,6 +414,8 @@ def main():
     ap.add_argument("--trace-all", action="store_true",
                     help="write NAME.trace for every configuration, not only TRACED's "
                          "(to find where a figure differs; commit only TRACED's)")
+    ap.add_argument("--no-trace", action="store_true",
+                    help="write no trace (timing runs: recording the history slows PyTorch's step)")
     ap.add_argument("--child", help=argparse.SUPPRESS)  # one configuration, in this process
     ap.add_argument("--retry", action="store_true", help=argparse.SUPPRESS)  # traced again, no stacks
     a = ap.parse_args()
@@ -427,7 +429,8 @@ def main():
     if a.child:
         if a.child not in table:
             ap.error("unknown configuration %s" % a.child)
-        return run_child(a.child, table[a.child], a.outdir, a.steps, a.device, a.trace_all, a.retry)
+        return run_child(a.child, table[a.child], a.outdir, a.steps, a.device, a.trace_all, a.retry,
+                         a.no_trace)
 
     names = [n for n, _ in CONFIGS]
     if a.only:
@@ -451,9 +454,10 @@ def main():
     failed = []
     for n in names:
         cmd = [sys.executable, os.path.abspath(__file__), a.outdir, "--child", n,
-               "--steps", str(a.steps), "--device", str(a.device)] + (["--trace-all"] if a.trace_all else [])
+               "--steps", str(a.steps), "--device", str(a.device)] + (["--trace-all"] if a.trace_all else []) \
+            + (["--no-trace"] if a.no_trace else [])
         rc = run_one(n, cmd)
-        if rc not in (0, 77) and trace_stacks_for(n, table[n], a.trace_all, False) == "python":
+        if rc not in (0, 77) and trace_stacks_for(n, table[n], a.trace_all, False, a.no_trace) == "python":
             print("transformer_reference: %s failed (exit %d) while traced with Python stacks: "
                   "once more without them" % (n, rc), file=sys.stderr)
             rc = run_one(n, cmd + ["--retry"])
