@@ -54,6 +54,7 @@ typedef struct {
     int optimizer;               /* mc_wl_optimizer, or MC_TFM_ADAMW */
     mc_wl_precision precision;
     bool checkpoint;             /* each encoder and decoder layer, use_reentrant=False */
+    bool fused;                  /* the elementwise chains in one kernel each (transformer_fused.c, C25) */
     ca_config alloc;
     uint64_t host_capacity;      /* the simulated device (model-only), bytes */
     int sm_count;                /* for PyTorch's reduction scratch (132 on an H100) */

@@ -50,6 +50,7 @@ int mc_tfm_parse_flag(mc_workload_cli *cli, const char *a, const char *v, bool *
     if (!strcmp(a, "--norm-first")) { c->norm_first = true; return 0; }
     if (!strcmp(a, "--batch-first")) { c->batch_first = true; return 0; }
     if (!strcmp(a, "--causal")) { c->causal = true; return 0; }
+    if (!strcmp(a, "--fused")) { c->fused = true; return 0; }
     static const char *const valued[] = {"--arch", "--d-model", "--heads", "--enc-layers", "--dec-layers",
                                          "--ff", "--dropout", "--activation", "--seq", "--batch",
                                          "--optimizer", NULL};

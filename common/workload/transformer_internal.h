@@ -189,6 +189,10 @@ int op_split(mc_tfm *T, int param, int64_t n_first);   /* SplitWithSizesBackward
 tv op_select(mc_tfm *T, tv whole, int idx, int64_t n_part, const char *what); /* proj[idx] */
 void cast_cache_clear(mc_tfm *T);                      /* autocast region exit */
 
+/* transformer_fused.c: the elementwise chains in one kernel each (--fused). */
+tv op_fused_act_dropout(mc_tfm *T, tv h, int64_t rows);            /* dropout(act(h)) */
+tv op_fused_dropout_add(mc_tfm *T, tv res, tv branch, int64_t rows); /* res + dropout(branch) */
+
 /* transformer_attn.c: MultiheadAttention in training mode (need_weights False). */
 typedef enum { MC_TFM_SDPA_EFFICIENT, MC_TFM_SDPA_FLASH, MC_TFM_SDPA_CUDNN } mc_tfm_sdpa;
 tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal, int64_t S);

@@ -175,6 +175,7 @@ static tv sa_block(mc_tfm *T, tv *x, int p0, bool causal, int site0)
     tv o = mha_forward(T, *x, *x, p0, true, causal, T->L);
     tv_drop(T, x);
     T->site = site0 + 1; /* dropout1 */
+    if (T->c.fused) return o; /* fused with the residual add */
     tv d = op_dropout(T, o);
     tv_drop(T, &o);
     return d;
@@ -186,6 +187,7 @@ static tv mha_block(mc_tfm *T, tv *x, tv mem, int p0, int site0)
     tv o = mha_forward(T, *x, mem, p0, false, false, T->L);
     tv_drop(T, x);
     T->site = site0 + 3; /* dropout2 */
+    if (T->c.fused) return o;
     tv d = op_dropout(T, o);
     tv_drop(T, &o);
     return d;
@@ -195,15 +197,22 @@ static tv ff_block(mc_tfm *T, tv *x, int p0, int site)
 {
     const int64_t tok = T->T, E = T->E, F = T->c.ff;
     tv h = op_linear(T, *x, param_tv(T, p0), param_tv(T, p0 + 1), tok, E, F, false);
-    tv a = op_activation(T, h);
-    tv_drop(T, &h);
     T->site = site; /* the FFN's dropout */
-    tv d = op_dropout(T, a);
-    tv_drop(T, &a);
+    tv d;
+    if (T->c.fused) {
+        d = op_fused_act_dropout(T, h, tok);
+        tv_drop(T, &h);
+    } else {
+        tv a = op_activation(T, h);
+        tv_drop(T, &h);
+        d = op_dropout(T, a);
+        tv_drop(T, &a);
+    }
     tv o = op_linear(T, d, param_tv(T, p0 + 2), param_tv(T, p0 + 3), tok, F, E, false);
     tv_drop(T, &d);
     tv_drop(T, x);
     T->site = site + 1; /* dropout2 (decoder: dropout3) */
+    if (T->c.fused) return o;
     tv r = op_dropout(T, o);
     tv_drop(T, &o);
     return r;
@@ -212,7 +221,8 @@ static tv ff_block(mc_tfm *T, tv *x, int p0, int site)
 /* x = norm(x + f) (post-norm) or x = x + f (pre-norm); f, x consumed. */
 static void residual(mc_tfm *T, tv *x, tv *f, int pnorm)
 {
-    tv s = op_add(T, *x, *f);
+    /* fused: the block's dropout (site T->site) in the add's kernel */
+    tv s = T->c.fused ? op_fused_dropout_add(T, *x, *f, T->T) : op_add(T, *x, *f);
     tv_drop(T, f);
     if (!T->c.norm_first) {
         tv n = op_layer_norm(T, s, pnorm, pnorm + 1);
@@ -531,7 +541,7 @@ mc_tfm *mc_tfm_create_with(const mc_tfm_config *c, bool on_gpu, FILE *trace, mc_
     build_params(T);
     wl_trace(w, "# memclaims-trace v1");
     wl_trace(w, "# build/workload's requests: %s d_model=%lld heads=%lld enc=%lld dec=%lld ff=%lld "
-                "dropout=%g %s%s%s%s seq=%lld batch=%lld %s %s accum=%d%s",
+                "dropout=%g %s%s%s%s seq=%lld batch=%lld %s %s accum=%d%s%s",
              c->arch == MC_TFM_TRANSFORMER ? "transformer" : "encoder", (long long)c->d_model,
              (long long)c->heads, (long long)c->enc_layers,
              (long long)(c->arch == MC_TFM_TRANSFORMER ? c->dec_layers : 0), (long long)c->ff,
@@ -539,7 +549,7 @@ mc_tfm *mc_tfm_create_with(const mc_tfm_config *c, bool on_gpu, FILE *trace, mc_
              c->norm_first ? " norm_first" : "", c->batch_first ? " batch_first" : "",
              c->causal ? " causal" : "", (long long)c->seq, (long long)c->batch,
              mc_tfm_optimizer_name(c->optimizer), mc_wl_precision_name(c->precision), c->accum,
-             c->checkpoint ? " checkpoint" : "");
+             c->checkpoint ? " checkpoint" : "", c->fused ? " fused" : "");
     if (c->alloc.limit_bytes != CA_UNLIMITED) wl_trace(w, "set limit %" PRIu64, c->alloc.limit_bytes);
     if (c->alloc.max_split_size != CA_UNLIMITED)
         wl_trace(w, "set max_split_size %" PRIu64, c->alloc.max_split_size);

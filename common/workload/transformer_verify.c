@@ -7,7 +7,8 @@
  * precision's tolerance. The cases cover both architectures, both layouts,
  * both norm orders, relu and gelu, causal, dropout (the same tfm_rng
  * streams), accumulation, checkpointing (the recomputation must give the
- * same values) and fp32, fp16 and bf16. Then a few steps on fixed data:
+ * same values), fp32, fp16 and bf16, and the fused chains of --fused (the
+ * same float64 model: fusing changes where values live, not what they are). Then a few steps on fixed data:
  * the loss must fall. Needs a current CUDA device. */
 #include <math.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@ typedef struct {
     double p;
     bool gelu, pre, bf, causal, ckpt;
     mc_wl_precision prec;
+    bool fused;            /* the elementwise chains in one kernel (C25): the same values */
 } vcase;
 
 static const vcase CASES[] = {
@@ -43,6 +45,10 @@ static const vcase CASES[] = {
     {"transformer fp16 batch-first ckpt", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.1, false, false, true, false, true, MC_WL_FP16},
     {"encoder bf16 batch-first pre-norm gelu", MC_TFM_ENCODER, 64, 4, 2, 0, 128, 16, 2, 1, 0.1, true, true, true, false, false, MC_WL_BF16},
     {"transformer bf16 seq-first pre-norm", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 96, 8, 3, 1, 0.0, false, true, false, false, false, MC_WL_BF16},
+    {"transformer fp32 fused, gelu, batch-first", MC_TFM_TRANSFORMER, 32, 2, 1, 1, 64, 9, 3, 1, 0.1, true, false, true, false, false, MC_WL_FP32, true},
+    {"encoder fp32 fused, relu, pre-norm, ckpt accum 2", MC_TFM_ENCODER, 64, 2, 2, 0, 96, 10, 4, 2, 0.2, false, true, false, true, true, MC_WL_FP32, true},
+    {"transformer fp16 fused, relu", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.1, false, false, false, false, false, MC_WL_FP16, true},
+    {"encoder bf16 fused, gelu, batch-first", MC_TFM_ENCODER, 64, 4, 2, 0, 128, 16, 2, 1, 0.1, true, false, true, false, false, MC_WL_BF16, true},
 };
 
 static mc_tfm_config config_of(const vcase *v)
@@ -65,6 +71,7 @@ static mc_tfm_config config_of(const vcase *v)
     c.optimizer = MC_WL_SGD;
     c.precision = v->prec;
     c.checkpoint = v->ckpt;
+    c.fused = v->fused;
     c.seed = 1234;
     return c;
 }

@@ -41,6 +41,8 @@ void mc_workload_usage(FILE *fp)
         "  --d-model E (512)  --heads H (8)  --enc-layers N (6)  --dec-layers M (6)  --ff F (2048)\n"
         "  --dropout P (0.1)  --activation relu|gelu (relu)  --norm-first  --batch-first\n"
         "  --causal           encoder: generate_square_subsequent_mask, passed with is_causal=True\n"
+        "  --fused            the elementwise chains (activation+dropout, dropout+residual add) in one\n"
+        "                     kernel each, as a compiler fuses them (not PyTorch eager: C25)\n"
         "  --seq L --batch B  the whole batch; --accum K makes micro-batches of B/K\n"
         "  --optimizer sgd|momentum|adam|adamw   --precision, --accum, --checkpoint (each layer),\n"
         "  --steps, --limit, --max-split-size, --lr (sgd, momentum 0.01; adam, adamw 0.001), --seed,\n"
