@@ -209,7 +209,7 @@ static int check_case(const vcase *v, FILE *log)
 /* Training on fixed data lowers the loss: 30 Adam steps. */
 static int check_loss_falls(FILE *log)
 {
-    const vcase v = {"loss falls", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 16, 4, 1, 0.1, false, false, true, false, false, MC_WL_FP32};
+    const vcase v = {"loss falls", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 16, 4, 1, 0.1, false, false, true, false, false, MC_WL_FP32, false};
     mc_tfm_config c = config_of(&v);
     c.optimizer = MC_WL_ADAM;
     const tfm_ref_model m = ref_of(&v, v.B);
