@@ -32,8 +32,8 @@ do for [shape in "narrow wide transformer"] {
     set title TITLE(shape)
     set xlabel (shape eq "transformer" ? "batch size (sequences of 100 tokens)" : "batch size (rows)")
     if (shape eq "transformer" && count(shape) > 0) {
-        set arrow 9 from first 32, graph 0 to first 32, graph 1 nohead dt 3 lw 1.5 lc rgb "black"
-        set label 8 "seed 000's input (32, 100, 512)" at first 32, graph 0.97 left offset 0.5,0 font ",9"
+        set arrow 9 from first 32, graph 0 to first 32, graph 1 nohead front dt 3 lw 1.5 lc rgb "black"
+        set label 8 "seed 000's input (32, 100, 512)" at first 32, graph 0.15 left offset 0.5,0 front font ",9" tc rgb "white"
     }
     if (count(shape) > 0) {
         set y2label "peak allocated (MiB)"
