@@ -1,9 +1,11 @@
-/* c05_mixed_precision.cu: C05. The suite's training workload
- * (common/workload.h) in fp32 and in mixed precision (fp16 with GradScaler,
- * bf16; autocast compute over fp32 master weights) over batch size, for a
- * weight-bound and an activation-bound shape: peak allocated, reserved,
- * step time, and on a GPU the cuBLAS GEMM throughput behind the step time
- * (the forward GEMM of one layer, measured alone). */
+/* c05_mixed_precision.cu: C05. The suite's training workloads in fp32 and in
+ * mixed precision (fp16 with GradScaler, bf16; autocast compute over fp32
+ * master weights) over batch size: the MLP (common/workload/workload.h) at a
+ * weight-bound and an activation-bound shape, and seed 000's own model,
+ * nn.Transformer(d_model=512, batch_first=True) on (B, 100, 512)
+ * (common/workload/transformer.h): peak allocated, reserved, live bytes per
+ * category at the peak, step time, and on a GPU the cuBLAS GEMM throughput
+ * behind the MLP's step time (the forward GEMM of one layer, measured alone). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +23,7 @@
 #include "experiment.h"
 #include "stats.h"
 #include "verdict.h"
+#include "workload/transformer.h"
 #include "workload/workload.h"
 
 static bool sgd_opt = false;
@@ -33,29 +36,42 @@ static const mc_extra_opt EXTRA[] = {
 static const mc_experiment EXP = {
     .claim = "C05",
     .key = "mixed_precision",
-    .title = "Training memory and speed in fp32 vs fp16/bf16 mixed precision, over batch size",
+    .title = "Training memory and speed in fp32 vs fp16/bf16 mixed precision, over batch size (MLP and Transformer)",
     .seed_claim = "Mixed precision (fp16/bf16) cuts memory by about 40% and speeds training 1.5-3x.",
-    .method = "The training workload (Linear+ReLU MLP, in = width = out = H, Adam (--sgd: SGD), "
-              "every tensor from the PyTorch-faithful allocator model) in fp32, fp16 (autocast + "
-              "GradScaler) and bf16 (autocast), fp32 master weights. Two shapes: weight_bound L=4, "
+    .method = "Two training workloads, every tensor from the PyTorch-faithful allocator model, Adam "
+              "(--sgd: SGD), in fp32, fp16 (autocast + GradScaler) and bf16 (autocast), fp32 master "
+              "weights. The MLP (Linear+ReLU, in = width = out = H) at two shapes: weight_bound L=4, "
               "H=4096 at B = 32, 128, 512, 2048, 8192 and activation_bound L=8, H=1024 at B = 128, "
-              "512, 2048, 8192, 32768 (--quick: 2 batches each). A fresh workload per point; step 1 "
-              "creates the optimizer state, so figures are read at steps >= 2 after the warm-up: "
+              "512, 2048, 8192, 32768 (--quick: 2 batches each). The Transformer (variant "
+              "transformer): seed 000's nn.Transformer(d_model=512, batch_first=True) (8 heads, 6+6 "
+              "layers, ff 2048, dropout 0.1), src and tgt of (B, 100, 512), MSE loss, at B = 8, 16, "
+              "32, 64, 128 (--quick: 32 alone); B=32 is the seed's own input (32, 100, 512) (its "
+              "snippet reads max_memory_allocated over a first fp32 forward/backward with no "
+              "optimizer step against autocast + GradScaler stepping an Adam; here every "
+              "precision trains with the same optimizer and is read at a steady step). A fresh "
+              "workload per point; step 1 "
+              "creates the optimizer state, so figures are read at steps >= 2 after the warm-up "
+              "(the Transformer's at steps >= 3: its step-2 peak still differs by about 1 MiB): "
               "max_memory_allocated of the step, peak reserved, live bytes per category at the "
               "peak, and on a GPU the step time (CUDA events, median of --repeats) and the step's "
-              "achieved rate 6 * params * B / time. On a GPU also the cuBLAS GEMM of one hidden "
+              "achieved rate 6 * params * B / time (the Transformer's: 6 * params * B * 100 "
+              "tokens, attention's own FLOPs not counted). On a GPU also, for the MLP, the cuBLAS "
+              "GEMM of one hidden "
               "layer's forward ([B,H] x [H,H]^T, cublasGemmEx, default math: fp32 without TF32, "
               "fp16/bf16 with fp32 accumulation), timed with events, checked on sampled entries "
               "against a host reference. saving = 1 - peak_mixed/peak_fp32; speed-up = "
               "t_fp32/t_mixed. With --model-only the host backend: memory only. Verified: steps "
-              "ran, loss finite (GPU), same peak at every measured step, allocator invariants.",
+              "ran, loss finite (GPU), same peak at every measured step, categories summing to the "
+              "peak, allocator invariants.",
     .verdict_rule = "Points: every (shape, batch, fp16 or bf16). Memory in band: saving 0.30..0.50 "
                     "('about 40%'); speed in band: speed-up 1.5..3.0 (points whose time noise, "
                     "root-sum-square of 1.4826*MAD/median, exceeds 0.5 are left out). On a GPU: holds if "
                     "both are in band at more than half of their points; holds-partly if either is "
                     "in band at some point (the findings say where); does-not-hold otherwise. "
                     "--model-only judges the memory half alone: holds if in band at more than half "
-                    "of the points, holds-partly at some, does-not-hold at none.",
+                    "of the points, holds-partly at some, does-not-hold at none. The points are "
+                    "the MLP's and the Transformer's together; the note gives each model's count "
+                    "and range, and seed 000's own point (Transformer, B=32) apart.",
     .flags = MC_EXP_MODEL_ONLY,
     .default_repeats = 5,
     .default_warmup = 2,
@@ -75,15 +91,26 @@ static const mc_experiment EXP = {
 #define NP 3                    /* fp32, fp16, bf16 */
 #define NB 5
 
+#define NSHAPE 3
+#define TFM_SEQ 100             /* seed 000: torch.randn(32, 100, 512) */
+#define TFM_D_MODEL 512
+#define SEED_BATCH 32
+
 typedef struct {
     const char *name;
+    bool tfm;                   /* the Transformer (layers, width unused) or the MLP */
     int layers, width;
     int64_t batch[NB], quick[2];
+    int nquick;
+    const char *desc;           /* the model, for the findings and the verdict */
 } shape;
 
-static const shape SHAPES[2] = {
-    {"weight_bound", 4, 4096, {32, 128, 512, 2048, 8192}, {32, 2048}},
-    {"activation_bound", 8, 1024, {128, 512, 2048, 8192, 32768}, {512, 8192}},
+static const shape SHAPES[NSHAPE] = {
+    {"weight_bound", false, 4, 4096, {32, 128, 512, 2048, 8192}, {32, 2048}, 2, "MLP L=4, H=4096"},
+    {"activation_bound", false, 8, 1024, {128, 512, 2048, 8192, 32768}, {512, 8192}, 2,
+     "MLP L=8, H=1024"},
+    {"transformer", true, 0, 0, {8, 16, SEED_BATCH, 64, 128}, {SEED_BATCH}, 1,
+     "nn.Transformer(d_model=512, batch_first=True), seq 100"},
 };
 
 /* ============================================================== GEMM throughput */
@@ -198,11 +225,27 @@ static mc_stats gemm_rate(mc_run *run, gemm_rig *g, int prec, int H, int64_t B)
 
 typedef struct {
     bool oom;
+    bool failed;   /* the workload could not be created (the reason went to mc_verify_failed) */
     uint64_t peak, reserved, cat[MC_WL_NCAT];
     mc_stats t;
 } fig;
 
-static fig run_point(mc_run *run, const shape *sh, int64_t B, int prec, int warm, int reps)
+/* Seed 000's model: nn.Transformer(d_model=512, batch_first=True), PyTorch's
+ * other defaults, on (B, 100, 512). */
+static mc_tfm_config tfm_config(int64_t B, int prec)
+{
+    mc_tfm_config c = mc_tfm_config_default();
+    c.arch = MC_TFM_TRANSFORMER;
+    c.d_model = TFM_D_MODEL;
+    c.batch_first = true;
+    c.seq = TFM_SEQ;
+    c.batch = B;
+    c.optimizer = sgd_opt ? MC_WL_SGD : MC_WL_ADAM;
+    c.precision = (mc_wl_precision)prec;
+    return c;
+}
+
+static mc_workload_config mlp_config(const shape *sh, int64_t B, int prec)
 {
     mc_workload_config c = mc_workload_config_default();
     c.layers = sh->layers;
@@ -210,19 +253,47 @@ static fig run_point(mc_run *run, const shape *sh, int64_t B, int prec, int warm
     c.batch = B;
     c.optimizer = sgd_opt ? MC_WL_SGD : MC_WL_ADAM;
     c.precision = (mc_wl_precision)prec;
-    char what[96], err[256];
+    return c;
+}
+
+/* One workload of either kind, behind the calls the point needs. */
+typedef struct {
+    mc_workload *mlp;
+    mc_tfm *tfm;
+} any_workload;
+
+static mc_wl_status any_step(any_workload *w, mc_workload_step_result *r)
+{
+    return w->tfm ? mc_tfm_step(w->tfm, r) : mc_workload_step(w->mlp, r);
+}
+
+static fig run_point(mc_run *run, const shape *sh, int64_t B, int prec, int warm, int reps)
+{
+    char what[96], err[256] = "";
     snprintf(what, sizeof what, "%s B=%lld %s", sh->name, (long long)B,
              mc_wl_precision_name((mc_wl_precision)prec));
     fig f;
     memset(&f, 0, sizeof f);
+    any_workload w = {NULL, NULL};
+    if (sh->tfm) {
+        mc_tfm_config c = tfm_config(B, prec);
+        w.tfm = mc_tfm_create(&c, run->on_gpu, NULL, err, sizeof err);
+    } else {
+        mc_workload_config c = mlp_config(sh, B, prec);
+        w.mlp = mc_workload_create(&c, run->on_gpu, NULL, err, sizeof err);
+    }
+    if (!w.mlp && !w.tfm) {
+        /* Recorded, and the rest of the run goes on (exit code 1). */
+        mc_verify_failed(run, what, "the workload cannot be created: %s", err);
+        f.failed = true;
+        return f;
+    }
     double *t = (double *)mc_xmalloc((size_t)reps * sizeof *t);
     int n = 0;
     bool steady = true;
-    mc_workload *w = mc_workload_create(&c, run->on_gpu, NULL, err, sizeof err);
-    CHECK(w != NULL, "workload %s: %s", what, err);
     for (int s = 0; s < warm + reps; s++) {
         mc_workload_step_result r;
-        if (mc_workload_step(w, &r) != MC_WL_OK) {
+        if (any_step(&w, &r) != MC_WL_OK) {
             f.oom = true;
             break;
         }
@@ -235,11 +306,18 @@ static fig run_point(mc_run *run, const shape *sh, int64_t B, int prec, int warm
         if (r.peak_reserved > f.reserved) f.reserved = r.peak_reserved;
         t[n++] = r.step_time_s;
     }
+    uint64_t sum = 0;
+    for (int k = 0; k < MC_WL_NCAT; k++) sum += f.cat[k];
+    if (!f.oom && n > 0 && steady && sum != f.peak)
+        mc_verify_failed(run, what, "the categories sum to %llu B, the peak is %llu B",
+                         (unsigned long long)sum, (unsigned long long)f.peak);
     char e2[256];
-    if (ca_check_invariants(mc_workload_allocator(w), e2, sizeof e2) != 0)
+    const ca_allocator *a = w.tfm ? mc_tfm_allocator(w.tfm) : mc_workload_allocator(w.mlp);
+    if (ca_check_invariants(a, e2, sizeof e2) != 0)
         mc_verify_failed(run, what, "allocator invariants: %s", e2);
     if (!f.oom && !steady) mc_verify_failed(run, what, "the peak differs between measured steps");
-    mc_workload_destroy(w);
+    if (w.tfm) mc_tfm_destroy(w.tfm);
+    else mc_workload_destroy(w.mlp);
     f.t = mc_stats_of(t, (size_t)n);
     free(t);
     return f;
@@ -263,25 +341,43 @@ static const char *top_category(const uint64_t cat[MC_WL_NCAT])
 
 /* ============================================================== main */
 
+/* What a verdict's points came from: index 0 the MLP, 1 the Transformer. */
+typedef struct {
+    int n_mem, mem_in, n_spd, spd_in;
+} tally;
+
 int main(int argc, char **argv)
 {
     mc_run run;
     mc_run_begin(&run, &EXP, argc, argv);
     const bool q = run.opt.quick, gpu = run.on_gpu;
-    const int nb = q ? 2 : NB;
-    const int warm = gpu ? (run.opt.warmup > 1 ? run.opt.warmup : 1) : 1;
+    const int warm_mlp = gpu ? (run.opt.warmup > 1 ? run.opt.warmup : 1) : 1;
+    /* The Transformer's peak settles from step 3: step 2's differs from it by
+     * about 1 MiB (the allocator's cache still settling), so step 2 is warm-up too. */
+    const int warm_tfm = gpu ? (run.opt.warmup > 2 ? run.opt.warmup : 2) : 2;
     const int reps = gpu ? run.opt.repeats : 1;
     const char *const PN[NP] = {"fp32", "fp16", "bf16"};
-    mc_log(&run, "2 shapes x %d batches x fp32/fp16/bf16, %s, %d warm-up + %d measured steps", nb,
-           sgd_opt ? "SGD" : "Adam", warm, reps);
+    mc_log(&run, "MLP: 2 shapes x %d batches, Transformer: %d batches, x fp32/fp16/bf16, %s, "
+           "%d (MLP) or %d (Transformer) warm-up + %d measured steps", q ? 2 : NB, q ? 1 : NB,
+           sgd_opt ? "SGD" : "Adam", warm_mlp, warm_tfm, reps);
 
-    int n_mem = 0, mem_in = 0, n_spd = 0, spd_in = 0;
-    for (int si = 0; si < 2; si++) {
+    tally tl[2];
+    memset(tl, 0, sizeof tl);
+    bool tfm_failed = false;
+    fig seed_fig[NP];   /* the Transformer at B = SEED_BATCH */
+    double seed_spd[NP] = {NAN, NAN, NAN};
+    bool seed_seen = false;
+    char range[NSHAPE][160];   /* "<desc> at B=lo..hi", "" when the shape gave no point */
+    memset(range, 0, sizeof range);
+    for (int si = 0; si < NSHAPE; si++) {
         const shape *sh = &SHAPES[si];
+        tally *t = &tl[sh->tfm];
+        const int nb = q ? sh->nquick : NB, warm = sh->tfm ? warm_tfm : warm_mlp;
         const int64_t *Bs = q ? sh->quick : sh->batch;
         gemm_rig g;
         memset(&g, 0, sizeof g);
-        if (gpu) {
+        const bool rig = gpu && !sh->tfm;   /* the GEMM alone: the MLP's layer */
+        if (rig) {
             size_t bmax = (size_t)Bs[nb - 1], H = (size_t)sh->width;
             CHECK_CUDA(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking));
             CHECK_CUBLAS(cublasCreate(&g.h));
@@ -300,27 +396,33 @@ int main(int argc, char **argv)
         char mem_at[NP][64], spd_at[NP][64];   /* batches in band, "" when none */
         memset(mem_at, 0, sizeof mem_at);
         memset(spd_at, 0, sizeof spd_at);
+        int measured = 0;   /* batches with a saving of both mixed precisions */
+        int64_t b_lo = 0, b_hi = 0;
         for (int bi = 0; bi < nb; bi++) {
             const int64_t B = Bs[bi];
             const double b = (double)B;
             fig f[NP];
             mc_stats gr[NP];
-            for (int p = 0; p < NP; p++) {
+            bool failed = false;
+            for (int p = 0; p < NP && !failed; p++) {
                 char var[48];
                 snprintf(var, sizeof var, "%s_%s", sh->name, PN[p]);
-                if (gpu) {
+                if (rig) {
                     gr[p] = gemm_rate(&run, &g, p, sh->width, B);
                     mc_emit(&run, var, "batch", b, "gemm_flop_rate", "FLOP/s", gr[p], "ok",
                             "one layer's forward GEMM alone, CUDA events");
                 }
                 f[p] = run_point(&run, sh, B, p, warm, reps);
+                failed = f[p].failed;
+                if (failed) break;
                 if (f[p].oom) {
                     mc_emit(&run, var, "batch", b, "peak_allocated", "bytes", mc_stats_one(NAN),
                             "oom", "the step ran out of memory");
                     continue;
                 }
                 mc_emit_value(&run, var, "batch", b, "peak_allocated", "bytes", (double)f[p].peak,
-                              "max_memory_allocated of a step >= 2");
+                              sh->tfm ? "max_memory_allocated of a step >= 3"
+                                      : "max_memory_allocated of a step >= 2");
                 mc_emit_value(&run, var, "batch", b, "peak_reserved", "bytes",
                               (double)f[p].reserved, "");
                 for (int c = 0; c < MC_WL_NCAT; c++) {
@@ -332,16 +434,33 @@ int main(int argc, char **argv)
                 if (bi == 0) top_small[p] = top_category(f[p].cat);
                 if (bi == nb - 1) top_large[p] = top_category(f[p].cat);
                 if (gpu) {
-                    mc_workload_config c = mc_workload_config_default();
-                    c.layers = sh->layers;
-                    c.in = c.width = c.out = sh->width;
-                    double flop = 6.0 * (double)mc_workload_param_count(&c) * b;
+                    double flop;
+                    if (sh->tfm) {
+                        mc_tfm_config c = tfm_config(B, p);
+                        flop = 6.0 * (double)mc_tfm_param_count(&c) * b * TFM_SEQ;
+                    } else {
+                        mc_workload_config c = mlp_config(sh, B, p);
+                        flop = 6.0 * (double)mc_workload_param_count(&c) * b;
+                    }
                     mc_emit(&run, var, "batch", b, "step_time", "s", f[p].t, "ok",
                             "CUDA events around the step");
                     mc_emit_value(&run, var, "batch", b, "step_flop_rate", "FLOP/s",
-                                  flop / f[p].t.median, "6 * params * batch / median step time");
+                                  flop / f[p].t.median,
+                                  sh->tfm ? "6 * params * tokens (B * 100) / median step time; "
+                                            "attention's own FLOPs not counted"
+                                          : "6 * params * batch / median step time");
                 }
             }
+            if (failed) {
+                /* The same error at every point: recorded once, the model left out. */
+                tfm_failed |= sh->tfm;
+                break;
+            }
+            if (sh->tfm && B == SEED_BATCH) {
+                memcpy(seed_fig, f, sizeof seed_fig);
+                seed_seen = true;
+            }
+            int savings = 0;
             for (int p = 1; p < NP && !f[0].oom; p++) {
                 if (f[p].oom) continue;
                 char var[48];
@@ -352,9 +471,10 @@ int main(int argc, char **argv)
                               "1 - peak_mixed / peak_fp32 (allocated)");
                 mc_emit_value(&run, var, "batch", b, "reserved_saving", "ratio", rv,
                               "1 - reserved_mixed / reserved_fp32");
-                n_mem++;
+                savings++;
+                t->n_mem++;
                 if (sv >= MEM_LO && sv <= MEM_HI) {
-                    mem_in++;
+                    t->mem_in++;
                     append_batch(mem_at[p], sizeof mem_at[p], B);
                 }
                 mlo[p] = fmin(mlo[p], sv);
@@ -367,37 +487,51 @@ int main(int argc, char **argv)
                 bool usable = noise <= MC_VERDICT_MAX_NOISE;
                 mc_emit(&run, var, "batch", b, "speedup", "ratio", mc_stats_one(spd),
                         usable ? "ok" : "noisy", "t_fp32 / t_mixed (median step times)");
-                double gs = gr[p].median / gr[0].median;
-                mc_emit_value(&run, var, "batch", b, "gemm_speedup", "ratio", gs,
-                              "GEMM FLOP/s mixed / fp32");
-                glo[p] = fmin(glo[p], gs);
-                ghi[p] = fmax(ghi[p], gs);
+                if (sh->tfm && B == SEED_BATCH) seed_spd[p] = spd;
+                if (rig) {
+                    double gs = gr[p].median / gr[0].median;
+                    mc_emit_value(&run, var, "batch", b, "gemm_speedup", "ratio", gs,
+                                  "GEMM FLOP/s mixed / fp32");
+                    glo[p] = fmin(glo[p], gs);
+                    ghi[p] = fmax(ghi[p], gs);
+                }
                 if (!usable) continue;
-                n_spd++;
+                t->n_spd++;
                 if (spd >= SPD_LO && spd <= SPD_HI) {
-                    spd_in++;
+                    t->spd_in++;
                     append_batch(spd_at[p], sizeof spd_at[p], B);
                 }
                 slo[p] = fmin(slo[p], spd);
                 shi[p] = fmax(shi[p], spd);
             }
+            if (savings == NP - 1) {
+                if (measured++ == 0) b_lo = B;
+                b_hi = B;
+            }
         }
-        for (int p = 1; p < NP; p++) {
-            char speed[200] = "";
-            if (gpu)
-                snprintf(speed, sizeof speed, "; step speed-up %.2fx..%.2fx, in band at B = %s "
-                         "(the GEMM alone %.1fx..%.1fx)", slo[p], shi[p],
-                         spd_at[p][0] ? spd_at[p] : "none", glo[p], ghi[p]);
-            mc_emit_finding(&run,
-                "%s (L=%d, H=%d), %s vs fp32 over B=%lld..%lld: peak allocated saving %.1f%%..%.1f%%, "
-                "in band at B = %s; reserved saving %.1f%%..%.1f%%%s. At the peak the largest "
-                "category is %s at B=%lld and %s at B=%lld.",
-                sh->name, sh->layers, sh->width, PN[p], (long long)Bs[0], (long long)Bs[nb - 1],
-                100 * mlo[p], 100 * mhi[p], mem_at[p][0] ? mem_at[p] : "none", 100 * rlo[p],
-                100 * rhi[p], speed, top_small[p], (long long)Bs[0], top_large[p],
-                (long long)Bs[nb - 1]);
+        if (measured > 0) {
+            snprintf(range[si], sizeof range[si], "%s at B=%lld..%lld", sh->desc, (long long)b_lo,
+                     (long long)b_hi);
+            for (int p = 1; p < NP; p++) {
+                char speed[200] = "";
+                if (gpu && rig)
+                    snprintf(speed, sizeof speed, "; step speed-up %.2fx..%.2fx, in band at B = %s "
+                             "(the GEMM alone %.1fx..%.1fx)", slo[p], shi[p],
+                             spd_at[p][0] ? spd_at[p] : "none", glo[p], ghi[p]);
+                else if (gpu)
+                    snprintf(speed, sizeof speed, "; step speed-up %.2fx..%.2fx, in band at B = %s",
+                             slo[p], shi[p], spd_at[p][0] ? spd_at[p] : "none");
+                mc_emit_finding(&run,
+                    "%s (%s), %s vs fp32 over B=%lld..%lld: peak allocated saving %.1f%%..%.1f%%, "
+                    "in band at B = %s; reserved saving %.1f%%..%.1f%%%s. At the peak the largest "
+                    "category is %s at B=%lld and %s at B=%lld.",
+                    sh->name, sh->desc, PN[p], (long long)Bs[0], (long long)Bs[nb - 1],
+                    100 * mlo[p], 100 * mhi[p], mem_at[p][0] ? mem_at[p] : "none", 100 * rlo[p],
+                    100 * rhi[p], speed, top_small[p], (long long)Bs[0], top_large[p],
+                    (long long)Bs[nb - 1]);
+            }
         }
-        if (gpu) {
+        if (rig) {
             CHECK_CUDA(cudaStreamSynchronize(g.stream));
             CHECK_CUDA(cudaFree(g.W));
             CHECK_CUDA(cudaFree(g.X));
@@ -406,6 +540,35 @@ int main(int argc, char **argv)
             CHECK_CUBLAS(cublasDestroy(g.h));
             CHECK_CUDA(cudaStreamDestroy(g.stream));
         }
+    }
+
+    /* Seed 000's own code: its model and input, fp32 against autocast + GradScaler. */
+    char seed[400];
+    const bool seed_ok = seed_seen && !seed_fig[0].oom && !seed_fig[1].oom && !seed_fig[2].oom;
+    if (seed_ok) {
+        double s16 = 1.0 - (double)seed_fig[1].peak / (double)seed_fig[0].peak;
+        double sbf = 1.0 - (double)seed_fig[2].peak / (double)seed_fig[0].peak;
+        char speed[120] = "";
+        if (gpu)
+            snprintf(speed, sizeof speed, "; step speed-up %.2fx (fp16), %.2fx (bf16)", seed_spd[1],
+                     seed_spd[2]);
+        snprintf(seed, sizeof seed, "seed 000's own point (Transformer, input (%d, %d, %d)): peak "
+                 "allocated %.1f MiB fp32, %.1f MiB fp16 (saving %.1f%%), %.1f MiB bf16 (%.1f%%)%s",
+                 SEED_BATCH, TFM_SEQ, TFM_D_MODEL, seed_fig[0].peak / MIB, seed_fig[1].peak / MIB,
+                 100 * s16, seed_fig[2].peak / MIB, 100 * sbf, speed);
+        mc_emit_finding(&run, "Seed 000's own code: nn.Transformer(d_model=512, batch_first=True), "
+                        "%s, input and target (%d, %d, %d): fp32 peaks at %.1f MiB (max_memory_allocated "
+                        "of a steady step), autocast fp16 with GradScaler at %.1f MiB (%.1f%% less), "
+                        "bf16 at %.1f MiB (%.1f%% less)%s. Its largest category at the peak is %s "
+                        "(fp32) and %s (fp16).",
+                        sgd_opt ? "SGD" : "Adam", SEED_BATCH, TFM_SEQ, TFM_D_MODEL,
+                        seed_fig[0].peak / MIB, seed_fig[1].peak / MIB, 100 * s16,
+                        seed_fig[2].peak / MIB, 100 * sbf, speed, top_category(seed_fig[0].cat),
+                        top_category(seed_fig[1].cat));
+    } else {
+        snprintf(seed, sizeof seed, "seed 000's own point (Transformer, B=%d) not measured%s",
+                 SEED_BATCH, tfm_failed ? ": the Transformer could not run (see the failed row)"
+                                        : " (out of memory)");
     }
     mc_emit_finding(&run,
         "Why: mixed precision keeps fp32 master weights, fp32 .grad and fp32 optimizer state, and "
@@ -416,6 +579,8 @@ int main(int argc, char **argv)
         "no precision touches, is the peak). Speed comes from tensor-core GEMMs, so it grows with "
         "the GEMMs' share of the step.");
 
+    const int n_mem = tl[0].n_mem + tl[1].n_mem, mem_in = tl[0].mem_in + tl[1].mem_in;
+    const int n_spd = tl[0].n_spd + tl[1].n_spd, spd_in = tl[0].spd_in + tl[1].spd_in;
     mc_verdict v;
     if (n_mem == 0) v = MC_INCONCLUSIVE;
     else if (gpu) {
@@ -424,13 +589,29 @@ int main(int argc, char **argv)
     } else {
         v = 2 * mem_in > n_mem ? MC_HOLDS : mem_in > 0 ? MC_HOLDS_PARTLY : MC_DOES_NOT_HOLD;
     }
-    char speed[160];
+    /* Which model and range the verdict rests on. */
+    char rests[600] = "";
+    for (int si = 0; si < NSHAPE; si++) {
+        if (!range[si][0]) continue;
+        size_t u = strlen(rests);
+        snprintf(rests + u, sizeof rests - u, "%s%s", u ? "; " : "", range[si]);
+    }
+    if (tfm_failed) {
+        size_t u = strlen(rests);
+        snprintf(rests + u, sizeof rests - u, "%snot the Transformer, which could not run",
+                 u ? "; " : "");
+    }
+    char speed[200];
     if (gpu)
-        snprintf(speed, sizeof speed, "speed-up in %.1f..%.1fx at %d of %d points", SPD_LO, SPD_HI,
-                 spd_in, n_spd);
+        snprintf(speed, sizeof speed, "speed-up in %.1f..%.1fx at %d of %d points (MLP %d of %d, "
+                 "Transformer %d of %d)", SPD_LO, SPD_HI, spd_in, n_spd, tl[0].spd_in,
+                 tl[0].n_spd, tl[1].spd_in, tl[1].n_spd);
     else
         snprintf(speed, sizeof speed, "speed not measured (model-only): memory half alone");
-    mc_emit_verdict(&run, v, "%s: memory saving in %.0f..%.0f%% at %d of %d points; %s.",
-                    sgd_opt ? "SGD" : "Adam", 100 * MEM_LO, 100 * MEM_HI, mem_in, n_mem, speed);
+    mc_emit_verdict(&run, v, "%s; rests on %s: memory saving in %.0f..%.0f%% at %d of %d points "
+                    "(MLP %d of %d, Transformer %d of %d); %s; %s.",
+                    sgd_opt ? "SGD" : "Adam", rests[0] ? rests : "no point", 100 * MEM_LO,
+                    100 * MEM_HI, mem_in, n_mem, tl[0].mem_in, tl[0].n_mem, tl[1].mem_in,
+                    tl[1].n_mem, seed, speed);
     return mc_run_end(&run);
 }

@@ -1,8 +1,9 @@
 /* c20_memory_breakdown: C20. What the training peak is made of, over batch
- * size: the training workload (workload.h) with fp32 Adam at two shapes, the
- * steady step's max_memory_allocated split into weights, grads, optimizer
- * state (with its foreach temporaries), activations, cuBLAS workspaces and
- * other, and the activations' share of it. */
+ * size: the training workloads with fp32 Adam, the MLP (workload.h) at two
+ * shapes and seed 000's nn.Transformer(d_model=512, batch_first=True) on
+ * (B, 100, 512) (transformer.h), the steady step's max_memory_allocated split
+ * into weights, grads, optimizer state (with its foreach temporaries),
+ * activations, cuBLAS workspaces and other, and the activations' share of it. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,16 +12,21 @@
 
 #include "check.h"
 #include "experiment.h"
+#include "workload/transformer.h"
 #include "workload/workload.h"
 
 static const mc_experiment EXP = {
     .claim = "C20",
     .key = "memory_breakdown",
-    .title = "Peak training memory by category (weights, grads, optimizer, activations) over batch size",
+    .title = "Peak training memory by category (weights, grads, optimizer, activations) over batch size (MLP and Transformer)",
     .seed_claim = "Activations take more than half of training memory and grow with batch size.",
-    .method = "The training workload (Linear+ReLU MLP, fp32, Adam, PyTorch 2.11's request order) "
-              "at two shapes, narrow (L=4, H=1024) and wide (L=4, H=4096), over batch 8, 16, ..., "
-              "16384 (--quick: narrow at 8, 256, 8192, 16384). Step 1 creates Adam's state; then "
+    .method = "Two training workloads, fp32, Adam, PyTorch 2.11's request order: the MLP "
+              "(Linear+ReLU) at two shapes, narrow (L=4, H=1024) and wide (L=4, H=4096), over batch "
+              "8, 16, ..., 16384 (--quick: narrow at 8, 256, 8192, 16384), and seed 000's model, "
+              "nn.Transformer(d_model=512, batch_first=True) (8 heads, 6+6 layers, ff 2048, dropout "
+              "0.1) with MSE on src = tgt shape (B, 100, 512), over batch 4, 8, ..., 256 (--quick: "
+              "8 and 32); B=32 is the seed's own input. Step 1 creates Adam's state (the "
+              "Transformer's step 2 too is left out: its peak settles from step 3); then "
               "--warmup steps and --repeats measured steps (default 0 and 2). At each step's "
               "max_memory_allocated (peak reset at the step's start) the workload reports the live "
               "bytes of each category: weights, grads, optimizer (exp_avg, exp_avg_sq and the "
@@ -29,7 +35,9 @@ static const mc_experiment EXP = {
               "Allocator model over the CUDA backend on a GPU (checked against the model-only run "
               "of the same configuration), the host backend with --model-only.",
     .verdict_rule = "share(B) = activation bytes at the steady peak / peak allocated. For each "
-                    "shape, B* = the smallest swept batch from which share > 0.5 at every larger "
+                    "shape (the MLP's two and the Transformer; the note names each with its batch "
+                    "range and gives the seed's point), B* = the smallest swept batch from which "
+                    "share > 0.5 at every larger "
                     "swept batch. holds if share > 0.5 at every swept batch of every shape; "
                     "holds-partly if share > 0.5 at some batch of some shape (the note gives B* per "
                     "shape); does-not-hold if share <= 0.5 everywhere; inconclusive if a run is out "
@@ -42,16 +50,24 @@ static const mc_experiment EXP = {
 
 typedef struct {
     const char *name;
+    bool tfm;          /* the Transformer (layers, width unused) or the MLP */
     int layers;
     int64_t width;
+    int64_t batch_min, batch_max;   /* swept in powers of two */
+    int64_t quick[4];  /* --quick's batches, 0-terminated when fewer */
+    const char *desc;
 } shape;
 
-static const shape SHAPES[] = {{"narrow", 4, 1024}, {"wide", 4, 4096}};
-#define NSHAPE 2
-#define BATCH_MIN 8
-#define BATCH_MAX 16384
-static const int64_t QUICK_BATCHES[] = {8, 256, 8192, 16384};
-#define NQUICK 4
+#define TFM_SEQ 100       /* seed 000: torch.randn(32, 100, 512) */
+#define TFM_D_MODEL 512
+#define SEED_BATCH 32
+static const shape SHAPES[] = {
+    {"narrow", false, 4, 1024, 8, 16384, {8, 256, 8192, 16384}, "MLP L=4, H=1024"},
+    {"wide", false, 4, 4096, 8, 16384, {0}, "MLP L=4, H=4096"},
+    {"transformer", true, 0, 0, 4, 256, {8, SEED_BATCH, 0},
+     "nn.Transformer(d_model=512, batch_first=True), seq 100"},
+};
+#define NSHAPE 3
 #define HALF 0.5
 
 /* The chart's categories, bottom to top; casts (fp32: none) go with other. */
@@ -61,29 +77,74 @@ static const char *const KNAME[NK] = {"weights", "grads", "optimizer", "activati
 
 typedef struct {
     bool oom;
+    bool failed;      /* the workload could not be created */
     mc_stats peak;
     double cat[NK];   /* bytes at the peak of the last measured step */
     double share;     /* activations / peak */
 } point;
 
-static point measure(mc_run *run, const shape *s, int64_t B)
+/* One workload of either kind. */
+typedef struct {
+    mc_workload *mlp;
+    mc_tfm *tfm;
+} any_workload;
+
+static bool any_create(any_workload *w, const shape *s, int64_t B, bool on_gpu, char *err, size_t len)
 {
-    point p;
-    memset(&p, 0, sizeof p);
+    w->mlp = NULL;
+    w->tfm = NULL;
+    if (s->tfm) {
+        mc_tfm_config c = mc_tfm_config_default();
+        c.arch = MC_TFM_TRANSFORMER;
+        c.d_model = TFM_D_MODEL;
+        c.batch_first = true;
+        c.seq = TFM_SEQ;
+        c.batch = B;
+        c.optimizer = MC_WL_ADAM;
+        w->tfm = mc_tfm_create(&c, on_gpu, NULL, err, len);
+        return w->tfm != NULL;
+    }
     mc_workload_config c = mc_workload_config_default();
     c.layers = s->layers;
     c.in = c.width = c.out = s->width;
     c.batch = B;
     c.optimizer = MC_WL_ADAM;
-    char err[256];
-    mc_workload *w = mc_workload_create(&c, run->on_gpu, NULL, err, sizeof err);
-    mc_workload *ref = run->on_gpu ? mc_workload_create(&c, false, NULL, err, sizeof err) : NULL;
-    CHECK(w != NULL && (ref != NULL || !run->on_gpu), "workload: %s", err);
-    const int W = run->opt.warmup, R = run->opt.repeats;
+    w->mlp = mc_workload_create(&c, on_gpu, NULL, err, len);
+    return w->mlp != NULL;
+}
+
+static mc_wl_status any_step(any_workload *w, mc_workload_step_result *r)
+{
+    return w->tfm ? mc_tfm_step(w->tfm, r) : mc_workload_step(w->mlp, r);
+}
+
+static void any_destroy(any_workload *w)
+{
+    if (w->tfm) mc_tfm_destroy(w->tfm);
+    mc_workload_destroy(w->mlp);
+}
+
+/* p->failed when a workload cannot be created (recorded as a failed verification). */
+static point measure(mc_run *run, const shape *s, int64_t B)
+{
+    point p;
+    memset(&p, 0, sizeof p);
+    char err[256] = "";
+    any_workload w, ref = {NULL, NULL};
+    if (!any_create(&w, s, B, run->on_gpu, err, sizeof err) ||
+        (run->on_gpu && !any_create(&ref, s, B, false, err, sizeof err))) {
+        mc_verify_failed(run, s->name, "batch %lld: the workload cannot be created: %s",
+                         (long long)B, err);
+        any_destroy(&w);
+        p.failed = true;
+        return p;
+    }
+    /* Step 1 creates Adam's state; the Transformer's step 2 is a warm-up too. */
+    const int skip = s->tfm ? 2 : 1, W = run->opt.warmup, R = run->opt.repeats;
     double *pk = mc_xmalloc((size_t)R * sizeof *pk);
     mc_workload_step_result r, m;
-    for (int st = 1; st <= 1 + W + R; st++) {
-        if (mc_workload_step(w, &r) != MC_WL_OK) {
+    for (int st = 1; st <= skip + W + R; st++) {
+        if (any_step(&w, &r) != MC_WL_OK) {
             p.oom = true;
             break;
         }
@@ -93,13 +154,13 @@ static point measure(mc_run *run, const shape *s, int64_t B)
             mc_verify_failed(run, s->name, "batch %lld step %d: categories sum to %llu B, peak "
                              "%llu B", (long long)B, st, (unsigned long long)sum,
                              (unsigned long long)r.peak_allocated);
-        if (ref && (mc_workload_step(ref, &m) != MC_WL_OK ||
-                    m.peak_allocated != r.peak_allocated || !isfinite(r.loss)))
+        if (run->on_gpu && (any_step(&ref, &m) != MC_WL_OK ||
+                            m.peak_allocated != r.peak_allocated || !isfinite(r.loss)))
             mc_verify_failed(run, s->name, "batch %lld step %d: GPU peak %llu B (loss %g), "
                              "model-only %llu B", (long long)B, st,
                              (unsigned long long)r.peak_allocated, r.loss,
                              (unsigned long long)m.peak_allocated);
-        if (st > 1 + W) pk[st - 2 - W] = (double)r.peak_allocated;
+        if (st > skip + W) pk[st - 1 - skip - W] = (double)r.peak_allocated;
     }
     if (!p.oom) {
         p.peak = mc_stats_of(pk, (size_t)R);
@@ -113,8 +174,8 @@ static point measure(mc_run *run, const shape *s, int64_t B)
         p.share = p.cat[K_ACT] / (double)r.peak_allocated;
     }
     free(pk);
-    mc_workload_destroy(w);
-    mc_workload_destroy(ref);
+    any_destroy(&w);
+    any_destroy(&ref);
     return p;
 }
 
@@ -142,25 +203,33 @@ int main(int argc, char **argv)
 {
     mc_run run;
     mc_run_begin(&run, &EXP, argc, argv);
-    int64_t batches[32];
-    int nb = 0;
-    if (run.opt.quick)
-        for (int i = 0; i < NQUICK; i++) batches[nb++] = QUICK_BATCHES[i];
-    else
-        for (int64_t b = BATCH_MIN; b <= BATCH_MAX; b *= 2) batches[nb++] = b;
-    const int ns = run.opt.quick ? 1 : NSHAPE;
+    const bool q = run.opt.quick;
 
     int above_total = 0, points = 0;
-    bool bad_oom = false;
-    char per_shape[768] = "";
+    bool bad_oom = false, tfm_failed = false;
+    double seed_share = NAN, seed_act = NAN, seed_peak = NAN;
+    char per_shape[1200] = "";
     size_t used = 0;
-    for (int si = 0; si < ns; si++) {
+    for (int si = 0; si < NSHAPE; si++) {
         const shape *s = &SHAPES[si];
+        int64_t batches[32];
+        int nb = 0;
+        if (q)
+            for (int i = 0; i < 4 && s->quick[i]; i++) batches[nb++] = s->quick[i];
+        else
+            for (int64_t b = s->batch_min; b <= s->batch_max; b *= 2) batches[nb++] = b;
+        if (nb == 0) continue;   /* --quick leaves the shape out */
         point pts[32];
         int crossing = -1, above = 0;
+        bool failed = false;
         for (int i = 0; i < nb; i++) {
             mc_log(&run, "%s, batch %lld", s->name, (long long)batches[i]);
             pts[i] = measure(&run, s, batches[i]);
+            if (pts[i].failed) { /* the same error at every batch: recorded once */
+                failed = true;
+                tfm_failed |= s->tfm;
+                break;
+            }
             emit_point(&run, s, batches[i], &pts[i]);
             if (pts[i].oom) { /* only the largest batches may run out */
                 for (int j = i + 1; j < nb; j++)
@@ -170,7 +239,13 @@ int main(int argc, char **argv)
                 nb = i;
                 break;
             }
+            if (s->tfm && batches[i] == SEED_BATCH) {
+                seed_share = pts[i].share;
+                seed_act = pts[i].cat[K_ACT];
+                seed_peak = pts[i].peak.median;
+            }
         }
+        if (failed) continue;
         for (int i = nb - 1; i >= 0 && pts[i].share > HALF; i--) crossing = i;
         for (int i = 0; i < nb; i++) above += pts[i].share > HALF;
         above_total += above;
@@ -183,11 +258,11 @@ int main(int argc, char **argv)
         else
             snprintf(cross, sizeof cross, "never above half up to B=%lld", (long long)batches[nb - 1]);
         mc_emit_finding(&run,
-            "%s (L=%d, H=%lld): at B=%lld the peak is %.1f MiB with activations %.1f MiB "
+            "%s (%s): at B=%lld the peak is %.1f MiB with activations %.1f MiB "
             "(share %.3f; weights %.1f, grads %.1f, optimizer %.1f, workspace %.1f MiB); at "
             "B=%lld it is %.1f MiB with activations %.1f MiB (share %.3f; weights %.1f, grads "
             "%.1f, optimizer %.1f MiB). Activation share %s; above half at %d of %d batches.",
-            s->name, s->layers, (long long)s->width, (long long)batches[0],
+            s->name, s->desc, (long long)batches[0],
             lo->peak.median / 1048576.0, lo->cat[K_ACT] / 1048576.0, lo->share,
             lo->cat[K_WEIGHTS] / 1048576.0, lo->cat[K_GRADS] / 1048576.0,
             lo->cat[K_OPT] / 1048576.0, lo->cat[K_WS] / 1048576.0, (long long)batches[nb - 1],
@@ -204,15 +279,32 @@ int main(int argc, char **argv)
                             (long long)batches[zero_act - 1],
                             zero_act < nb ? (long long)batches[zero_act] : 0LL);
         used += (size_t)snprintf(per_shape + used, used < sizeof per_shape ? sizeof per_shape - used : 0,
-                                 "%s%s: share %.3f at B=%lld to %.3f at B=%lld, %s", used ? "; " : "",
-                                 s->name, lo->share, (long long)batches[0], hi->share,
-                                 (long long)batches[nb - 1], cross);
+                                 "%s%s (%s, B=%lld..%lld): share %.3f at B=%lld to %.3f at B=%lld, %s",
+                                 used ? "; " : "", s->name, s->desc, (long long)batches[0],
+                                 (long long)batches[nb - 1], lo->share, (long long)batches[0],
+                                 hi->share, (long long)batches[nb - 1], cross);
+    }
+    char seed[240];
+    if (isfinite(seed_share)) {
+        snprintf(seed, sizeof seed, "seed 000's own model and input (Transformer, (%d, %d, %d)): "
+                 "activations %.1f of %.1f MiB, share %.3f", SEED_BATCH, TFM_SEQ, TFM_D_MODEL,
+                 seed_act / 1048576.0, seed_peak / 1048576.0, seed_share);
+        mc_emit_finding(&run, "Seed 000's own code, nn.Transformer(d_model=512, batch_first=True) "
+                        "on (%d, %d, %d), fp32 Adam: the steady peak is %.1f MiB, of which "
+                        "activations are %.1f MiB (share %.3f).", SEED_BATCH, TFM_SEQ,
+                        TFM_D_MODEL, seed_peak / 1048576.0, seed_act / 1048576.0, seed_share);
+    } else {
+        snprintf(seed, sizeof seed, "seed 000's own point (Transformer, B=%d) not measured%s",
+                 SEED_BATCH, tfm_failed ? ": the Transformer could not run (see the failed row)"
+                                        : "");
     }
     mc_verdict v = bad_oom || points == 0 ? MC_INCONCLUSIVE
                  : above_total == points  ? MC_HOLDS
                  : above_total > 0        ? MC_HOLDS_PARTLY
                                           : MC_DOES_NOT_HOLD;
-    mc_emit_verdict(&run, v, "activations / steady peak allocated, fp32 Adam: %s (above 0.5 at %d "
-                    "of %d points).", per_shape, above_total, points);
+    mc_emit_verdict(&run, v, "activations / steady peak allocated, fp32 Adam; rests on %s%s (above "
+                    "0.5 at %d of %d points); %s.", per_shape[0] ? per_shape : "no point",
+                    tfm_failed ? "; not the Transformer, which could not run" : "", above_total,
+                    points, seed);
     return mc_run_end(&run);
 }
