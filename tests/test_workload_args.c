@@ -46,6 +46,11 @@ static void cli_good(void **state)
     assert_int_equal(cli.steps, 7);
     assert_int_equal(cli.cfg.alloc.limit_bytes, 2ULL << 30);
     assert_near(cli.cfg.lr, 0.5, 0);
+    assert_int_equal(cli.cfg.checkpoint_segments, 0);
+    assert_int_equal(parse("--layers 3 --in 4 --width 4 --out 4 --batch 4 --checkpoint-segments 5",
+                           &cli, err), 0);
+    assert_int_equal(cli.cfg.checkpoint_segments, 5);
+    assert_false(cli.cfg.checkpoint);
     assert_int_equal(parse("--verify", &cli, err), 0);
     assert_int_equal(parse("--help", &cli, err), 0);
 }
@@ -68,6 +73,11 @@ static void cli_bad(void **state)
         "--layers 3 --in 4 --width 4 --out 4 --batch 4 --max-split-size 1M",
         "--layers 3 --in 4 --width 4 --out 4 --batch 4 stray",
         "--layers 3 --in 4 --width 4 --out 4 --batch 4 --lr -1",
+        "--layers 3 --in 4 --width 4 --out 4 --batch 4 --checkpoint-segments 6",
+        "--layers 3 --in 4 --width 4 --out 4 --batch 4 --checkpoint-segments 0",
+        "--layers 3 --in 4 --width 4 --out 4 --batch 4 --checkpoint-segments 2 --checkpoint",
+        "--layers 3 --in 4 --width 4 --out 4 --batch 4 --checkpoint-segments 2 --precision fp16",
+        "--arch encoder --seq 8 --batch 2 --d-model 64 --heads 4 --checkpoint-segments 2",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         mc_workload_cli cli;

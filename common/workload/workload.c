@@ -93,6 +93,16 @@ int mc_workload_config_check(const mc_workload_config *c, char *err, size_t len)
         snprintf(err, len, "an injected overflow needs fp16 (GradScaler)");
         return -1;
     }
+    if (c->checkpoint_segments < 0 || c->checkpoint_segments > 2 * c->layers - 1) {
+        snprintf(err, len, "checkpoint segments must be from 1 to %d (the model's 2L-1 modules), not %d",
+                 2 * c->layers - 1, c->checkpoint_segments);
+        return -1;
+    }
+    if (c->checkpoint_segments && (c->checkpoint || c->precision != MC_WL_FP32)) {
+        snprintf(err, len, "checkpoint segments need fp32 and no per-pair checkpoint (autocast under "
+                           "checkpoint_sequential is not modelled)");
+        return -1;
+    }
     /* Rows x features below 2^48 elements: every tensor's bytes fit with room. */
     int64_t widest = c->in > c->width ? c->in : c->width;
     if (c->out > widest) widest = c->out;
@@ -239,11 +249,18 @@ mc_workload *mc_workload_create(const mc_workload_config *c, bool on_gpu, FILE *
         w->ly[l].in = l == 0 ? c->in : c->width;
         w->ly[l].out = l == w->L - 1 ? c->out : c->width;
     }
+    if (c->checkpoint_segments) {
+        w->seg = calloc((size_t)(2 * w->L - 1), sizeof *w->seg);
+        CHECK(w->seg != NULL, "out of host memory");
+        CHECK(wl_seg_plan(w->L, c->checkpoint_segments, w->seg) == 0, "checkpoint plan");
+    }
     wl_trace(w, "# memclaims-trace v1");
     wl_trace(w, "# build/workload's requests: L=%d in=%lld width=%lld out=%lld batch=%lld "
                 "%s %s accum=%d%s", c->layers, (long long)c->in, (long long)c->width,
              (long long)c->out, (long long)c->batch, mc_wl_optimizer_name(c->optimizer),
              mc_wl_precision_name(c->precision), c->accum, c->checkpoint ? " checkpoint" : "");
+    if (c->checkpoint_segments)
+        wl_trace(w, "# checkpoint_sequential: %d segments", c->checkpoint_segments);
     if (c->alloc.limit_bytes != CA_UNLIMITED)
         wl_trace(w, "set limit %" PRIu64, c->alloc.limit_bytes);
     if (c->alloc.max_split_size != CA_UNLIMITED)
@@ -276,6 +293,7 @@ void mc_workload_destroy(mc_workload *w)
     if (w->gpu) mc_gpu_destroy(w->gpu);
     free(w->live);
     free(w->ly);
+    free(w->seg);
     free(w);
 }
 

@@ -6,6 +6,8 @@
  * for the same network:
  *
  *   model = Sequential(Linear(in,H), ReLU(), [Linear(H,H), ReLU()] * (L-2), Linear(H,out))
+ *   [checkpoint: each Linear+ReLU pair under checkpoint(use_reentrant=False);
+ *    checkpoint_segments S: checkpoint_sequential(model, S, x, use_reentrant=False)]
  *   opt   = SGD(lr) | SGD(lr, momentum=0.9) | Adam(lr)      (foreach, as on CUDA)
  *   per step: reset_peak; K micro-steps of randn x, y; [autocast] forward,
  *             mse_loss/K; backward [GradScaler]; then optimizer step, zero_grad
@@ -66,6 +68,9 @@ typedef struct {
     mc_wl_optimizer optimizer;
     mc_wl_precision precision;  /* fp16, bf16: autocast compute, fp32 master weights */
     bool checkpoint;            /* non-reentrant checkpoint of each Linear+ReLU pair */
+    int checkpoint_segments;    /* S >= 1: checkpoint_sequential(model, S, x, use_reentrant=False)
+                                 * over the 2L-1 modules, fp32 only, not with checkpoint;
+                                 * 0: off (the default) */
     double lr;                  /* 0: the default (sgd and momentum 0.01, adam 1e-3) */
     ca_config alloc;            /* allocator settings; limit_bytes is --limit */
     uint64_t host_capacity;     /* model-only: the simulated device, bytes (default 80 GiB) */
@@ -95,7 +100,8 @@ typedef struct mc_workload mc_workload;
 mc_workload_config mc_workload_config_default(void);
 /* 0, or -1 with one line in err: layers < 2, a zero size, batch not
  * divisible by accum, an allocator setting PyTorch refuses, sizes whose
- * bytes overflow. */
+ * bytes overflow, checkpoint_segments outside 0..2L-1, with checkpoint, or
+ * with fp16/bf16 (autocast under checkpoint_sequential is not modelled). */
 int mc_workload_config_check(const mc_workload_config *c, char *err, size_t len);
 
 /* Builds the model (its parameters are the first requests). trace, if not

@@ -21,6 +21,8 @@ void mc_workload_usage(FILE *fp)
         "  --optimizer sgd|momentum|adam   (sgd)      --precision fp32|fp16|bf16   (fp32)\n"
         "  --accum K          micro-steps of B/K rows (1)\n"
         "  --checkpoint       non-reentrant checkpoint of each Linear+ReLU pair\n"
+        "  --checkpoint-segments S   checkpoint_sequential(model, S, x, use_reentrant=False)\n"
+        "                     over the 2L-1 modules (1..2L-1; fp32; not with --checkpoint)\n"
         "  --steps S          (10)\n"
         "  --model-only       the same requests through the host backend: no GPU, no arithmetic\n"
         "  --limit BYTES      cap reserved memory (set_per_process_memory_fraction); K/M/G\n"
@@ -104,7 +106,7 @@ int mc_workload_parse_args(mc_workload_cli *cli, int argc, char **argv, char *er
         static const char *const valued[] = {
             "--layers", "--in", "--width", "--out", "--batch", "--optimizer", "--precision",
             "--accum", "--steps", "--limit", "--max-split-size", "--lr", "--inject-overflow",
-            "--seed", "--sms", "--device", "--trace", "--conf", NULL};
+            "--seed", "--sms", "--device", "--trace", "--conf", "--checkpoint-segments", NULL};
         int k = 0;
         while (valued[k] && strcmp(valued[k], a)) k++;
         if (!valued[k]) {
@@ -142,6 +144,9 @@ int mc_workload_parse_args(mc_workload_cli *cli, int argc, char **argv, char *er
             else return bad(err, len, a, "fp32, fp16 or bf16", v);
         } else if (!strcmp(a, "--accum")) {
             if (mc_parse_int(v, 1, 1024, &cli->cfg.accum) != 0) return bad(err, len, a, "a whole number from 1 to 1024", v);
+        } else if (!strcmp(a, "--checkpoint-segments")) {
+            if (mc_parse_int(v, 1, 8191, &cli->cfg.checkpoint_segments) != 0)
+                return bad(err, len, a, "a whole number of segments >= 1", v);
         } else if (!strcmp(a, "--steps")) {
             if (mc_parse_int(v, 1, 1000000, &cli->steps) != 0) return bad(err, len, a, "a whole number from 1 to 1000000", v);
         } else if (!strcmp(a, "--limit")) {
@@ -177,6 +182,10 @@ int mc_workload_parse_args(mc_workload_cli *cli, int argc, char **argv, char *er
         }
     }
     if (cli->help || cli->verify) return 0;
+    if (cli->arch != MC_WL_ARCH_MLP && cli->cfg.checkpoint_segments) {
+        snprintf(err, len, "--checkpoint-segments is the MLP's (the Transformer has --checkpoint, per layer)");
+        return MC_EXIT_USAGE;
+    }
     if (cli->arch != MC_WL_ARCH_MLP) return mc_tfm_finish_args(cli, err, len);
     for (int s = 0; s < 5; s++)
         if (!have[s]) {

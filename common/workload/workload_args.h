@@ -9,6 +9,7 @@
  *   --precision fp32|fp16|bf16                       default fp32
  *   --accum K                                        default 1
  *   --checkpoint                                     checkpoint each Linear+ReLU pair
+ *   --checkpoint-segments S                          checkpoint_sequential with S segments
  *   --steps S                                        default 10
  *   --model-only                                     host backend, no GPU
  *   --limit BYTES                                    set_per_process_memory_fraction's cap

@@ -1,6 +1,7 @@
 /* workload_internal.h: what the workload's files share (workload.c: life
  * cycle, tensors, accounting, trace; workload_seq.c: the request sequence of
- * a step; mlp_gpu.cu: the arithmetic; mlp_verify.c: the GPU check). Not for
+ * a step; workload_segments.c: that of checkpoint_sequential's forward and
+ * backward; mlp_gpu.cu: the arithmetic; mlp_verify.c: the GPU check). Not for
  * experiments: they use workload.h. */
 #ifndef MC_WORKLOAD_INTERNAL_H
 #define MC_WORKLOAD_INTERNAL_H
@@ -45,6 +46,7 @@ typedef struct {
     wl_t gh;                   /* gradient w.r.t. h */
     wl_t gWt, gbt;             /* the mm's and the bias sum's gradient, compute dtype */
     wl_t gW32, gb32;           /* fp16/bf16: ToCopyBackward's fp32 gradients */
+    wl_t rr;                   /* checkpoint_sequential: ReLU output recomputed in backward */
 } wl_layer;
 
 /* Data the GPU check asks the step to keep (host copies, fp32). */
@@ -79,6 +81,9 @@ struct mc_workload {
     wl_t inv_d, inv_r, inv_f, found, found_c, inv_c;
     wl_t ws_fwd, lt_fwd, ws_bwd, lt_bwd;        /* cuBLAS/cuBLASLt workspaces */
     wl_t x16r, h2, r2;                          /* checkpoint recomputation */
+    int *seg;                  /* checkpoint_sequential: each module's segment (2L-1 of them,
+                                * Linear l is 2l, ReLU l is 2l+1), -1 in the plain tail;
+                                * NULL unless cfg.checkpoint_segments */
 
     int step;                  /* steps begun */
     bool opt_ready;            /* optimizer state exists */
@@ -103,6 +108,25 @@ int wl_seq_params(mc_workload *w);
 int wl_seq_micro_step(mc_workload *w, int k);
 int wl_seq_optimizer(mc_workload *w, bool *skipped);
 void wl_seq_zero_grad(mc_workload *w);
+
+/* Pieces of workload_seq.c that workload_segments.c shares: an addmm's
+ * workspaces at first use on handle 0 (forward) or 1 (backward); reduction
+ * scratch; Linear l's forward (casts, output *h, workspaces); the parameter
+ * gradients of layer l reaching .grad. Each returns 0, or -1 on OOM. */
+int wl_workspaces(mc_workload *w, int handle, bool lt);
+int wl_reduce_begin(mc_workload *w, int64_t outputs, int64_t inputs, bool along_rows,
+                    int scalar_size);
+void wl_reduce_end(mc_workload *w);
+int wl_linear_fwd(mc_workload *w, int l, const wl_t *in, wl_t *x16, wl_t *h, int handle);
+int wl_param_grads(mc_workload *w, int l);
+
+/* workload_segments.c: torch.utils.checkpoint.checkpoint_sequential(model, S,
+ * x, use_reentrant=False) over the 2L-1 modules of the Sequential. The plan
+ * writes each module's segment into seg (-1: the plain tail); 0, or -1 when
+ * PyTorch refuses S (S < 1 or S > 2L-1: a segment of no module). */
+int wl_seg_plan(int layers, int segments, int *seg);
+int wl_seg_forward(mc_workload *w);
+int wl_seg_backward(mc_workload *w);
 
 /* PyTorch's gpu_reduce_kernel scratch (Reduce.cuh setReduceConfig) for a
  * reduction of `inputs` values into each of `outputs` outputs; along_rows:

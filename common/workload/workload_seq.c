@@ -32,6 +32,7 @@
  *   evaluates the wrapper's argument pack (right to left: bias, weight, then
  *   an fp32 input); weight and bias casts are cached until the autocast
  *   region exits; mse_loss runs in fp32 on a cast of the output.
+ * - checkpoint_sequential (cfg.checkpoint_segments, fp32): workload_segments.c.
  * - Non-reentrant checkpoint of a Linear+ReLU pair: the forward saves only the
  *   pair's input; ReLU's backward recomputes the pair (on the backward
  *   thread) and stops once ReLU's result is saved again; the pair's input
@@ -89,7 +90,7 @@ int wl_seq_params(mc_workload *w)
 
 /* gpu_reduce_kernel's scratch: buffer, semaphores (none where it needs no
  * global reduce), both freed when the kernel is queued: reduce_end. */
-static int reduce_begin(mc_workload *w, int64_t outputs, int64_t inputs, bool along_rows,
+int wl_reduce_begin(mc_workload *w, int64_t outputs, int64_t inputs, bool along_rows,
                         int scalar_size)
 {
     uint64_t buf = 0, sem = 0;
@@ -100,7 +101,7 @@ static int reduce_begin(mc_workload *w, int64_t outputs, int64_t inputs, bool al
     return 0;
 }
 
-static void reduce_end(mc_workload *w)
+void wl_reduce_end(mc_workload *w)
 {
     F(w->red_sem);
     F(w->red_buf);
@@ -108,7 +109,7 @@ static void reduce_end(mc_workload *w)
 
 /* First GEMM on a thread's handle: its cuBLAS workspace, and for Lt calls
  * its cuBLASLt workspace after it. handle 0 forward, 1 backward. */
-static int workspaces(mc_workload *w, int handle, bool lt)
+int wl_workspaces(mc_workload *w, int handle, bool lt)
 {
     wl_t *ws = handle ? &w->ws_bwd : &w->ws_fwd, *lw = handle ? &w->lt_bwd : &w->lt_fwd;
     if (!ws->addr) {
@@ -128,7 +129,7 @@ static int workspaces(mc_workload *w, int handle, bool lt)
 
 /* Linear l on `in`: autocast's casts (weight and bias cached in ly[l]; an
  * fp32 input's cast in *x16), the addmm output *h, workspaces at first use. */
-static int linear_fwd(mc_workload *w, int l, const wl_t *in, wl_t *x16, wl_t *h, int handle)
+int wl_linear_fwd(mc_workload *w, int l, const wl_t *in, wl_t *x16, wl_t *h, int handle)
 {
     wl_layer *y = &w->ly[l];
     const int dt = dtype(w);
@@ -153,17 +154,18 @@ static int linear_fwd(mc_workload *w, int l, const wl_t *in, wl_t *x16, wl_t *h,
         bc = P(y->b16);
     }
     A(*h, w->mb * y->out * w->es, MC_WL_ACTIVATIONS, nm("addmm output of Linear", l));
-    if (workspaces(w, handle, true)) return -1;
+    if (wl_workspaces(w, handle, true)) return -1;
     if (G) mc_gpu_linear(G, handle, P(*h), xin, Wc, bc, w->mb, y->in, y->out, dt);
     return 0;
 }
 
 static int forward(mc_workload *w)
 {
+    if (w->seg) return wl_seg_forward(w); /* checkpoint_sequential: workload_segments.c */
     const bool ckpt = w->c.checkpoint;
     for (int l = 0; l < w->L; l++) {
         wl_layer *y = &w->ly[l];
-        if (linear_fwd(w, l, l ? &w->ly[l - 1].r : &w->x, &w->x16, &y->h, 0)) return -1;
+        if (wl_linear_fwd(w, l, l ? &w->ly[l - 1].r : &w->x, &w->x16, &y->h, 0)) return -1;
         if (ckpt && l == 0 && lowp(w)) F(w->x16); /* saved as a checkpoint holder only */
         if (l < w->L - 1) {
             A(y->r, w->mb * y->out * w->es, MC_WL_ACTIVATIONS, nm("relu output", l));
@@ -191,8 +193,8 @@ static int loss_fwd(mc_workload *w)
      * the mean goes to its first element. */
     A(w->mse, n * 4, MC_WL_ACTIVATIONS, "mse_loss elementwise (holds the mean)");
     A(w->mse_tmp, n * 4, MC_WL_ACTIVATIONS, "mse_loss second [b,out]");
-    if (reduce_begin(w, 1, n, false, 4)) return -1;
-    reduce_end(w);
+    if (wl_reduce_begin(w, 1, n, false, 4)) return -1;
+    wl_reduce_end(w);
     if (G) mc_gpu_mse(G, FP(w->mse), FP(w->mse_tmp), of, FP(w->y), n, 1.0f);
     F(w->mse_tmp);
     A(w->loss, 4, MC_WL_OTHER, "loss / K");
@@ -233,7 +235,7 @@ static int to_fp32(mc_workload *w, wl_t *g32, wl_t *glow, wl_t *grad, int64_t n,
 
 /* After AddmmBackward0 of layer l: TBackward0, then the parameters' gradients
  * reach .grad in the order of their nodes' sequence numbers. */
-static int param_grads(mc_workload *w, int l)
+int wl_param_grads(mc_workload *w, int l)
 {
     wl_layer *y = &w->ly[l];
     const int64_t nW = y->out * y->in;
@@ -261,21 +263,21 @@ static int addmm_bwd(mc_workload *w, int l, bool ck)
     if (l > 0) {
         wl_layer *p = &w->ly[l - 1];
         A(p->gr, w->mb * y->in * w->es, MC_WL_ACTIVATIONS, nm("mm: grad of Linear input", l));
-        if (workspaces(w, 1, false)) return -1;
+        if (wl_workspaces(w, 1, false)) return -1;
         if (G) mc_gpu_gemm_dx(G, 1, P(p->gr), P(y->gh), Wc, w->mb, y->in, y->out, dt);
     }
     A(y->gWt, y->out * y->in * w->es, MC_WL_GRADS, nm("mm: grad of weight", l));
-    if (workspaces(w, 1, false)) return -1;
+    if (wl_workspaces(w, 1, false)) return -1;
     if (G) mc_gpu_gemm_dw(G, 1, P(y->gWt), P(y->gh), P(*mat1), w->mb, y->in, y->out, dt);
     if (ck && lp) { /* unpacked recomputed tensors: apply()'s locals were the last owners */
         if (l == 0) F(w->x16r);
         else F(y->W16);
     }
     A(y->gbt, y->out * w->es, MC_WL_GRADS, nm("sum_to: grad of bias", l));
-    if (reduce_begin(w, y->out, w->mb, true, w->es)) return -1;
+    if (wl_reduce_begin(w, y->out, w->mb, true, w->es)) return -1;
     if (G) /* the partial sums go to the buffer, as in Reduce.cuh */
         mc_gpu_bias_grad(G, P(y->gbt), P(y->gh), w->mb, y->out, dt, P(w->red_buf), w->red_buf.bytes);
-    reduce_end(w);
+    wl_reduce_end(w);
     F(y->gh);
     if (ck) { /* the pair's checkpoint frame dies, and with it the saved input */
         if (l > 0) F(w->ly[l - 1].r);
@@ -308,7 +310,7 @@ static int relu_bwd(mc_workload *w, int l, wl_t *r, bool recomputed)
 static int relu_bwd_recompute(mc_workload *w, int l)
 {
     wl_layer *y = &w->ly[l];
-    if (linear_fwd(w, l, l ? &w->ly[l - 1].r : &w->x, &w->x16r, &w->h2, 1)) return -1;
+    if (wl_linear_fwd(w, l, l ? &w->ly[l - 1].r : &w->x, &w->x16r, &w->h2, 1)) return -1;
     A(w->r2, w->mb * y->out * w->es, MC_WL_ACTIVATIONS, nm("recomputed relu output", l));
     if (G) mc_gpu_relu(G, P(w->r2), P(w->h2), w->mb * y->out, dtype(w));
     if (lowp(w)) { /* the recomputation's autocast exit */
@@ -358,11 +360,12 @@ static int backward(mc_workload *w)
     } else {
         wl_move(w, &w->ly[L - 1].gh, &w->gout32);
     }
-    for (int l = L - 1; l >= 0; l--) {
+    if (w->seg && wl_seg_backward(w)) return -1;
+    for (int l = L - 1; l >= 0 && !w->seg; l--) {
         bool ck = w->c.checkpoint && l < L - 1;
         if (ck && relu_bwd_recompute(w, l)) return -1;
         if (addmm_bwd(w, l, ck)) return -1;
-        if (param_grads(w, l)) return -1;
+        if (wl_param_grads(w, l)) return -1;
         if (!w->c.checkpoint && l > 0 && relu_bwd(w, l - 1, &w->ly[l - 1].r, false)) return -1;
     }
     F(w->ones); /* torch.autograd.backward's grad_tensors_ */

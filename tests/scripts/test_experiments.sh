@@ -19,6 +19,29 @@ trap 'rm -rf "$tmp"' EXIT
 noleak="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 header="claim,experiment,variant,param,param_value,metric,unit,n,median,min,max,mean,stdev,status,note"
 
+# The median of one row of a tidy CSV (variant, param_value, metric), "" if none.
+csv_value() {
+    awk -F, -v v="$2" -v x="$3" -v m="$4" '$3==v && $5==x && $6==m && $14=="ok" {print $9; exit}' "$1"
+}
+
+# C07 and C08 model-only: the Transformer beside the MLP, and what each
+# verdict rests on (the figures are the allocator model's; see the findings).
+two_models() {
+    local name=$1 csv=$2
+    case $name in
+    c07_*)
+        check "$name: Transformer rows at seed 000's shape, k = 1 and 4"             test -n "$(csv_value "$csv" "transformer seq=64 B=100" 1 peak_allocated)" -a                  -n "$(csv_value "$csv" "transformer seq=64 B=100" 4 peak_allocated)"
+        check "$name: the Transformer's peak falls with k = 4"             awk -v r="$(csv_value "$csv" "transformer seq=64 B=100" 4 ratio_to_k1)" 'BEGIN {exit !(r > 0 && r < 0.99)}'
+        check "$name: the finding says seed 000's (seq, batch) split"             grep -q 'batch_first=False.*splits the sequence, not the batch' "$csv"
+        check "$name: the verdict names both models"             grep -Eq "verdict,.*Transformer \(seed 000's nn.Transformer\(d_model=256\).*MLP \(L=4" "$csv" ;;
+    c08_*)
+        check "$name: per-pair checkpointing of the MLP saves nothing (L=8)"             awk -v s="$(csv_value "$csv" checkpoint 8 memory_saving)" 'BEGIN {exit !(s != "" && s < 0.01)}'
+        check "$name: two checkpoint_sequential segments save (L=8)"             awk -v s="$(csv_value "$csv" segments=2 8 memory_saving)" 'BEGIN {exit !(s > 0.05)}'
+        check "$name: the Transformer checkpointed per layer saves most (seq 64)"             awk -v s="$(csv_value "$csv" "transformer checkpoint" 64 memory_saving)" 'BEGIN {exit !(s > 0.5)}'
+        check "$name: the verdict names each model's variant"             grep -Eq 'verdict,.*MLP per pair.*MLP checkpoint_sequential S=2.*Transformer per layer' "$csv" ;;
+    esac
+}
+
 # One experiment's checks; PASS/FAIL lines on stdout. Run MC_TEST_JOBS at a
 # time (each start of a cuBLAS-linked program under ASan costs about a CPU
 # second), their output printed in order and counted after.
@@ -72,6 +95,7 @@ test_one() {
         check_eq "$name --model-only runs without a GPU (exit 0)" "$rc" 0
         check "$name --model-only states a verdict" \
             grep -Eq "^$id,$key,,,,verdict,,0,,,,,,(holds|holds-partly|does-not-hold|inconclusive)," "$out/$key.csv"
+        two_models "$name" "$out/$key.csv"
     fi
 }
 

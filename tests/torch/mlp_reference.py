@@ -17,7 +17,9 @@ network of DESIGN.md's pseudo-code and trains it for --steps steps:
         x = randn(b, in); y = randn(b, out)
         with autocast(fp16|bf16) unless fp32:
             out = model(x)        (--checkpoint: each Linear+ReLU pair under
-                                   torch.utils.checkpoint, use_reentrant=False)
+                                   torch.utils.checkpoint, use_reentrant=False;
+                                   --checkpoint-segments S: checkpoint_sequential(
+                                   model, S, x, use_reentrant=False))
             loss = mse_loss(out, y) / K
         (scaler.scale(loss) if fp16 else loss).backward(); del x, y, out, loss
     then scaler.step(opt); scaler.update() | opt.step(); opt.zero_grad(set_to_none=True)
@@ -80,6 +82,14 @@ CONFIGS = [
     ("sgd_fp32_accum4", MID + " --optimizer sgd --precision fp32 --accum 4"),
     ("momentum_fp32_ckpt", MID + " --optimizer momentum --precision fp32 --accum 1 --checkpoint"),
     ("adam_fp16_accum2_ckpt", MID + " --optimizer adam --precision fp16 --accum 2 --checkpoint"),
+    # checkpoint_sequential over the 2L-1 modules: S=2 at L=4 (segment size 3:
+    # [Linear ReLU Linear] checkpointed, its output the plain tail's input),
+    # S=7 (each module alone: pre-ReLU outputs kept as segment inputs), and
+    # L=8, S=4 at a batch where activations dominate (C08's shape).
+    ("adam_fp32_seg2", MID + " --optimizer adam --precision fp32 --accum 1 --checkpoint-segments 2"),
+    ("sgd_fp32_accum2_seg7", MID + " --optimizer sgd --precision fp32 --accum 2 --checkpoint-segments 7"),
+    ("bigbatch_adam_fp32_L8_seg4", "--layers 8 --in 1024 --width 1024 --out 1024 --batch 8192 "
+                                   "--optimizer adam --precision fp32 --accum 1 --checkpoint-segments 4"),
     ("large_adam_fp32", "--layers 8 --in 4096 --width 4096 --out 4096 --batch 512 "
                         "--optimizer adam --precision fp32 --accum 1"),
     ("large_sgd_bf16", "--layers 8 --in 4096 --width 4096 --out 4096 --batch 512 "
@@ -106,11 +116,13 @@ class Cfg:
     def __init__(self, flags, steps):
         self.layers = self.in_ = self.width = self.out = self.batch = None
         self.optimizer, self.precision, self.accum, self.checkpoint = None, None, 1, False
+        self.segments = 0
         self.steps = steps
         toks = flags.split()
         i = 0
         ints = {"--layers": "layers", "--in": "in_", "--width": "width", "--out": "out",
-                "--batch": "batch", "--accum": "accum", "--steps": "steps"}
+                "--batch": "batch", "--accum": "accum", "--steps": "steps",
+                "--checkpoint-segments": "segments"}
         while i < len(toks):
             t = toks[i]
             if t == "--checkpoint":
@@ -139,6 +151,10 @@ class Cfg:
             raise ValueError("--layers must be >= 2")
         if self.batch % self.accum:
             raise ValueError("--batch must be divisible by --accum")
+        if self.segments and (self.segments > 2 * self.layers - 1 or self.checkpoint
+                              or self.precision != "fp32"):
+            raise ValueError("--checkpoint-segments must be from 1 to 2L-1, with fp32 and "
+                             "without --checkpoint")
 
 
 # ---------------------------------------------------------------- one configuration
@@ -151,7 +167,7 @@ def run_child(name, flags, outdir, steps, device):
         return 77
     import torch.nn.functional as F
     from torch import nn
-    from torch.utils.checkpoint import checkpoint
+    from torch.utils.checkpoint import checkpoint, checkpoint_sequential
 
     if not torch.cuda.is_available() or device >= torch.cuda.device_count():
         print("mlp_reference: no CUDA device %d: waived" % device, file=sys.stderr)
@@ -195,6 +211,8 @@ def run_child(name, flags, outdir, steps, device):
         return torch.autocast("cuda", dtype=amp_dtype)
 
     def forward(x):
+        if cfg.segments:
+            return checkpoint_sequential(model, cfg.segments, x, use_reentrant=False)
         if not cfg.checkpoint:
             return model(x)
         h = x
