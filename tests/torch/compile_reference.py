@@ -45,8 +45,10 @@ with autograd on (training mode, as in a step), synchronised:
                           the forward freed before returning (bytes)
     fwd_output            the output's storage (bytes)
 (medians of the repeats). If torch.compile, or any step, fails, the error's
-type and first line are written to NAME.MODE.meta (status=error) with the
-steps done so far, and the run goes on with the next one.
+type and first two lines are written to NAME.MODE.meta (status=error,
+failed_in_step) beside the steps done so far (the traceback goes to stderr),
+and the run goes on with the next one; a child that dies without its meta
+gets one from the driver saying so.
 
 It writes into OUTDIR (which must be new or empty; nothing is overwritten):
 
