@@ -180,6 +180,141 @@ class Cfg:
             raise ValueError("--batch must be divisible by --accum")
 
 
+# ---------------------------------------------------------------- output
+
+def write_csv(path, rows):
+    """rows (lists of HEADER's columns) as build/workload's CSV, via a temporary name."""
+    with open(path + ".tmp", "w") as f:
+        f.write(HEADER + "\n")
+        for r in rows:
+            f.write(",".join(number(v) if not isinstance(v, str) else v for v in r) + "\n")
+    os.replace(path + ".tmp", path)
+
+
+def device_meta(torch, device):
+    """The versions and the GPU, as the first keys of NAME.meta (in order)."""
+    props = torch.cuda.get_device_properties(device)
+    return {
+        "torch_version": torch.__version__,
+        "cuda_version": torch.version.cuda,
+        "cudnn_version": torch.backends.cudnn.version(),
+        "device_name": props.name,
+        "sm_count": props.multi_processor_count,
+        "capability": "%d.%d" % (props.major, props.minor),
+        "total_memory": props.total_memory,
+        "python_version": sys.version.split()[0],
+    }
+
+
+def env_meta():
+    """The environment variables that change cuBLAS, SDPA or the allocator."""
+    return {k: os.environ.get(k, "") for k in
+            ("CUBLAS_WORKSPACE_CONFIG", "CUBLASLT_WORKSPACE_SIZE", "TORCH_CUBLASLT_UNIFIED_WORKSPACE",
+             "TORCH_CUDNN_SDPA_DEPRIORITIZED", "PYTORCH_CUDA_ALLOC_CONF")}
+
+
+# ---------------------------------------------------------------- the training step
+
+class Training:
+    """A configuration's model (with its causal mask), optimizer, GradScaler
+    and training step, as the module docstring says; shared with
+    compile_reference.py, which passes compile_model=torch.compile. Built in
+    the order of its requests: parameters, then the mask (the optimizer's
+    and GradScaler's state come lazily, in the first step)."""
+
+    def __init__(self, torch, cfg, dev, compile_model=None):
+        import torch.nn.functional as F
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint
+        self.torch, self.cfg, self.dev = torch, cfg, dev
+        self.F, self.checkpoint = F, checkpoint
+        common = dict(dropout=cfg.dropout, activation=cfg.activation, batch_first=cfg.batch_first,
+                      norm_first=cfg.norm_first, device=dev)
+        self.mask = None
+        if cfg.arch == "transformer":
+            model = nn.Transformer(d_model=cfg.d_model, nhead=cfg.heads, num_encoder_layers=cfg.enc,
+                                   num_decoder_layers=cfg.dec, dim_feedforward=cfg.ff, **common)
+        else:
+            layer = nn.TransformerEncoderLayer(cfg.d_model, cfg.heads, dim_feedforward=cfg.ff, **common)
+            model = nn.TransformerEncoder(layer, cfg.enc, enable_nested_tensor=False)
+            del layer
+            if cfg.causal:
+                self.mask = nn.Transformer.generate_square_subsequent_mask(cfg.seq, device=dev)
+        model.train()
+        self.model = model
+        params = list(model.parameters())
+        if cfg.optimizer == "sgd":
+            self.opt = torch.optim.SGD(params, lr=LR["sgd"])
+        elif cfg.optimizer == "momentum":
+            self.opt = torch.optim.SGD(params, lr=LR["momentum"], momentum=0.9)
+        elif cfg.optimizer == "adam":
+            self.opt = torch.optim.Adam(params, lr=LR["adam"])
+        else:
+            self.opt = torch.optim.AdamW(params, lr=LR["adamw"])
+        self.scaler = torch.amp.GradScaler("cuda") if cfg.precision == "fp16" else None
+        self.amp_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(cfg.precision)
+        b = cfg.batch // cfg.accum
+        self.shape = (b, cfg.seq, cfg.d_model) if cfg.batch_first else (cfg.seq, b, cfg.d_model)
+        # What forward() calls: the module itself, or what compile_model made of
+        # it (torch.compile wraps it without copying its parameters). The
+        # checkpointed loops below call the module's own layers, uncompiled.
+        self.call = compile_model(model) if compile_model is not None else model
+
+    def autocast(self):
+        if self.amp_dtype is None:
+            return contextlib.nullcontext()
+        return self.torch.autocast("cuda", dtype=self.amp_dtype)
+
+    def forward(self, src, tgt):
+        cfg, model, mask, checkpoint = self.cfg, self.model, self.mask, self.checkpoint
+        if not cfg.checkpoint:
+            if cfg.arch == "transformer":
+                return self.call(src, tgt)
+            return self.call(src, mask=mask, is_causal=True) if cfg.causal else self.call(src)
+        # TransformerEncoder/Decoder.forward's loops (no fast path in training),
+        # each layer under a non-reentrant checkpoint
+        if cfg.arch == "encoder":
+            x = src
+            for mod in model.layers:
+                x = checkpoint(mod, x, mask, None, cfg.causal, use_reentrant=False)
+            return x
+        x = src
+        for mod in model.encoder.layers:
+            x = checkpoint(mod, x, None, None, False, use_reentrant=False)
+        memory = model.encoder.norm(x)
+        del x
+        y = tgt
+        for mod in model.decoder.layers:
+            y = checkpoint(mod, y, memory, None, None, None, None, False, False, use_reentrant=False)
+        return model.decoder.norm(y)
+
+    def step(self, loss_host):
+        """One training step: K = --accum micro-steps (fresh src and tgt,
+        forward under autocast, loss / K, backward, each micro-step's loss
+        copied into loss_host[k], a pinned float32 tensor of K), then the
+        optimizer (through the GradScaler in fp16) and
+        zero_grad(set_to_none=True)."""
+        torch, F, K, scaler, opt = self.torch, self.F, self.cfg.accum, self.scaler, self.opt
+        for k in range(K):
+            src = torch.randn(self.shape, device=self.dev)
+            tgt = torch.randn(self.shape, device=self.dev)
+            with self.autocast():
+                out = self.forward(src, tgt)
+                loss = F.mse_loss(out, tgt) / K
+            if scaler is not None:
+                scaler.scale(loss).backward()
+            else:
+                loss.backward()
+            loss_host[k].copy_(loss.detach(), non_blocking=True)
+            del src, tgt, out, loss
+        if scaler is not None:
+            scaler.step(opt)
+            scaler.update()
+        else:
+            opt.step()
+        opt.zero_grad(set_to_none=True)
+
+
 # ---------------------------------------------------------------- one configuration
 
 def sdpa_choice(torch, cfg, dev, amp_dtype):
@@ -222,9 +357,6 @@ def run_child(name, flags, outdir, steps, device, trace_all=False, retry=False, 
     except ImportError:
         print("transformer_reference: torch is not installed here: waived", file=sys.stderr)
         return 77
-    import torch.nn.functional as F
-    from torch import nn
-    from torch.utils.checkpoint import checkpoint
 
     if not torch.cuda.is_available() or device >= torch.cuda.device_count():
         print("transformer_reference: no CUDA device %d: waived" % device, file=sys.stderr)
@@ -248,60 +380,8 @@ def run_child(name, flags, outdir, steps, device, trace_all=False, retry=False, 
 
     mark("set-up: parameters, optimizer%s" % (", GradScaler" if cfg.precision == "fp16" else ""),
          False)
-    common = dict(dropout=cfg.dropout, activation=cfg.activation, batch_first=cfg.batch_first,
-                  norm_first=cfg.norm_first, device=dev)
-    mask = None
-    if cfg.arch == "transformer":
-        model = nn.Transformer(d_model=cfg.d_model, nhead=cfg.heads, num_encoder_layers=cfg.enc,
-                               num_decoder_layers=cfg.dec, dim_feedforward=cfg.ff, **common)
-    else:
-        layer = nn.TransformerEncoderLayer(cfg.d_model, cfg.heads, dim_feedforward=cfg.ff, **common)
-        model = nn.TransformerEncoder(layer, cfg.enc, enable_nested_tensor=False)
-        del layer
-        if cfg.causal:
-            mask = nn.Transformer.generate_square_subsequent_mask(cfg.seq, device=dev)
-    model.train()
-    params = list(model.parameters())
-    if cfg.optimizer == "sgd":
-        opt = torch.optim.SGD(params, lr=LR["sgd"])
-    elif cfg.optimizer == "momentum":
-        opt = torch.optim.SGD(params, lr=LR["momentum"], momentum=0.9)
-    elif cfg.optimizer == "adam":
-        opt = torch.optim.Adam(params, lr=LR["adam"])
-    else:
-        opt = torch.optim.AdamW(params, lr=LR["adamw"])
-    scaler = torch.amp.GradScaler("cuda") if cfg.precision == "fp16" else None
-    amp_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(cfg.precision)
-    K, b = cfg.accum, cfg.batch // cfg.accum
-    shape = (b, cfg.seq, cfg.d_model) if cfg.batch_first else (cfg.seq, b, cfg.d_model)
-
-    def autocast():
-        if amp_dtype is None:
-            return contextlib.nullcontext()
-        return torch.autocast("cuda", dtype=amp_dtype)
-
-    def forward(src, tgt):
-        if not cfg.checkpoint:
-            if cfg.arch == "transformer":
-                return model(src, tgt)
-            return model(src, mask=mask, is_causal=True) if cfg.causal else model(src)
-        # TransformerEncoder/Decoder.forward's loops (no fast path in training),
-        # each layer under a non-reentrant checkpoint
-        if cfg.arch == "encoder":
-            x = src
-            for mod in model.layers:
-                x = checkpoint(mod, x, mask, None, cfg.causal, use_reentrant=False)
-            return x
-        x = src
-        for mod in model.encoder.layers:
-            x = checkpoint(mod, x, None, None, False, use_reentrant=False)
-        memory = model.encoder.norm(x)
-        del x
-        y = tgt
-        for mod in model.decoder.layers:
-            y = checkpoint(mod, y, memory, None, None, None, None, False, False, use_reentrant=False)
-        return model.decoder.norm(y)
-
+    tr = Training(torch, cfg, dev)
+    K, scaler = cfg.accum, tr.scaler
     loss_host = torch.zeros(K, dtype=torch.float32).pin_memory()
     start = torch.cuda.Event(enable_timing=True)
     stop = torch.cuda.Event(enable_timing=True)
@@ -313,24 +393,7 @@ def run_child(name, flags, outdir, steps, device, trace_all=False, retry=False, 
             mark("step %d" % step, True)
         torch.cuda.reset_peak_memory_stats()
         start.record()
-        for k in range(K):
-            src = torch.randn(shape, device=dev)
-            tgt = torch.randn(shape, device=dev)
-            with autocast():
-                out = forward(src, tgt)
-                loss = F.mse_loss(out, tgt) / K
-            if scaler is not None:
-                scaler.scale(loss).backward()
-            else:
-                loss.backward()
-            loss_host[k].copy_(loss.detach(), non_blocking=True)
-            del src, tgt, out, loss
-        if scaler is not None:
-            scaler.step(opt)
-            scaler.update()
-        else:
-            opt.step()
-        opt.zero_grad(set_to_none=True)
+        tr.step(loss_host)
         stop.record()
         stop.synchronize()
         st = torch.cuda.memory_stats()
@@ -354,32 +417,12 @@ def run_child(name, flags, outdir, steps, device, trace_all=False, retry=False, 
                         marks, script, stacks)
             traced = False
 
-    path = os.path.join(outdir, name + ".csv")
-    with open(path + ".tmp", "w") as f:
-        f.write(HEADER + "\n")
-        for r in rows:
-            f.write(",".join(number(v) if not isinstance(v, str) else v for v in r) + "\n")
-    os.replace(path + ".tmp", path)
-
-    props = torch.cuda.get_device_properties(device)
-    meta = {
-        "torch_version": torch.__version__,
-        "cuda_version": torch.version.cuda,
-        "cudnn_version": torch.backends.cudnn.version(),
-        "device_name": props.name,
-        "sm_count": props.multi_processor_count,
-        "capability": "%d.%d" % (props.major, props.minor),
-        "total_memory": props.total_memory,
-        "python_version": sys.version.split()[0],
-        "sdpa_backend": sdpa_choice(torch, cfg, dev, amp_dtype),
-        "CUBLAS_WORKSPACE_CONFIG": os.environ.get("CUBLAS_WORKSPACE_CONFIG", ""),
-        "CUBLASLT_WORKSPACE_SIZE": os.environ.get("CUBLASLT_WORKSPACE_SIZE", ""),
-        "TORCH_CUBLASLT_UNIFIED_WORKSPACE": os.environ.get("TORCH_CUBLASLT_UNIFIED_WORKSPACE", ""),
-        "TORCH_CUDNN_SDPA_DEPRIORITIZED": os.environ.get("TORCH_CUDNN_SDPA_DEPRIORITIZED", ""),
-        "PYTORCH_CUDA_ALLOC_CONF": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
-        "steps": cfg.steps,
-        "traced_steps": TRACED_STEPS if was_traced else 0,
-    }
+    write_csv(os.path.join(outdir, name + ".csv"), rows)
+    meta = device_meta(torch, device)
+    meta["sdpa_backend"] = sdpa_choice(torch, cfg, dev, tr.amp_dtype)
+    meta.update(env_meta())
+    meta["steps"] = cfg.steps
+    meta["traced_steps"] = TRACED_STEPS if was_traced else 0
     if was_traced:
         meta["trace_stacks"] = stacks
         meta["trace_retry"] = int(retry)

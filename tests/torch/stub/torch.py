@@ -1,0 +1,242 @@
+"""A stand-in for torch, for make test only (tests/scripts/test_compile_reference.sh
+puts this folder first on PYTHONPATH): just enough of torch's API for
+transformer_reference.py and compile_reference.py to run their whole control
+flow on a machine without torch or a GPU. Its "allocator" counts the bytes
+of the stand-in tensors alive (Python's reference counting frees them, as
+PyTorch's caching allocator sees a tensor freed), so the figures follow the
+scripts' tensor lifetimes; its events tick 1 ms per record. Nothing here is
+PyTorch's behaviour beyond the names. Standard library only.
+
+STUB_COMPILE_FAIL=1: the compiled module raises on its first call.
+STUB_CRASH=1: the compiled module ends the process (exit 9) on its first call.
+STUB_NO_CUDA=1: no CUDA device.
+"""
+import collections
+import contextlib
+import os
+import sys
+import types
+
+__version__ = "0.0-stub"
+__path__ = []  # a package, so that torch.nn.functional and the others import
+version = types.SimpleNamespace(cuda="0.0-stub")
+backends = types.SimpleNamespace(cudnn=types.SimpleNamespace(version=lambda: 0))
+float16, bfloat16, float32 = "float16", "bfloat16", "float32"
+_mem = {"current": 0, "peak": 0}
+
+
+def _take(n):
+    _mem["current"] += n
+    _mem["peak"] = max(_mem["peak"], _mem["current"])
+
+
+class Tensor:
+    def __init__(self, nbytes, value=0.5):
+        self.nbytes, self.value = nbytes, value
+        _take(nbytes)
+
+    def __del__(self):
+        _mem["current"] -= self.nbytes
+
+    def __truediv__(self, k):
+        return Tensor(4, self.value / k)
+
+    def backward(self):
+        _take(0)
+
+    def detach(self):
+        return self
+
+    def pin_memory(self):
+        return self
+
+    def __getitem__(self, i):
+        return self
+
+    def copy_(self, other, non_blocking=False):
+        self.value = other.value
+
+    def sum(self):
+        return self
+
+    def __float__(self):
+        return float(self.value)
+
+    def untyped_storage(self):
+        return types.SimpleNamespace(nbytes=lambda: self.nbytes)
+
+
+def randn(*shape, device=None, dtype=None, requires_grad=False):
+    return Tensor(4096)
+
+
+def zeros(*shape, dtype=None):
+    return Tensor(0)
+
+
+def manual_seed(seed):
+    pass
+
+
+def device(kind, index=0):
+    return "%s:%d" % (kind, index)
+
+
+def autocast(kind, dtype=None):
+    return contextlib.nullcontext()
+
+
+def _fused_sdp_choice(*args):
+    return 2
+
+
+def compile(module):
+    counters = sys.modules["torch._dynamo.utils"].counters
+    state = {"compiled": False}
+
+    def call(*args, **kwargs):
+        if os.environ.get("STUB_CRASH"):
+            os._exit(9)
+        if os.environ.get("STUB_COMPILE_FAIL"):
+            raise RuntimeError("backend='inductor' raised:\nRuntimeError: stub compile failure\n\nmore")
+        if not state["compiled"]:
+            counters["stats"]["unique_graphs"] += 1
+            counters["inductor"]["fxgraph_cache_miss"] += 1
+            state["compiled"] = True
+            state["code"] = Tensor(100000)  # what the compiled module keeps
+        return module(*args, **kwargs)
+    return call
+
+
+class _Event:
+    clock_ms = 0.0
+
+    def __init__(self, enable_timing=False):
+        self.at = 0.0
+
+    def record(self):
+        _Event.clock_ms += 1.0
+        self.at = _Event.clock_ms
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, end):
+        return end.at - self.at
+
+
+def _memory_stats():
+    return {"allocated_bytes.all.peak": _mem["peak"], "allocated_bytes.all.current": _mem["current"],
+            "reserved_bytes.all.peak": 2 * _mem["peak"], "reserved_bytes.all.current": 2 * _mem["current"]}
+
+
+def _reset_peak(*args):
+    _mem["peak"] = _mem["current"]
+
+
+cuda = types.SimpleNamespace(
+    is_available=lambda: not os.environ.get("STUB_NO_CUDA"), device_count=lambda: 1,
+    set_device=lambda d: None, synchronize=lambda *a: None, Event=_Event,
+    get_device_properties=lambda d: types.SimpleNamespace(name="stub GPU", multi_processor_count=1, major=9,
+                                                          minor=0, total_memory=1 << 30),
+    reset_peak_memory_stats=_reset_peak, memory_stats=_memory_stats,
+    memory_allocated=lambda *a: _mem["current"], max_memory_allocated=lambda *a: _mem["peak"],
+    memory=types.SimpleNamespace(_record_memory_history=lambda **k: None,
+                                 _snapshot=lambda: {"device_traces": [[]]}))
+
+
+class _Optimizer:
+    def __init__(self, params, lr=0.0, momentum=0.0):
+        self.params = params
+
+    def step(self):
+        self.state = Tensor(8 * len(self.params))
+
+    def zero_grad(self, set_to_none=False):
+        pass
+
+
+optim = types.SimpleNamespace(SGD=_Optimizer, Adam=_Optimizer, AdamW=_Optimizer)
+
+
+class _GradScaler:
+    def __init__(self, kind):
+        self.scale_value = 65536.0
+
+    def scale(self, loss):
+        return loss
+
+    def step(self, opt):
+        opt.step()
+
+    def update(self):
+        pass
+
+    def get_scale(self):
+        return self.scale_value
+
+
+amp = types.SimpleNamespace(GradScaler=_GradScaler)
+
+
+# ------------------------------------------------------------ submodules
+
+def _module(name, **attrs):
+    m = types.ModuleType("torch." + name)
+    m.__dict__.update(attrs)
+    sys.modules["torch." + name] = m
+    return m
+
+
+class _Module:
+    def __init__(self, nparams):
+        self.params = [Tensor(1024) for _ in range(nparams)]
+
+    def train(self):
+        return self
+
+    def parameters(self):
+        return iter(self.params)
+
+    def __call__(self, *args, **kwargs):
+        scratch = Tensor(8192)  # a temporary of the forward
+        del scratch
+        return Tensor(4096)
+
+
+class _Transformer(_Module):
+    def __init__(self, d_model, nhead, num_encoder_layers, num_decoder_layers, dim_feedforward, **kw):
+        super().__init__(num_encoder_layers + num_decoder_layers)
+        self.encoder = types.SimpleNamespace(layers=[_Module(1)], norm=_Module(0))
+        self.decoder = types.SimpleNamespace(layers=[_Module(1)], norm=_Module(0))
+
+    @staticmethod
+    def generate_square_subsequent_mask(n, device=None):
+        return Tensor(4 * n * n)
+
+
+class _EncoderLayer(_Module):
+    def __init__(self, d_model, nhead, dim_feedforward, **kw):
+        super().__init__(2)
+
+
+class _Encoder(_Module):
+    def __init__(self, layer, n, enable_nested_tensor=True):
+        super().__init__(2 * n)
+        self.layers = [_Module(1) for _ in range(n)]
+
+
+functional = types.SimpleNamespace(mse_loss=lambda out, tgt: Tensor(4, 1.25))
+nn = _module("nn", Transformer=_Transformer, TransformerEncoderLayer=_EncoderLayer,
+             TransformerEncoder=_Encoder, functional=functional, __path__=[])
+sys.modules["torch.nn.functional"] = functional
+utils = _module("utils", __path__=[])
+utils.checkpoint = _module("utils.checkpoint", checkpoint=lambda mod, *a, use_reentrant=True: mod(a[0]))
+_dynamo = _module("_dynamo", __path__=[])
+_dynamo.utils = _module("_dynamo.utils", counters=collections.defaultdict(collections.Counter))
+_dynamo.config = _module("_dynamo.config", recompile_limit=8, suppress_errors=False)
+_inductor = _module("_inductor", __path__=[])
+_inductor.config = _module("_inductor.config", max_autotune=False,
+                           triton=types.SimpleNamespace(cudagraphs=False))
+_functorch = _module("_functorch", __path__=[])
+_functorch.config = _module("_functorch.config", activation_memory_budget=1.0)
