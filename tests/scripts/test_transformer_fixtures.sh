@@ -6,6 +6,8 @@
 #   tests/scripts/test_transformer_fixtures.sh BUILD_DIR                  (make test)
 #   tests/scripts/test_transformer_fixtures.sh BUILD_DIR --fixtures-only  only the comparison
 #                                                of $TRANSFORMER_FIXTURES (the self-checks use it)
+#   tests/scripts/test_transformer_fixtures.sh BUILD_DIR --gpu   the comparison, and the same
+#                                                figures from a training run on this GPU (test-gpu)
 #
 # For each configuration in configs.txt, BUILD_DIR/workload --model-only runs
 # the same flags (with --sms from meta.txt) and every step's peak_allocated and
@@ -56,6 +58,17 @@ compare_fixtures() {
         fi
         compare_steps "$name model-only peak_allocated" "$tmp/$name.csv" "$theirs" 2 "$tol"
         compare_steps "$name model-only allocated_end" "$tmp/$name.csv" "$theirs" 3 "$tol"
+        if [ "$mode" = --gpu ]; then # the GPU run takes the model's blocks: PyTorch's figures too
+            # shellcheck disable=SC2086
+            if "$wl" $flags > "$tmp/$name.gpu.csv" 2> "$tmp/$name.gpu.err"; then
+                compare_steps "$name GPU peak_allocated" "$tmp/$name.gpu.csv" "$theirs" 2 "$tol"
+                compare_steps "$name GPU allocated_end" "$tmp/$name.gpu.csv" "$theirs" 3 "$tol"
+                check_eq "$name GPU: every step ok with a finite loss" \
+                    "$(awk -F, 'NR > 1 && !($10 == "ok" && $7 + 0 == $7 && $7 > 0) { bad++ } END { print bad + 0 }' "$tmp/$name.gpu.csv")" 0
+            else
+                failure "$name: workload on the GPU failed" "$(tail -2 "$tmp/$name.gpu.err")"
+            fi
+        fi
         if [ -f "$fix/$name.meta" ] && grep -q '^sdpa_backend=' "$fix/$name.meta"; then
             echo "INFO: $name: PyTorch's SDPA backend $(sed -n 's/^sdpa_backend=//p' "$fix/$name.meta")" \
                  "(the model: cuDNN for fp16/bf16 up to a head size of 128, flash past it; efficient for fp32)"
@@ -77,7 +90,7 @@ compare_fixtures() {
     done < "$fix/configs.txt"
 }
 
-if [ "$mode" = --fixtures-only ]; then
+if [ "$mode" = --fixtures-only ] || [ "$mode" = --gpu ]; then
     compare_fixtures
     summary; exit $?
 fi
@@ -96,9 +109,27 @@ for bad in "$tiny --heads 3" "$tiny --causal" "--arch encoder --seq 0 --batch 4"
     check_eq "workload $bad: nothing on stdout" "$(wc -c < "$tmp/out")" 0
 done
 # shellcheck disable=SC2086
-err=$(CUDA_VISIBLE_DEVICES= "$wl" $tiny 2>&1 >"$tmp/out"); rc=$?
-check_eq "workload --arch transformer without --model-only: refused (exit 2, one line, no GPU work)" \
-    "$rc,$(printf '%s\n' "$err" | wc -l),$(wc -c < "$tmp/out")" "2,1,0"
+err=$(CUDA_VISIBLE_DEVICES= "$wl" $tiny --heads 2 2>&1 >"$tmp/out"); rc=$?
+check_eq "workload --arch transformer without --model-only and without a GPU: waived (exit 77, one line)" \
+    "$rc,$(printf '%s\n' "$err" | wc -l),$(wc -c < "$tmp/out")" "77,1,0"
+# a head size the GPU's attention kernels do not take: refused before any GPU work (model-only takes it)
+# shellcheck disable=SC2086
+err=$(CUDA_VISIBLE_DEVICES= "$wl" $tiny --d-model 48 --heads 2 2>&1 >"$tmp/out"); rc=$?
+check_eq "workload head size 24 on the GPU: refused (exit 2, one line naming the head size, no GPU work)" \
+    "$rc,$(printf '%s\n' "$err" | grep -c 'head size 24'),$(wc -c < "$tmp/out")" "2,1,0"
+# shellcheck disable=SC2086
+"$wl" $tiny --d-model 48 --heads 2 --model-only --steps 1 > "$tmp/out" 2>/dev/null
+check_eq "... the same flags --model-only: exit 0" "$?" 0
+# --fused: the chains in one kernel each keep a byte per element, not an activation's output and a mask
+big="--arch encoder --d-model 64 --heads 4 --enc-layers 2 --ff 256 --seq 32 --batch 8 --steps 3 --model-only"
+# shellcheck disable=SC2086
+e=$("$wl" $big | awk -F, 'NR == 4 { print $2 }'); f=$("$wl" $big --fused | awk -F, 'NR == 4 { print $2 }')
+check "workload --fused: a lower step-3 peak than eager ($f < $e bytes)" test "${f:-0}" -gt 0 -a "${f:-0}" -lt "${e:-0}"
+# shellcheck disable=SC2086
+e=$("$wl" $big --dropout 0 --activation gelu | awk -F, 'NR == 4 { print $3 }')
+# shellcheck disable=SC2086
+f=$("$wl" $big --dropout 0 --activation gelu --fused | awk -F, 'NR == 4 { print $3 }')
+check_eq "workload --fused: the same memory at a step's end (parameters and state)" "$f" "$e"
 # --verify checks the kernels on a GPU; without one it waives.
 err=$(CUDA_VISIBLE_DEVICES= "$wl" --arch transformer --verify 2>&1 >"$tmp/out"); rc=$?
 check_eq "workload --arch transformer --verify without a GPU: waived (exit 77, one line, nothing on stdout)" \
