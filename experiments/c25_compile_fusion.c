@@ -106,6 +106,7 @@ typedef struct {
     uint64_t peak, peak_act;   /* bytes, step STEADY_STEP */
     mc_stats time;             /* s; NAN without a GPU */
     double loss[STEADY_STEP];  /* GPU: the first steps' losses */
+    int skipped;               /* steps GradScaler skipped (an inf or NaN gradient) */
 } fig;
 
 static fig run_model(mc_run *run, const model_point *m, bool fused, bool on_gpu)
@@ -124,6 +125,7 @@ static fig run_model(mc_run *run, const model_point *m, bool fused, bool on_gpu)
             break;
         }
         f.loss[s - 1] = r.loss;
+        f.skipped += r.skipped;
     }
     if (!f.oom) {
         f.peak = r.peak_allocated;
@@ -228,9 +230,11 @@ int main(int argc, char **argv)
             if (run.on_gpu && !f[fused].oom) { /* the GPU run takes the model's blocks: the same peak */
                 fig h = run_model(&run, m, fused, false);
                 if (h.peak != f[fused].peak)
-                    mc_verify_failed(&run, m->name, "%s: GPU peak %llu B, model-only %llu B",
+                    mc_verify_failed(&run, m->name, "%s: GPU peak %llu B, model-only %llu B (GPU steps skipped "
+                                     "by GradScaler: %d; losses %.6g %.6g %.6g)",
                                      fused ? "fused" : "eager", (unsigned long long)f[fused].peak,
-                                     (unsigned long long)h.peak);
+                                     (unsigned long long)h.peak, f[fused].skipped, f[fused].loss[0],
+                                     f[fused].loss[1], f[fused].loss[2]);
             }
             char v[96];
             snprintf(v, sizeof v, "%s/%s", m->name, fused ? "fused" : "eager");

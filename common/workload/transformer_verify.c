@@ -49,6 +49,11 @@ static const vcase CASES[] = {
     {"encoder fp32 fused, relu, pre-norm, ckpt accum 2", MC_TFM_ENCODER, 64, 2, 2, 0, 96, 10, 4, 2, 0.2, false, true, false, true, true, MC_WL_FP32, true},
     {"transformer fp16 fused, relu", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.1, false, false, false, false, false, MC_WL_FP16, true},
     {"encoder bf16 fused, gelu, batch-first", MC_TFM_ENCODER, 64, 4, 2, 0, 128, 16, 2, 1, 0.1, true, false, true, false, false, MC_WL_BF16, true},
+    {"transformer fp16 relu (eager)", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.1, false, false, false, false, false, MC_WL_FP16, false},
+    {"transformer fp16 fused, relu, no dropout", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.0, false, false, false, false, false, MC_WL_FP16, true},
+    {"transformer fp16 fused, relu, batch-first", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.1, false, false, true, false, false, MC_WL_FP16, true},
+    {"encoder fp16 fused, relu", MC_TFM_ENCODER, 64, 2, 2, 0, 128, 12, 2, 1, 0.1, false, false, false, false, false, MC_WL_FP16, true},
+    {"transformer fp32 fused, relu (the fp16 case's shape)", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.1, false, false, false, false, false, MC_WL_FP32, true},
 };
 
 static mc_tfm_config config_of(const vcase *v)
@@ -179,6 +184,8 @@ static int check_case(const vcase *v, FILE *log)
             for (int i = 0; i < 18; i++) sizes[nt++] = dec_sz[i];
         if (m.dec_norm) sizes[nt++] = E, sizes[nt++] = E;
         int worst_i = -1;
+        char over[512] = "";
+        size_t used = 0;
         for (int i = 0; i < nt; i++) {
             double d2 = 0, r2 = 0;
             for (int64_t j = off; j < off + sizes[i]; j++) {
@@ -187,12 +194,14 @@ static int check_case(const vcase *v, FILE *log)
             }
             double e = r2 > 0 ? sqrt(d2 / r2) : sqrt(d2);
             if (e > worst) worst = e, worst_i = i;
+            if (e > tol && used < sizeof over - 40)
+                used += (size_t)snprintf(over + used, sizeof over - used, " [%d: %.1e, |ref| %.2e]", i, e, sqrt(r2));
             off += sizes[i];
         }
         CHECK(off == np, "verify: parameter sizes do not add up");
         bool ok = lerr <= tol && worst <= tol;
-        fprintf(log, "verify: tfm step %-56s loss %.6f vs %.6f (err %.1e), worst gradient err %.1e (tensor %d) %s\n",
-                v->what, r.loss, ref_loss, lerr, worst, worst_i, ok ? "ok" : "FAIL");
+        fprintf(log, "verify: tfm step %-56s loss %.6f vs %.6f (err %.1e), worst gradient err %.1e (tensor %d) %s%s\n",
+                v->what, r.loss, ref_loss, lerr, worst, worst_i, ok ? "ok" : "FAIL, over the tolerance:", over);
         fails += !ok;
     }
     for (int k = 0; k < K; k++) {
