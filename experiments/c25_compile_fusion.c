@@ -62,6 +62,7 @@ static const mc_experiment EXP = {
 #define SPEEDS 1.05        /* speed-up at or above: faster */
 #define NO_MEM 0.01
 #define NO_SPEED 1.02
+#define PEAK_TOL 0.002     /* GPU against the host model's peak (relative) */
 
 typedef struct {
     const char *name;      /* compile_configs.txt's */
@@ -229,12 +230,19 @@ int main(int argc, char **argv)
             f[fused] = run_model(&run, m, fused, run.on_gpu);
             if (run.on_gpu && !f[fused].oom) { /* the GPU run takes the model's blocks: the same peak */
                 fig h = run_model(&run, m, fused, false);
-                if (h.peak != f[fused].peak)
+                /* the same requests; a block may still land elsewhere, as the allocator
+                 * breaks ties between free blocks by address and cudaMalloc's addresses
+                 * are not the host backend's (seen on the H100: fused fp16, 0.05%) */
+                const double d = fabs((double)h.peak - (double)f[fused].peak) / (double)h.peak;
+                if (d > PEAK_TOL || f[fused].skipped)
                     mc_verify_failed(&run, m->name, "%s: GPU peak %llu B, model-only %llu B (GPU steps skipped "
-                                     "by GradScaler: %d; losses %.6g %.6g %.6g)",
-                                     fused ? "fused" : "eager", (unsigned long long)f[fused].peak,
-                                     (unsigned long long)h.peak, f[fused].skipped, f[fused].loss[0],
-                                     f[fused].loss[1], f[fused].loss[2]);
+                                     "by GradScaler: %d)", fused ? "fused" : "eager",
+                                     (unsigned long long)f[fused].peak, (unsigned long long)h.peak, f[fused].skipped);
+                else if (d > 0)
+                    mc_emit_finding(&run, "%s %s: the GPU's peak is %llu B, the host model's %llu B (%.3f%%): the "
+                                          "same requests, a block placed elsewhere among real addresses",
+                                    m->name, fused ? "fused" : "eager", (unsigned long long)f[fused].peak,
+                                    (unsigned long long)h.peak, 100 * d);
             }
             char v[96];
             snprintf(v, sizeof v, "%s/%s", m->name, fused ? "fused" : "eager");

@@ -45,6 +45,7 @@ void mc_gpu_copy(mc_wl_gpu *g, void *dst, const void *src, uint64_t bytes);
 void mc_gpu_copy2d(mc_wl_gpu *g, void *dst, uint64_t dpitch, const void *src, uint64_t spitch,
                    uint64_t width, uint64_t rows);
 void mc_gpu_zero(mc_wl_gpu *g, void *p, uint64_t bytes);
+void mc_gpu_fill_bytes(mc_wl_gpu *g, void *p, int byte, uint64_t bytes); /* memset */
 
 /* --- forward. h[m,n] = x[m,k] W[n,k]^T + b[n] (cuBLASLt, bias epilogue, as
  * addmm's Lt path), on handle `handle`. r = relu(h). */

@@ -133,6 +133,11 @@ extern "C" void mc_gpu_zero(mc_wl_gpu *g, void *p, uint64_t bytes)
     CHECK_CUDA(cudaMemsetAsync(p, 0, (size_t)bytes, mc_gpu_stream(g)));
 }
 
+extern "C" void mc_gpu_fill_bytes(mc_wl_gpu *g, void *p, int byte, uint64_t bytes)
+{
+    CHECK_CUDA(cudaMemsetAsync(p, byte, (size_t)bytes, mc_gpu_stream(g)));
+}
+
 template <typename T, bool V> __global__ void k_relu(T *r, const T *h, int64_t n)
 {
     const int64_t nv = NV(V, n);

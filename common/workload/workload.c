@@ -182,9 +182,23 @@ int wl_alloc(mc_workload *w, wl_t *t, uint64_t bytes, mc_wl_category cat, bool k
     return 0;
 }
 
+/* MEMCLAIMS_POISON_FREED=1 (a debugging aid): on a GPU every freed block is
+ * filled with 0xff bytes (NaN in fp32, fp16 and bf16), so a kernel that
+ * reads a tensor after its last owner let go reads NaN. */
+static int poison_freed(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("MEMCLAIMS_POISON_FREED");
+        on = e && *e == '1';
+    }
+    return on;
+}
+
 void wl_free(mc_workload *w, wl_t *t)
 {
     if (!t->addr) return;
+    if (w->gpu && poison_freed()) mc_gpu_fill_bytes(w->gpu, WL_PTR(*t), 0xff, t->bytes);
     w->cat_bytes[t->cat] -= ca_block_size(w->a, t->addr);
     CHECK(ca_free(w->a, t->addr) == 0, "workload: free of a block the allocator does not know");
     wl_trace(w, "free %" PRIu64, t->id);
