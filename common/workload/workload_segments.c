@@ -18,12 +18,21 @@
  *   its ReLU's). The plain tail's input is also held by
  *   checkpoint_sequential's local `input` until the model's output exists.
  * - Backward: the first unpack of a segment's holder (its last module's
- *   node) recomputes the whole segment from its saved input on the
- *   backward thread, and stops once the last holder is packed again (early
- *   stop): every ReLU output inside the segment is then live at once (the
- *   recomputed tensors of the frame), the pre-ReLU outputs go as the
- *   forward's would, and a segment ending in a Linear drops its
- *   recomputed output at once (nothing saves it). A recomputed ReLU output
+ *   node) recomputes the segment from its saved input on the backward
+ *   thread, and stops once the last holder is packed again (early stop:
+ *   _recomputation_hook's pack_hook raises _StopRecomputationError when
+ *   recomp_counter reaches len(weak_holders)). Where that last pack falls
+ *   decides what the recomputation allocates: autograd packs an op's saved
+ *   inputs before its kernel runs and its saved outputs after
+ *   (tools/autograd/gen_variable_type.py: setup_derivative() before
+ *   emit_call(), emit_save_outputs() after it). ReLU saves its result, so
+ *   a segment ending in a ReLU stops once that output exists; addmm saves
+ *   its inputs (mat1, mat2), so a segment ending in a Linear stops before
+ *   that Linear's addmm: no output, and no addmm on the backward thread
+ *   to make its cuBLASLt workspace (a segment of one Linear recomputes
+ *   nothing). Every ReLU output inside the segment
+ *   is then live at once (the recomputed tensors of the frame), the
+ *   pre-ReLU outputs go as the forward's would. A recomputed ReLU output
  *   goes at its ReLU's backward (the last unpacker; apply()'s local, before
  *   the incoming gradient), the segment's input when its first module's
  *   node releases its saved tensors (the frame dies).
@@ -78,16 +87,18 @@ int wl_seg_forward(mc_workload *w)
 }
 
 /* The backward's recomputation of modules a..b (one segment), from its
- * saved input, on the backward thread's handle, up to the early stop. */
+ * saved input, on the backward thread's handle, up to the early stop: after
+ * a last ReLU's output, before a last Linear's addmm (its inputs are packed
+ * first; see the top). */
 static int recompute(mc_workload *w, int a, int b)
 {
-    for (int m = a; m <= b; m++) {
+    const int last_run = b % 2 == 0 ? b - 1 : b; /* a..last_run run; may be a - 1 */
+    for (int m = a; m <= last_run; m++) {
         const int l = m / 2;
         wl_layer *y = &w->ly[l];
         if (m % 2 == 0) {
             const wl_t *in = m == a ? (l ? &w->ly[l - 1].r : &w->x) : &w->ly[l - 1].rr;
             if (wl_linear_fwd(w, l, in, &w->x16r, &w->h2, 1)) return -1;
-            if (m == b) F(w->h2); /* the stop is raised once its saved tensors are packed */
         } else {
             const wl_t *in = m == a ? &y->h : &w->h2;
             A(y->rr, w->mb * y->out * 4, MC_WL_ACTIVATIONS, "recomputed relu output");
