@@ -290,6 +290,10 @@ int main(int argc, char **argv)
             mc_emit_value(&run, v, "batch", (double)m->batch, "step_time", "s", pt[k].t,
                           "PyTorch's record, median step time (another process, maybe another GPU)");
         }
+        if (pt[0].have && m->quick) /* the same model, batch and step: the same eager peak */
+            mc_emit_finding(&run, "%s: the suite's eager peak %llu B %s PyTorch's recorded eager peak %.0f B%s", m->name,
+                            (unsigned long long)f[0].peak, (double)f[0].peak == pt[0].peak ? "equals" : "differs from",
+                            pt[0].peak, (double)f[0].peak == pt[0].peak ? "" : " (see tests/fixtures/transformer)");
         if (pt[0].have && pt[1].have && m->quick)
             mc_emit_finding(&run, "%s: PyTorch's own torch.compile (recorded in %s) gives peak %.1f MiB vs "
                                   "eager %.1f MiB (%+.1f%%) and step %.2f ms vs %.2f ms (%.2fx)",

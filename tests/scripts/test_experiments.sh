@@ -39,6 +39,19 @@ two_models() {
         check "$name: two checkpoint_sequential segments save (L=8)"             awk -v s="$(csv_value "$csv" segments=2 8 memory_saving)" 'BEGIN {exit !(s > 0.05)}'
         check "$name: the Transformer checkpointed per layer saves most (seq 64)"             awk -v s="$(csv_value "$csv" "transformer checkpoint" 64 memory_saving)" 'BEGIN {exit !(s > 0.5)}'
         check "$name: the verdict names each model's variant"             grep -Eq 'verdict,.*MLP per pair.*MLP checkpoint_sequential S=2.*Transformer per layer' "$csv" ;;
+    c25_*) # eager against --fused chains; PyTorch's committed torch.compile record beside
+        local e f
+        for m in seed_t512_bf_adam_fp16 enc_adamw_fp32; do
+            e=$(csv_value "$csv" "$m/eager" "" peak_allocated); f=$(csv_value "$csv" "$m/fused" "" peak_allocated)
+            e=${e:-$(awk -F, -v v="$m/eager" '$3==v && $6=="peak_allocated" {print $9; exit}' "$csv")}
+            f=${f:-$(awk -F, -v v="$m/fused" '$3==v && $6=="peak_allocated" {print $9; exit}' "$csv")}
+            check "$name: $m: the fused chains lower the peak ($f < $e B)" test "${f:-0}" -gt 0 -a "${f:-0}" -lt "${e:-0}"
+            check "$name: $m: PyTorch's torch.compile peak read from tests/fixtures/compile" \
+                grep -q "^C25,compile_fusion,$m/pytorch_compile,batch,[0-9]*,peak_allocated" "$csv"
+        done
+        check "$name: the suite's eager peaks equal PyTorch's recorded ones"             test "$(grep -c "eager peak [0-9]* B equals PyTorch's recorded eager peak" "$csv")" = 2
+        check "$name: a finding gives PyTorch's own torch.compile figures"             grep -q "PyTorch's own torch.compile (recorded in" "$csv"
+        check "$name: without a GPU the verdict rests on memory alone"             grep -Eq 'verdict,.*holds-partly,.*time not measured \(model-only\)' "$csv" ;;
     esac
 }
 
