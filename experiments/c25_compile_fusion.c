@@ -281,10 +281,10 @@ int main(int argc, char **argv)
         pt_fig pt[2];
         read_pytorch(dir, m->name, pt);
         static const char *const pmode[2] = {"pytorch_eager", "pytorch_compile"};
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < 2; k++) { /* recorded at compile_configs.txt's batch: the --quick points' */
             char v[96];
             snprintf(v, sizeof v, "%s/%s", m->name, pmode[k]);
-            if (!pt[k].have) continue;
+            if (!pt[k].have || !m->quick) continue;
             mc_emit_value(&run, v, "batch", (double)m->batch, "peak_allocated", "bytes", pt[k].peak,
                           "PyTorch's record (compile_reference.py summary.csv, median after compile steps)");
             mc_emit_value(&run, v, "batch", (double)m->batch, "step_time", "s", pt[k].t,
