@@ -39,6 +39,10 @@ two_models() {
         check "$name: two checkpoint_sequential segments save (L=8)"             awk -v s="$(csv_value "$csv" segments=2 8 memory_saving)" 'BEGIN {exit !(s > 0.05)}'
         check "$name: the Transformer checkpointed per layer saves most (seq 64)"             awk -v s="$(csv_value "$csv" "transformer checkpoint" 64 memory_saving)" 'BEGIN {exit !(s > 0.5)}'
         check "$name: the verdict names each model's variant"             grep -Eq 'verdict,.*MLP per pair.*MLP checkpoint_sequential S=2.*Transformer per layer' "$csv" ;;
+    c23_*)
+        check "$name: Transformer keep and offload rows at seed 000's batch"             test -n "$(csv_value "$csv" transformer_keep 100 peak_allocated)" -a                  -n "$(csv_value "$csv" transformer_offload 100 peak_allocated)"
+        check "$name: offloading the Transformer's saved activations lowers its peak below half"             awk -v r="$(csv_value "$csv" transformer_offload 100 peak_ratio)" 'BEGIN {exit !(r > 0 && r < 0.5)}'
+        check "$name: the verdict names the Transformer and its range, and the MLP"             grep -Eq "verdict,.*nn.Transformer\(d_model=256\) fp32 Adam, seq 64, seed 000's B=100 only: B=100 -[0-9.]+%; MLP \(L=8" "$csv" ;;
     esac
 }
 
