@@ -40,16 +40,19 @@ bool tfm_offload_wants(const mc_tfm *T, const tb *b)
            T->cur_group < 0;
 }
 
-/* A free pinned buffer of at least bytes (first fit), or a new one. The
+/* The smallest free pinned buffer of at least bytes, or a new one. The
  * steps save the same sizes in the same order, so after the first step
- * the pool is reused. */
+ * the pool is reused (as PyTorch's CachingHostAllocator reuses its blocks). */
 static int pinned_get(mc_tfm *T, uint64_t bytes)
 {
+    int best = -1;
     for (int i = 0; i < T->npin; i++)
-        if (!T->pin[i].used && T->pin[i].bytes >= bytes) {
-            T->pin[i].used = true;
-            return i;
-        }
+        if (!T->pin[i].used && T->pin[i].bytes >= bytes && (best < 0 || T->pin[i].bytes < T->pin[best].bytes))
+            best = i;
+    if (best >= 0) {
+        T->pin[best].used = true;
+        return best;
+    }
     if (T->npin == T->cap_pin) {
         T->cap_pin = T->cap_pin ? 2 * T->cap_pin : 64;
         T->pin = realloc(T->pin, (size_t)T->cap_pin * sizeof *T->pin);
