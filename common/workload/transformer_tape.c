@@ -376,6 +376,9 @@ void tape_clear(mc_tfm *T)
         }
     }
     T->nt = 0;
+    CHECK(T->host_live == 0, "transformer: %llu bytes of offloaded activations outlive the graph",
+          (unsigned long long)T->host_live);
+    for (int i = 0; i < T->npin; i++) CHECK(!T->pin[i].used, "transformer: a pinned buffer outlives the graph");
     for (int g = 0; g < T->ngrp; g++) release_group_inputs(T, &T->grp[g]);
     T->ngrp = 0;
 }
