@@ -12,15 +12,18 @@
  *
  * Where this differs from save_on_cpu, by choice (issue 9 item 5):
  * - parameters, autocast's cached weight casts and the attention's philox
- *   seed and offset stay on the device (save_on_cpu would copy every saved
- *   tensor; a pack hook that skips parameters is the usual practice, and
- *   the weight casts and seeds are small or shared): only buffers of the
- *   activations category are offloaded;
- * - a view (q, k, v of the packed in-projection) is copied as its own
- *   elements, [offset, offset + numel * size) of its storage, and comes
- *   back as a block of that size with the same layout relative to its start
- *   (.cpu() and .to() keep a dense tensor's strides): every view saved here
- *   covers that range;
+ *   seed and offset stay on the device: only buffers of the activations
+ *   category are offloaded. save_on_cpu's hook is handed every saved tensor,
+ *   as we read it parameters included (each unpack then a device copy of a
+ *   weight); a pack hook that skips parameters is the usual practice, and
+ *   the casts and seeds are shared or tiny;
+ * - a view (q, k, v of the packed in-projection, a transposed input) is
+ *   copied as the bytes [offset, offset + numel * size) of its storage (every
+ *   view saved here covers that range) and comes back as a block of that
+ *   size read with the view's strides; save_on_cpu packs it into a
+ *   contiguous pinned tensor of the same size (torch.empty(size) then
+ *   copy_), so the device requests are the same and only the layout the
+ *   kernels read differs;
  * - the device-to-host copy is asynchronous on the step's stream (PyTorch's
  *   copy_ into pinned memory without non_blocking waits for it on the
  *   host); on one stream the device sees the same order;
