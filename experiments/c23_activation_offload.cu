@@ -1,6 +1,10 @@
 /* c23_activation_offload: C23. Does copying saved activations to pinned host
  * memory during the forward, and back for the backward, lower the device
- * peak, and what does it cost in step time? A compact MLP training step of
+ * peak, and what does it cost in step time? Two models. The suite's
+ * Transformer (seed 000's nn.Transformer(d_model=256) on (64, 100, 256),
+ * fp32, Adam, and two other batches) with saved activations kept or
+ * offloaded as save_on_cpu(pin_memory=True) (build/workload --offload,
+ * common/workload/transformer_offload.c). And a compact MLP training step of
  * its own (fp32, L bias-free Linear+ReLU layers of width H, MSE, SGD), every
  * device tensor taken from the allocator model, in three variants:
  *   keep            saved activations stay on the device
@@ -29,6 +33,7 @@
 #include "experiment.h"
 #include "gate.h"
 #include "workload/offload_mlp.h"
+#include "workload/transformer.h"
 
 static int layers_opt = 8;
 static int width_opt = 2048;
@@ -50,9 +55,22 @@ static const char *validate(const mc_options *o)
 static const mc_experiment EXP = {
     .claim = "C23",
     .key = "activation_offload",
-    .title = "Saved activations kept on the GPU vs offloaded to pinned host memory: peak and step time",
+    .title = "Saved activations kept on the GPU vs offloaded to pinned host memory: peak and step time "
+             "(nn.Transformer and an MLP)",
     .seed_claim = "Offloading activations or parameters to CPU relieves GPU memory.",
-    .method = "A training step of its own (fp32 MLP of L=8 bias-free Linear+ReLU layers, width "
+    .method = "Transformer: seed 000's nn.Transformer(d_model=256) (8 heads, 6+6 layers, ff 2048, "
+              "dropout 0.1) trained on (seq 64, batch B, 256) with MSE and Adam in fp32, B = 50, 100 "
+              "(seed 000's point), 200 (--quick: 100), PyTorch 2.11's eager requests "
+              "(common/workload/transformer*.c): keep, and offload as "
+              "torch.autograd.graph.save_on_cpu(pin_memory=True) for the saved activations (not "
+              "parameters, weight casts or philox seeds): each copied to pinned host memory when "
+              "saved, its device block freed when the forward lets go, brought back into a new "
+              "block when its node's backward runs, all on the compute stream. Peak allocated of "
+              "the steady step 3 through the allocator model; on a GPU the same over the CUDA "
+              "backend (checked against the host model's), the step time (CUDA events, median of "
+              "--repeats steps after --warmup) and keep's and offload's losses of steps 1-3 "
+              "compared (same data and weights: within 1e-5 relative). "
+              "MLP: a training step of its own (fp32 MLP of L=8 bias-free Linear+ReLU layers, width "
               "H=2048, MSE, SGD; cuBLAS without TF32; every device tensor from the allocator "
               "model, a 32 MiB cuBLAS workspace included) over batch B = 256..8192 (--quick 512, "
               "4096). keep: saved layer inputs stay on the device. offload: each saved input is "
@@ -65,12 +83,13 @@ static const mc_experiment EXP = {
               "here (gated copies, events). Gradients and loss of the first step are checked "
               "against keep's (same weights and data). --model-only: the same request sequence "
               "on the host backend, no times.",
-    .verdict_rule = "At each B: memory relieved if offload's steady peak allocated is at least 1% "
-                    "below keep's; slowdown = median step time offload / keep (GPU only). "
-                    "inconclusive if a run is out of memory; holds if memory is relieved at every "
-                    "B and (on a GPU) slowdown <= 2 at every B; holds-partly if memory is relieved "
-                    "at some B only, or everywhere but with slowdown > 2 somewhere; does-not-hold if "
-                    "memory is relieved at no B. Without a GPU the memory part alone decides.",
+    .verdict_rule = "At each point (the Transformer's B and the MLP's B): memory relieved if "
+                    "offload's steady peak allocated is at least 1% below keep's; slowdown = median "
+                    "step time offload / keep (GPU only). inconclusive if a run is out of memory; "
+                    "holds if memory is relieved at every point and (on a GPU) slowdown <= 2 at "
+                    "every point; holds-partly if memory is relieved "
+                    "at some points only, or everywhere but with slowdown > 2 somewhere; does-not-hold if "
+                    "memory is relieved at no point. Without a GPU the memory part alone decides.",
     .flags = MC_EXP_MODEL_ONLY,
     .default_repeats = 5,
     .default_warmup = 2,
@@ -184,6 +203,166 @@ static vfig run_variant(mc_run *run, int var, int64_t B, float *const *pinned, f
     return f;
 }
 
+/* ------------------------------------------------------------ the Transformer */
+
+/* Seed 000: nn.Transformer(d_model=256) on torch.randn(64, 100, 256) (sequence-major: seq 64,
+ * batch 100), Adam, fp32; two more batches around it. */
+#define TFM_SEQ 64
+#define TFM_SEED_BATCH 100
+#define TFM_STEADY 3          /* the first step whose peak is the steady one (Adam's state exists) */
+#define TFM_LOSS_TOL 1e-5     /* keep's and offload's losses, relative (fp32: the same arithmetic) */
+#define TFM_PEAK_TOL 0.002    /* GPU against the host model's peak (a block placed elsewhere) */
+static const int64_t TFM_BATCHES[] = {50, TFM_SEED_BATCH, 200};
+static const int64_t TFM_BATCHES_QUICK[] = {TFM_SEED_BATCH};
+#define TFM_MODEL "nn.Transformer(d_model=256) fp32 Adam, seq 64"
+
+typedef struct {
+    bool oom;
+    uint64_t peak, peak_act;  /* bytes, step TFM_STEADY */
+    mc_stats time;            /* s; NAN without a GPU */
+    double loss[TFM_STEADY];  /* GPU: the first steps' losses */
+} tfig;
+
+static tfig run_tfm(mc_run *run, int64_t B, bool offload, bool on_gpu)
+{
+    tfig f;
+    memset(&f, 0, sizeof f);
+    f.time = mc_stats_one(NAN);
+    mc_tfm_config c = mc_tfm_config_default();
+    c.arch = MC_TFM_TRANSFORMER;
+    c.d_model = 256;
+    c.seq = TFM_SEQ;
+    c.batch = B;
+    c.optimizer = MC_WL_ADAM;
+    c.precision = MC_WL_FP32;
+    c.offload = offload;
+    c.seed = 23;
+    char err[256];
+    mc_tfm *t = mc_tfm_create(&c, on_gpu, NULL, err, sizeof err);
+    CHECK(t != NULL, "transformer: %s", err);
+    mc_workload_step_result r;
+    for (int s = 1; s <= TFM_STEADY; s++) {
+        if (mc_tfm_step(t, &r) != MC_WL_OK) {
+            f.oom = true;
+            break;
+        }
+        f.loss[s - 1] = r.loss;
+    }
+    if (!f.oom) {
+        f.peak = r.peak_allocated;
+        f.peak_act = r.peak_by_category[MC_WL_ACTIVATIONS];
+    }
+    if (!f.oom && on_gpu) {
+        const int R = run->opt.repeats, W = run->opt.warmup;
+        double *ts = (double *)mc_xmalloc((size_t)R * sizeof *ts);
+        int n = 0;
+        for (int i = 0; i < W + R; i++) {
+            if (mc_tfm_step(t, &r) != MC_WL_OK) break;
+            if (i >= W) ts[n++] = r.step_time_s;
+        }
+        if (n > 0) f.time = mc_stats_of(ts, (size_t)n);
+        free(ts);
+    }
+    mc_tfm_destroy(t);
+    return f;
+}
+
+/* One variant on the GPU (its peak checked against the host model's) or model-only. */
+static tfig run_tfm_checked(mc_run *run, int64_t B, bool offload)
+{
+    const char *v = offload ? "transformer_offload" : "transformer_keep";
+    tfig f = run_tfm(run, B, offload, run->on_gpu);
+    if (run->on_gpu && !f.oom) { /* the same requests: the same peak, but for a block's placement */
+        tfig h = run_tfm(run, B, offload, false);
+        const double d = fabs((double)h.peak - (double)f.peak) / (double)h.peak;
+        if (h.oom || d > TFM_PEAK_TOL)
+            mc_verify_failed(run, v, "B=%lld: GPU peak %llu B, model-only %llu B", (long long)B,
+                             (unsigned long long)f.peak, (unsigned long long)h.peak);
+        else if (d > 0)
+            mc_emit_finding(run, "%s B=%lld: the GPU's peak is %llu B, the host model's %llu B (%.3f%%): "
+                                 "the same requests, a block placed elsewhere among real addresses",
+                            v, (long long)B, (unsigned long long)f.peak, (unsigned long long)h.peak, 100 * d);
+    }
+    const double pv = (double)B;
+    if (f.oom) {
+        mc_emit(run, v, "batch", pv, "peak_allocated", "bytes", mc_stats_one(NAN), "oom",
+                "out of memory in the first steps");
+        return f;
+    }
+    mc_emit_value(run, v, "batch", pv, "peak_allocated", "bytes", (double)f.peak,
+                  "max_memory_allocated() of step 3 (peak reset at each step's start)");
+    mc_emit_value(run, v, "batch", pv, "peak_activations", "bytes", (double)f.peak_act,
+                  "activations live at that peak");
+    if (run->on_gpu)
+        mc_emit(run, v, "batch", pv, "step_time", "s", f.time, "ok",
+                "CUDA events around the step, after the warm-up");
+    return f;
+}
+
+typedef struct {
+    int relieved, slow_ok, points;
+    bool oom;
+    double worst_slow;
+} tally;
+
+/* The Transformer's points; what the verdict says of them goes to per. */
+static void transformer_part(mc_run *run, tally *tl, char *per, size_t cap)
+{
+    const int64_t *bs = run->opt.quick ? TFM_BATCHES_QUICK : TFM_BATCHES;
+    const int nb = run->opt.quick ? 1 : (int)(sizeof TFM_BATCHES / sizeof *TFM_BATCHES);
+    size_t used = nb > 1 ? (size_t)snprintf(per, cap, "%s, B=%lld..%lld (seed 000's B=%d):", TFM_MODEL,
+                                            (long long)bs[0], (long long)bs[nb - 1], TFM_SEED_BATCH)
+                         : (size_t)snprintf(per, cap, "%s, seed 000's B=%d only:", TFM_MODEL, TFM_SEED_BATCH);
+    for (int i = 0; i < nb; i++) {
+        const int64_t B = bs[i];
+        mc_log(run, "Transformer B=%lld: keep, then offload", (long long)B);
+        tfig k = run_tfm_checked(run, B, false), o = run_tfm_checked(run, B, true);
+        if (k.oom || o.oom) {
+            tl->oom = true;
+            continue;
+        }
+        if (run->on_gpu) /* same data, weights and dropout streams: the same losses */
+            for (int s = 0; s < TFM_STEADY; s++) {
+                const double d = fabs(k.loss[s] - o.loss[s]) / fabs(k.loss[s]);
+                if (!(d <= TFM_LOSS_TOL) || !isfinite(k.loss[s]))
+                    mc_verify_failed(run, "transformer_offload", "B=%lld step %d: keep's loss %.9g, "
+                                     "offload's %.9g (relative %.2g)", (long long)B, s + 1, k.loss[s],
+                                     o.loss[s], d);
+                else if (s == TFM_STEADY - 1)
+                    mc_emit_value(run, "transformer_offload", "batch", (double)B, "loss_rel_diff", "ratio", d,
+                                  "|loss - keep's| / keep's, step 3");
+            }
+        const double red = (double)k.peak - (double)o.peak, ratio = (double)o.peak / (double)k.peak;
+        const bool rel = red >= RELIEF * (double)k.peak;
+        const double slow = run->on_gpu ? o.time.median / k.time.median : NAN;
+        mc_emit_value(run, "transformer_offload", "batch", (double)B, "peak_ratio", "ratio", ratio,
+                      "steady peak allocated / keep's");
+        mc_emit_value(run, "transformer_offload", "batch", (double)B, "peak_reduction", "bytes", red,
+                      "keep's steady peak - offload's");
+        if (run->on_gpu) {
+            mc_emit_value(run, "transformer_offload", "batch", (double)B, "slowdown", "ratio", slow,
+                          "median step time / keep's");
+            tl->slow_ok += slow <= MAX_SLOWDOWN;
+            tl->worst_slow = fmax(tl->worst_slow, slow);
+        }
+        tl->points++;
+        tl->relieved += rel;
+        mc_emit_finding(run, "%s, B=%lld%s: keep peaks at %.1f MiB (activations %.1f MiB = %.0f%%), "
+                        "offload at %.1f MiB (%+.1f%%, activations %.1f MiB)%s.", TFM_MODEL, (long long)B,
+                        B == TFM_SEED_BATCH ? " (seed 000's shape)" : "", MC_MIB(k.peak), MC_MIB(k.peak_act),
+                        100.0 * (double)k.peak_act / (double)k.peak, MC_MIB(o.peak), -100.0 * red / (double)k.peak,
+                        MC_MIB(o.peak_act), rel ? "" : ": no relief");
+        if (run->on_gpu)
+            mc_emit_finding(run, "%s, B=%lld: step time keep %.3f ms, offload %.3f ms (%.2fx); losses of "
+                            "steps 1-3 agree within %.0e.", TFM_MODEL, (long long)B, 1e3 * k.time.median,
+                            1e3 * o.time.median, slow, TFM_LOSS_TOL);
+        if (used < cap)
+            used += (size_t)snprintf(per + used, cap - used, " B=%lld %+.1f%%", (long long)B,
+                                     -100.0 * red / (double)k.peak);
+        if (run->on_gpu && used < cap) used += (size_t)snprintf(per + used, cap - used, " %.2fx", slow);
+    }
+}
+
 /* ------------------------------------------------------------ main */
 
 static void emit_variant(mc_run *run, int var, int64_t B, const vfig *f)
@@ -232,9 +411,12 @@ int main(int argc, char **argv)
         ref = (float *)mc_xmalloc((uint64_t)L * (uint64_t)(H * H) * 4);
         tmp = (float *)mc_xmalloc((uint64_t)L * (uint64_t)(H * H) * 4);
     }
-    int relieved = 0, slow_ok = 0, points = 0;
-    bool oom = false;
-    double worst_slow = 0.0;
+    tally tl = {0, 0, 0, false, 0.0};
+    char per_tfm[512];
+    transformer_part(&run, &tl, per_tfm, sizeof per_tfm);
+    int relieved = tl.relieved, slow_ok = tl.slow_ok, points = tl.points;
+    bool oom = tl.oom;
+    double worst_slow = tl.worst_slow;
     char per_b[1024] = "";
     size_t used = 0;
     for (int i = 0; i < nb; i++) {
@@ -318,9 +500,10 @@ int main(int argc, char **argv)
     else if (relieved == 0) v = MC_DOES_NOT_HOLD;
     else if (relieved < points || (run.on_gpu && slow_ok < points)) v = MC_HOLDS_PARTLY;
     else v = MC_HOLDS;
-    mc_emit_verdict(&run, v, "offload's steady peak allocated vs keep's (L=%d, H=%lld)%s: %s; "
-                    "relieved (>= 1%% lower) at %d of %d batches%s.", L, (long long)H,
-                    run.on_gpu ? ", and step-time slowdown" : "", per_b, relieved, points,
+    mc_emit_verdict(&run, v, "offload's steady peak allocated vs keep's%s: %s; MLP (L=%d, H=%lld, "
+                    "B=%lld..%lld): %s; relieved (>= 1%% lower) at %d of %d points%s.",
+                    run.on_gpu ? ", and step-time slowdown" : "", per_tfm, L, (long long)H,
+                    (long long)batches[0], (long long)bmax, per_b, relieved, points,
                     run.on_gpu ? "" : "; no GPU: memory only, no step times");
     if (run.on_gpu) {
         mc_emit_finding(&run, "Worst offload slowdown %.2fx (limit for holds: %.1fx).", worst_slow,

@@ -258,3 +258,25 @@ extern "C" void mc_gpu_to_host(mc_wl_gpu *g, float *host, const void *dev, int64
         for (int64_t i = 0; i < n; i++) host[i] = __bfloat162float(((const __nv_bfloat16 *)tmp)[i]);
     if (tmp != (void *)host) free(tmp);
 }
+
+extern "C" void *mc_gpu_pinned_alloc(uint64_t bytes)
+{
+    void *p = NULL;
+    CHECK_CUDA(cudaHostAlloc(&p, (size_t)bytes, cudaHostAllocDefault));
+    return p;
+}
+
+extern "C" void mc_gpu_pinned_free(void *host)
+{
+    if (host) CHECK_CUDA(cudaFreeHost(host));
+}
+
+extern "C" void mc_gpu_to_pinned(mc_wl_gpu *g, void *host, const void *dev, uint64_t bytes)
+{
+    CHECK_CUDA(cudaMemcpyAsync(host, dev, (size_t)bytes, cudaMemcpyDeviceToHost, g->stream));
+}
+
+extern "C" void mc_gpu_from_pinned(mc_wl_gpu *g, void *dev, const void *host, uint64_t bytes)
+{
+    CHECK_CUDA(cudaMemcpyAsync(dev, host, (size_t)bytes, cudaMemcpyHostToDevice, g->stream));
+}

@@ -110,6 +110,16 @@ float mc_gpu_read_scalar(mc_wl_gpu *g, const float *p);
 void mc_gpu_write_scalar(mc_wl_gpu *g, float *p, float v);
 void mc_gpu_to_host(mc_wl_gpu *g, float *host, const void *dev, int64_t n, int dt);
 
+/* --- pinned host memory (the Transformer's --offload: saved activations
+ * kept on the host). Host memory, not the device allocator's; the copies
+ * are asynchronous on the step's stream, so stream order keeps them safe:
+ * a device block freed after a D2H is reused only by later work, and a
+ * pinned buffer is reused only by a later D2H. */
+void *mc_gpu_pinned_alloc(uint64_t bytes);                               /* cudaHostAlloc */
+void mc_gpu_pinned_free(void *host);                                     /* cudaFreeHost */
+void mc_gpu_to_pinned(mc_wl_gpu *g, void *host, const void *dev, uint64_t bytes);   /* D2H */
+void mc_gpu_from_pinned(mc_wl_gpu *g, void *dev, const void *host, uint64_t bytes); /* H2D */
+
 #ifdef __cplusplus
 }
 #endif

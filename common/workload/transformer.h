@@ -55,6 +55,7 @@ typedef struct {
     mc_wl_precision precision;
     bool checkpoint;             /* each encoder and decoder layer, use_reentrant=False */
     bool fused;                  /* the elementwise chains in one kernel each (transformer_fused.c, C25) */
+    bool offload;                /* saved activations kept on the host until backward (transformer_offload.c, C23) */
     ca_config alloc;
     uint64_t host_capacity;      /* the simulated device (model-only), bytes */
     int sm_count;                /* for PyTorch's reduction scratch (132 on an H100) */

@@ -51,6 +51,7 @@ int mc_tfm_parse_flag(mc_workload_cli *cli, const char *a, const char *v, bool *
     if (!strcmp(a, "--batch-first")) { c->batch_first = true; return 0; }
     if (!strcmp(a, "--causal")) { c->causal = true; return 0; }
     if (!strcmp(a, "--fused")) { c->fused = true; return 0; }
+    if (!strcmp(a, "--offload")) { c->offload = true; return 0; }
     static const char *const valued[] = {"--arch", "--d-model", "--heads", "--enc-layers", "--dec-layers",
                                          "--ff", "--dropout", "--activation", "--seq", "--batch",
                                          "--optimizer", NULL};
@@ -120,5 +121,9 @@ int mc_tfm_finish_args(mc_workload_cli *cli, char *err, size_t len)
     c->seed = cli->cfg.seed;
     c->lr = cli->cfg.lr;
     if (mc_tfm_config_check(c, err, len)) return MC_EXIT_USAGE;
+    if (c->offload && c->checkpoint) { /* transformer_offload.c says why */
+        snprintf(err, len, "--offload does not combine with --checkpoint");
+        return MC_EXIT_USAGE;
+    }
     return !cli->model_only && mc_tfm_gpu_check(c, err, len) ? MC_EXIT_USAGE : 0;
 }

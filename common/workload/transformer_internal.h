@@ -73,6 +73,8 @@ typedef struct tnode {
     int group;                 /* checkpointed layer (-1: none) */
     int orig_saved;            /* checkpointed: how many the first forward packed */
     bool ran, applied, released;
+    uint64_t host_bytes[MAX_SAVED]; /* --offload: the saved tensor's bytes kept on the host (0: on the device) */
+    int host_slot[MAX_SAVED];  /* ... its pinned buffer in T->pin (GPU only) */
 } tnode;
 
 typedef struct {
@@ -128,6 +130,10 @@ struct mc_tfm {
     wl_t red_buf, red_sem;
     wl_t scale, growth, scaled, ones, gmul, gdiv, inv_d, inv_r, inv_f, found, found_c, inv_c;
     wl_t mse, mse_tmp, loss;
+    /* --offload (transformer_offload.c): pinned host buffers, reused across steps */
+    struct tfm_pinned { void *p; uint64_t bytes; bool used; } *pin;
+    int npin, cap_pin;
+    uint64_t host_live, host_peak; /* bytes of saved activations on the host */
     int step;
     bool opt_ready;
     int opt_steps;             /* optimizer steps taken (Adam's t) */
@@ -166,6 +172,19 @@ int reduce_begin(mc_tfm *T, int64_t outputs, int64_t inputs, bool along_rows, in
 void reduce_end(mc_tfm *T);
 int bias_grad(mc_tfm *T, tb *out, tb *g, int64_t rows, int64_t n, int es); /* out = g summed over rows */
 void tfm_unwind(mc_tfm *T);
+
+/* transformer_offload.c: --offload, torch.autograd.graph.save_on_cpu(
+ * pin_memory=True) for saved activations. tfm_offload_wants: whether a
+ * saved buffer goes to the host; tfm_offload_pack keeps bytes from device
+ * address addr on the host for saved slot i of nd; tfm_offload_unpack
+ * brings every offloaded slot of nd back into new device blocks (0, or -1
+ * on OOM); tfm_offload_drop lets slot i's host copy go; tfm_offload_free
+ * frees the pinned pool (mc_tfm_destroy). */
+bool tfm_offload_wants(const mc_tfm *T, const tb *b);
+void tfm_offload_pack(mc_tfm *T, tnode *nd, int i, uint64_t addr, uint64_t bytes);
+int tfm_offload_unpack(mc_tfm *T, tnode *nd);
+void tfm_offload_drop(mc_tfm *T, tnode *nd, int i);
+void tfm_offload_free(mc_tfm *T);
 
 /* transformer_ops.c: forward ops. Each returns its output with one
  * reference (the Python variable), or TV_NONE after an OOM or a

@@ -504,6 +504,10 @@ mc_tfm *mc_tfm_create_with(const mc_tfm_config *c, bool on_gpu, FILE *trace, mc_
 {
     if (mc_tfm_config_check(c, err, len) != 0) return NULL;
     if (on_gpu && mc_tfm_gpu_check(c, err, len) != 0) return NULL;
+    if (c->offload && c->checkpoint) { /* transformer_offload.c says why */
+        snprintf(err, len, "--offload does not combine with --checkpoint");
+        return NULL;
+    }
     CHECK(!data || on_gpu, "transformer: host data without a GPU");
     mc_tfm *T = calloc(1, sizeof *T);
     CHECK(T != NULL, "out of host memory");
@@ -541,7 +545,7 @@ mc_tfm *mc_tfm_create_with(const mc_tfm_config *c, bool on_gpu, FILE *trace, mc_
     build_params(T);
     wl_trace(w, "# memclaims-trace v1");
     wl_trace(w, "# build/workload's requests: %s d_model=%lld heads=%lld enc=%lld dec=%lld ff=%lld "
-                "dropout=%g %s%s%s%s seq=%lld batch=%lld %s %s accum=%d%s%s",
+                "dropout=%g %s%s%s%s seq=%lld batch=%lld %s %s accum=%d%s%s%s",
              c->arch == MC_TFM_TRANSFORMER ? "transformer" : "encoder", (long long)c->d_model,
              (long long)c->heads, (long long)c->enc_layers,
              (long long)(c->arch == MC_TFM_TRANSFORMER ? c->dec_layers : 0), (long long)c->ff,
@@ -549,7 +553,7 @@ mc_tfm *mc_tfm_create_with(const mc_tfm_config *c, bool on_gpu, FILE *trace, mc_
              c->norm_first ? " norm_first" : "", c->batch_first ? " batch_first" : "",
              c->causal ? " causal" : "", (long long)c->seq, (long long)c->batch,
              mc_tfm_optimizer_name(c->optimizer), mc_wl_precision_name(c->precision), c->accum,
-             c->checkpoint ? " checkpoint" : "", c->fused ? " fused" : "");
+             c->checkpoint ? " checkpoint" : "", c->fused ? " fused" : "", c->offload ? " offload" : "");
     if (c->alloc.limit_bytes != CA_UNLIMITED) wl_trace(w, "set limit %" PRIu64, c->alloc.limit_bytes);
     if (c->alloc.max_split_size != CA_UNLIMITED)
         wl_trace(w, "set max_split_size %" PRIu64, c->alloc.max_split_size);
@@ -577,6 +581,7 @@ void mc_tfm_destroy(mc_tfm *T)
     T->w.trace = NULL;
     if (T->w.gpu) mc_gpu_sync(T->w.gpu);
     tfm_unwind(T);
+    tfm_offload_free(T); /* after the sync: no copy is in flight */
     while (T->w.n_live) wl_free(&T->w, T->w.live[T->w.n_live - 1]);
     free(T->mask);
     ca_destroy(T->w.a);

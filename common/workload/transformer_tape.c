@@ -181,10 +181,12 @@ void tape_edge_view(mc_tfm *T, int node, int k)
     T->tape[node].next[k].slot |= 0x200;
 }
 
-/* A tensor saved for backward. Inside a checkpointed layer's first forward
- * only a holder is kept (counted, no reference); the recomputation keeps the
- * real one, and stops once the last one the layer saved is saved again. */
-void tape_save(mc_tfm *T, int node, tb *b)
+/* A tensor saved for backward (bytes of it from device address addr).
+ * Inside a checkpointed layer's first forward only a holder is kept
+ * (counted, no reference); the recomputation keeps the real one, and stops
+ * once the last one the layer saved is saved again. With --offload a saved
+ * activation is kept on the host instead (transformer_offload.c). */
+static void save(mc_tfm *T, int node, tb *b, uint64_t addr, uint64_t bytes)
 {
     tnode *nd = &T->tape[node];
     CHECK(nd->nsaved < MAX_SAVED, "transformer: too many saved tensors");
@@ -193,8 +195,12 @@ void tape_save(mc_tfm *T, int node, tb *b)
         nd->orig_saved = nd->nsaved;
         return;
     }
+    if (tfm_offload_wants(T, b)) {
+        tfm_offload_pack(T, nd, nd->nsaved++, addr, bytes);
+        return;
+    }
     tb_ref(b);
-    nd->sa[nd->nsaved] = b ? b->t.addr : 0;
+    nd->sa[nd->nsaved] = addr;
     nd->saved[nd->nsaved++] = b;
     if (T->recomputing) {
         const tgroup *g = &T->grp[T->rec_target];
@@ -203,11 +209,18 @@ void tape_save(mc_tfm *T, int node, tb *b)
     }
 }
 
+void tape_save(mc_tfm *T, int node, tb *b)
+{
+    save(T, node, b, b ? b->t.addr : 0, b ? b->t.bytes : 0);
+}
+
+/* A view or a parameter: its own address; a view's elements are
+ * [off, off + n * es) of its storage (q, k, v, a transposed input). */
 void tape_save_tv(mc_tfm *T, int node, tv x)
 {
-    tape_save(T, node, x.b);
-    tnode *nd = &T->tape[node];
-    nd->sa[nd->nsaved - 1] = tv_addr(T, x);
+    const uint64_t bytes = (uint64_t)(x.n * x.es);
+    CHECK(!x.b || (uint64_t)x.off + bytes <= x.b->t.bytes, "transformer: a saved view past its storage");
+    save(T, node, x.b, tv_addr(T, x), bytes);
 }
 
 static void release_group_inputs(mc_tfm *T, tgroup *g)
@@ -224,19 +237,21 @@ static void release_saved(mc_tfm *T, tnode *nd)
     for (int i = 0; i < nd->nsaved; i++) {
         tb_unref(T, nd->saved[i]);
         nd->saved[i] = NULL;
+        tfm_offload_drop(T, nd, i); /* release_variables: the host copy goes */
     }
     held = nd->group >= 0 && nd->orig_saved > 0;
     if (held && --T->grp[nd->group].live_nodes == 0) release_group_inputs(T, &T->grp[nd->group]);
 }
 
-/* apply() returns: unpacked recomputed tensors (its locals, their last
- * owners) go, then the incoming gradients. */
+/* apply() returns: unpacked recomputed tensors, or tensors unpacked from
+ * the host (its locals, their last owners), go, then the incoming
+ * gradients. */
 void tape_apply_return(mc_tfm *T, tnode *nd)
 {
     if (nd->applied) return;
     nd->applied = true;
-    if (nd->group >= 0)
-        for (int i = 0; i < nd->nsaved; i++) {
+    for (int i = 0; i < nd->nsaved; i++)
+        if (nd->group >= 0 || nd->host_bytes[i]) {
             tb_unref(T, nd->saved[i]);
             nd->saved[i] = NULL;
         }
@@ -330,6 +345,7 @@ static int run_backward(mc_tfm *T, int root, tb *grad)
         if (nd->group >= 0 && !T->grp[nd->group].recomputed && tfm_recompute(T, nd->group))
             return -1;
         nd = &T->tape[i]; /* the recomputation may have moved the tape */
+        if (tfm_offload_unpack(T, nd)) return -1; /* apply's unpack, before its work */
         tb *out[MAX_NEXT] = {NULL, NULL, NULL, NULL};
         if (nd->bwd(T, nd, out)) return -1;
         tape_apply_return(T, nd);
@@ -354,9 +370,15 @@ void tape_clear(mc_tfm *T)
     for (int i = 0; i < T->nt; i++) {
         tnode *nd = &T->tape[i];
         for (int s = 0; s < 3; s++) tb_unref(T, nd->gin[s]);
-        for (int s = 0; s < nd->nsaved; s++) tb_unref(T, nd->saved[s]);
+        for (int s = 0; s < nd->nsaved; s++) {
+            tb_unref(T, nd->saved[s]);
+            tfm_offload_drop(T, nd, s);
+        }
     }
     T->nt = 0;
+    CHECK(T->host_live == 0, "transformer: %llu bytes of offloaded activations outlive the graph",
+          (unsigned long long)T->host_live);
+    for (int i = 0; i < T->npin; i++) CHECK(!T->pin[i].used, "transformer: a pinned buffer outlives the graph");
     for (int g = 0; g < T->ngrp; g++) release_group_inputs(T, &T->grp[g]);
     T->ngrp = 0;
 }

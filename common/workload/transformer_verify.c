@@ -8,7 +8,9 @@
  * both norm orders, relu and gelu, causal, dropout (the same tfm_rng
  * streams), accumulation, checkpointing (the recomputation must give the
  * same values), fp32, fp16 and bf16, and the fused chains of --fused (the
- * same float64 model: fusing changes where values live, not what they are). Then a few steps on fixed data:
+ * same float64 model: fusing changes where values live, not what they are),
+ * and --offload (saved activations copied to pinned host memory and back:
+ * the same values, exactly). Then a few steps on fixed data:
  * the loss must fall. Needs a current CUDA device. */
 #include <math.h>
 #include <stdlib.h>
@@ -41,31 +43,36 @@ typedef struct {
     bool gelu, pre, bf, causal, ckpt;
     mc_wl_precision prec;
     bool fused;            /* the elementwise chains in one kernel (C25): the same values */
+    bool offload;          /* saved activations via pinned host memory (C23): the same values */
 } vcase;
 
 static const vcase CASES[] = {
-    {"encoder fp32 seq-first post-norm relu causal", MC_TFM_ENCODER, 32, 2, 2, 0, 48, 12, 3, 1, 0.1, false, false, false, true, false, MC_WL_FP32, false},
-    {"encoder fp32 batch-first pre-norm gelu ckpt accum 2", MC_TFM_ENCODER, 64, 2, 2, 0, 96, 10, 4, 2, 0.2, true, true, true, false, true, MC_WL_FP32, false},
-    {"transformer fp32 seq-first post-norm relu", MC_TFM_TRANSFORMER, 32, 2, 1, 2, 64, 9, 3, 1, 0.1, false, false, false, false, false, MC_WL_FP32, false},
-    {"transformer fp32 batch-first pre-norm gelu ckpt accum 2", MC_TFM_TRANSFORMER, 64, 4, 2, 1, 64, 8, 4, 2, 0.1, true, true, true, false, true, MC_WL_FP32, false},
-    {"transformer fp32 no dropout, head size 64", MC_TFM_TRANSFORMER, 128, 2, 1, 1, 64, 7, 2, 1, 0.0, false, false, true, false, false, MC_WL_FP32, false},
-    {"encoder fp16 causal accum 2", MC_TFM_ENCODER, 64, 2, 2, 0, 128, 16, 4, 2, 0.1, false, false, false, true, false, MC_WL_FP16, false},
-    {"transformer fp16 batch-first ckpt", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.1, false, false, true, false, true, MC_WL_FP16, false},
-    {"encoder bf16 batch-first pre-norm gelu", MC_TFM_ENCODER, 64, 4, 2, 0, 128, 16, 2, 1, 0.1, true, true, true, false, false, MC_WL_BF16, false},
-    {"transformer bf16 seq-first pre-norm", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 96, 8, 3, 1, 0.0, false, true, false, false, false, MC_WL_BF16, false},
-    {"transformer fp32 fused, gelu, batch-first", MC_TFM_TRANSFORMER, 32, 2, 1, 1, 64, 9, 3, 1, 0.1, true, false, true, false, false, MC_WL_FP32, true},
-    {"encoder fp32 fused, relu, pre-norm, ckpt accum 2", MC_TFM_ENCODER, 64, 2, 2, 0, 96, 10, 4, 2, 0.2, false, true, false, true, true, MC_WL_FP32, true},
-    {"transformer fp16 fused, relu", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.1, false, false, false, false, false, MC_WL_FP16, true},
-    {"encoder bf16 fused, gelu, batch-first", MC_TFM_ENCODER, 64, 4, 2, 0, 128, 16, 2, 1, 0.1, true, false, true, false, false, MC_WL_BF16, true},
-    {"transformer fp16 relu (eager)", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.1, false, false, false, false, false, MC_WL_FP16, false},
-    {"transformer fp16 fused, relu, no dropout", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.0, false, false, false, false, false, MC_WL_FP16, true},
-    {"transformer fp16 fused, relu, batch-first", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.1, false, false, true, false, false, MC_WL_FP16, true},
-    {"encoder fp16 fused, relu", MC_TFM_ENCODER, 64, 2, 2, 0, 128, 12, 2, 1, 0.1, false, false, false, false, false, MC_WL_FP16, true},
-    {"transformer fp16 relu, no dropout (eager)", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.0, false, false, false, false, false, MC_WL_FP16, false},
-    {"transformer bf16 fused, relu (the fp16 case's shape)", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.1, false, false, false, false, false, MC_WL_BF16, true},
-    {"transformer fp16 fused, relu, pre-norm", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.1, false, true, false, false, false, MC_WL_FP16, true},
-    {"transformer fp16 fused, relu, seq 16 batch 2", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 16, 2, 1, 0.1, false, false, false, false, false, MC_WL_FP16, true},
-    {"transformer fp32 fused, relu (the fp16 case's shape)", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.1, false, false, false, false, false, MC_WL_FP32, true},
+    {"encoder fp32 seq-first post-norm relu causal", MC_TFM_ENCODER, 32, 2, 2, 0, 48, 12, 3, 1, 0.1, false, false, false, true, false, MC_WL_FP32, false, false},
+    {"encoder fp32 batch-first pre-norm gelu ckpt accum 2", MC_TFM_ENCODER, 64, 2, 2, 0, 96, 10, 4, 2, 0.2, true, true, true, false, true, MC_WL_FP32, false, false},
+    {"transformer fp32 seq-first post-norm relu", MC_TFM_TRANSFORMER, 32, 2, 1, 2, 64, 9, 3, 1, 0.1, false, false, false, false, false, MC_WL_FP32, false, false},
+    {"transformer fp32 batch-first pre-norm gelu ckpt accum 2", MC_TFM_TRANSFORMER, 64, 4, 2, 1, 64, 8, 4, 2, 0.1, true, true, true, false, true, MC_WL_FP32, false, false},
+    {"transformer fp32 no dropout, head size 64", MC_TFM_TRANSFORMER, 128, 2, 1, 1, 64, 7, 2, 1, 0.0, false, false, true, false, false, MC_WL_FP32, false, false},
+    {"encoder fp16 causal accum 2", MC_TFM_ENCODER, 64, 2, 2, 0, 128, 16, 4, 2, 0.1, false, false, false, true, false, MC_WL_FP16, false, false},
+    {"transformer fp16 batch-first ckpt", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.1, false, false, true, false, true, MC_WL_FP16, false, false},
+    {"encoder bf16 batch-first pre-norm gelu", MC_TFM_ENCODER, 64, 4, 2, 0, 128, 16, 2, 1, 0.1, true, true, true, false, false, MC_WL_BF16, false, false},
+    {"transformer bf16 seq-first pre-norm", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 96, 8, 3, 1, 0.0, false, true, false, false, false, MC_WL_BF16, false, false},
+    {"transformer fp32 fused, gelu, batch-first", MC_TFM_TRANSFORMER, 32, 2, 1, 1, 64, 9, 3, 1, 0.1, true, false, true, false, false, MC_WL_FP32, true, false},
+    {"encoder fp32 fused, relu, pre-norm, ckpt accum 2", MC_TFM_ENCODER, 64, 2, 2, 0, 96, 10, 4, 2, 0.2, false, true, false, true, true, MC_WL_FP32, true, false},
+    {"transformer fp16 fused, relu", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.1, false, false, false, false, false, MC_WL_FP16, true, false},
+    {"encoder bf16 fused, gelu, batch-first", MC_TFM_ENCODER, 64, 4, 2, 0, 128, 16, 2, 1, 0.1, true, false, true, false, false, MC_WL_BF16, true, false},
+    {"transformer fp16 relu (eager)", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.1, false, false, false, false, false, MC_WL_FP16, false, false},
+    {"transformer fp16 fused, relu, no dropout", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.0, false, false, false, false, false, MC_WL_FP16, true, false},
+    {"transformer fp16 fused, relu, batch-first", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.1, false, false, true, false, false, MC_WL_FP16, true, false},
+    {"encoder fp16 fused, relu", MC_TFM_ENCODER, 64, 2, 2, 0, 128, 12, 2, 1, 0.1, false, false, false, false, false, MC_WL_FP16, true, false},
+    {"transformer fp16 relu, no dropout (eager)", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.0, false, false, false, false, false, MC_WL_FP16, false, false},
+    {"transformer bf16 fused, relu (the fp16 case's shape)", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.1, false, false, false, false, false, MC_WL_BF16, true, false},
+    {"transformer fp16 fused, relu, pre-norm", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.1, false, true, false, false, false, MC_WL_FP16, true, false},
+    {"transformer fp16 fused, relu, seq 16 batch 2", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 16, 2, 1, 0.1, false, false, false, false, false, MC_WL_FP16, true, false},
+    {"transformer fp32 fused, relu (the fp16 case's shape)", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 2, 1, 0.1, false, false, false, false, false, MC_WL_FP32, true, false},
+    /* --offload (C23): saved activations through pinned host memory and back: the same values */
+    {"transformer fp32 offload, relu, seq-first", MC_TFM_TRANSFORMER, 32, 2, 1, 2, 64, 9, 3, 1, 0.1, false, false, false, false, false, MC_WL_FP32, false, true},
+    {"transformer fp16 offload, gelu, batch-first, accum 2", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 12, 4, 2, 0.1, true, false, true, false, false, MC_WL_FP16, false, true},
+    {"encoder bf16 offload, fused, causal, pre-norm", MC_TFM_ENCODER, 64, 4, 2, 0, 128, 16, 2, 1, 0.1, false, true, false, true, false, MC_WL_BF16, true, true},
 };
 
 static mc_tfm_config config_of(const vcase *v)
@@ -89,6 +96,7 @@ static mc_tfm_config config_of(const vcase *v)
     c.precision = v->prec;
     c.checkpoint = v->ckpt;
     c.fused = v->fused;
+    c.offload = v->offload;
     c.seed = 1234;
     return c;
 }
@@ -235,7 +243,7 @@ static int check_case(const vcase *v, FILE *log)
 /* Training on fixed data lowers the loss: 30 Adam steps. */
 static int check_loss_falls(FILE *log)
 {
-    const vcase v = {"loss falls", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 16, 4, 1, 0.1, false, false, true, false, false, MC_WL_FP32, false};
+    const vcase v = {"loss falls", MC_TFM_TRANSFORMER, 64, 2, 1, 1, 128, 16, 4, 1, 0.1, false, false, true, false, false, MC_WL_FP32, false, false};
     mc_tfm_config c = config_of(&v);
     c.optimizer = MC_WL_ADAM;
     const tfm_ref_model m = ref_of(&v, v.B);

@@ -57,6 +57,10 @@ two_models() {
         check "$name: the suite's eager peaks equal PyTorch's recorded ones"             test "$(grep -c "eager peak [0-9]* B equals PyTorch's recorded eager peak" "$csv")" = 2
         check "$name: a finding gives PyTorch's own torch.compile figures"             grep -q "PyTorch's own torch.compile (recorded in" "$csv"
         check "$name: without a GPU the verdict rests on memory alone"             grep -Eq 'verdict,.*holds-partly,.*time not measured \(model-only\)' "$csv" ;;
+    c23_*)
+        check "$name: Transformer keep and offload rows at seed 000's batch"             test -n "$(csv_value "$csv" transformer_keep 100 peak_allocated)" -a                  -n "$(csv_value "$csv" transformer_offload 100 peak_allocated)"
+        check "$name: offloading the Transformer's saved activations lowers its peak below half"             awk -v r="$(csv_value "$csv" transformer_offload 100 peak_ratio)" 'BEGIN {exit !(r > 0 && r < 0.5)}'
+        check "$name: the verdict names the Transformer and its range, and the MLP"             grep -Eq "verdict,.*nn.Transformer\(d_model=256\) fp32 Adam, seq 64, seed 000's B=100 only: B=100 -[0-9.]+%; MLP \(L=8" "$csv" ;;
     esac
 }
 
