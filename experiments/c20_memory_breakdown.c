@@ -15,6 +15,8 @@
 #include "workload/transformer.h"
 #include "workload/workload.h"
 
+#define PLACEMENT_TOL 0.002 /* the Transformer's GPU peak against the host model's (relative) */
+
 static const mc_experiment EXP = {
     .claim = "C20",
     .key = "memory_breakdown",
@@ -154,12 +156,26 @@ static point measure(mc_run *run, const shape *s, int64_t B)
             mc_verify_failed(run, s->name, "batch %lld step %d: categories sum to %llu B, peak "
                              "%llu B", (long long)B, st, (unsigned long long)sum,
                              (unsigned long long)r.peak_allocated);
-        if (run->on_gpu && (any_step(&ref, &m) != MC_WL_OK ||
-                            m.peak_allocated != r.peak_allocated || !isfinite(r.loss)))
-            mc_verify_failed(run, s->name, "batch %lld step %d: GPU peak %llu B (loss %g), "
-                             "model-only %llu B", (long long)B, st,
-                             (unsigned long long)r.peak_allocated, r.loss,
-                             (unsigned long long)m.peak_allocated);
+        /* The GPU run makes the host model's requests; the MLP's blocks land
+         * where the model's do, the Transformer's may not: the allocator breaks
+         * ties between free blocks by address, and cudaMalloc's addresses are
+         * not the host backend's (the H100 and H200 reference runs of befa603:
+         * batch 64, 0.05% apart at steps 2-4, failed by the exact test then) */
+        if (run->on_gpu) {
+            const bool ok = any_step(&ref, &m) == MC_WL_OK && isfinite(r.loss);
+            const double d = ok ? fabs((double)m.peak_allocated - (double)r.peak_allocated) /
+                                      (double)m.peak_allocated : 1.0;
+            if (!ok || d > (s->tfm ? PLACEMENT_TOL : 0.0))
+                mc_verify_failed(run, s->name, "batch %lld step %d: GPU peak %llu B (loss %g), "
+                                 "model-only %llu B", (long long)B, st,
+                                 (unsigned long long)r.peak_allocated, r.loss,
+                                 (unsigned long long)m.peak_allocated);
+            else if (d > 0 && st == skip + W + R)
+                mc_emit_finding(run, "%s batch %lld: the GPU's peak %llu B, the host model's %llu B (%.3f%%): "
+                                     "the same requests, a block placed elsewhere among real addresses",
+                                s->name, (long long)B, (unsigned long long)r.peak_allocated,
+                                (unsigned long long)m.peak_allocated, 100 * d);
+        }
         if (st > skip + W) pk[st - 1 - skip - W] = (double)r.peak_allocated;
     }
     if (!p.oom) {
