@@ -79,4 +79,18 @@ check_eq "--offload --limit 80M: exit 0 with 2 oom rows" "$rc,$(grep -c ',oom,' 
 check "... the first OOM comes after a block was unpacked from host (in the backward)" \
     awk '/unpacked from host/ { u = 1 } /^# oom/ { f = 1; ok = u; exit } END { exit !(f && ok) }' "$tmp/oom.trace"
 check_eq "workload --help tells of --offload" "$("$wl" --help | grep -c -- '--offload')" 1
+
+# ---- PyTorch's own figures (tests/fixtures/offload: offload_reference.py on the
+# H100): keep, and saved_tensors_hooks with --offload's policy, steps 3-5 of
+# seed 000's model at batch 100; the model's step-3 peak within 1% of each
+ref=$(dirname "$here")/fixtures/offload/offload_reference.csv
+seed="--arch transformer --d-model 256 --seq 64 --batch 100 --optimizer adam --steps 3 --model-only"
+for v in keep offload; do
+    theirs=$(awk -F, -v v=$v '$1 == v && $2 == 100 && $3 == 3 { print $4 }' "$ref")
+    o=""; [ $v = offload ] && o=--offload
+    # shellcheck disable=SC2086
+    ours=$(MEMCLAIMS_MODEL_CHECKS=0 "$wl" $seed $o 2>/dev/null | awk -F, 'NR == 4 { print $2 }')
+    check "seed 000's model, $v: step-3 peak $ours B within 1% of PyTorch's $theirs B" \
+        awk -v a="${ours:-0}" -v b="${theirs:-0}" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b > 0 && d <= 0.01 * b) }'
+done
 summary
