@@ -92,7 +92,7 @@ static const mc_experiment EXP = {
 #define NB 5
 
 #define NSHAPE 3
-#define TFM_SEQ 100             /* seed 000: torch.randn(32, 100, 512) */
+#define TFM_SEQ MC_TFM_SEED000_AMP_SEQ /* seed 000: torch.randn(32, 100, 512) */
 #define TFM_D_MODEL 512
 #define SEED_BATCH 32
 
@@ -234,14 +234,8 @@ typedef struct {
  * other defaults, on (B, 100, 512). */
 static mc_tfm_config tfm_config(int64_t B, int prec)
 {
-    mc_tfm_config c = mc_tfm_config_default();
-    c.arch = MC_TFM_TRANSFORMER;
-    c.d_model = TFM_D_MODEL;
-    c.batch_first = true;
-    c.seq = TFM_SEQ;
-    c.batch = B;
-    c.optimizer = sgd_opt ? MC_WL_SGD : MC_WL_ADAM;
-    c.precision = (mc_wl_precision)prec;
+    mc_tfm_config c = mc_tfm_seed000_amp(B, (mc_wl_precision)prec);
+    if (sgd_opt) c.optimizer = MC_WL_SGD;
     return c;
 }
 

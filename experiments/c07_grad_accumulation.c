@@ -158,13 +158,8 @@ static fig run_config(mc_run *run, int64_t batch, int k, int warm, int reps)
 static bool run_tfm(mc_run *run, int64_t seq, int64_t batch, int k, int warm, int reps, fig *f,
                     char *why, size_t why_len)
 {
-    mc_tfm_config c = mc_tfm_config_default();
-    c.d_model = TFM_D_MODEL;
-    c.seq = seq;
-    c.batch = batch;
+    mc_tfm_config c = mc_tfm_seed000_accum(seq, batch);
     c.accum = k;
-    c.optimizer = MC_WL_ADAM;
-    c.precision = MC_WL_FP32;
     char what[80], err[256];
     snprintf(what, sizeof what, "transformer seq=%lld B=%lld k=%d", (long long)seq,
              (long long)batch, k);

@@ -156,12 +156,7 @@ static fig run_mlp(mc_run *run, int layers, bool ckpt, int segments, int warm, i
 static bool run_tfm(mc_run *run, int64_t seq, bool ckpt, int warm, int reps, fig *f, char *why,
                     size_t why_len)
 {
-    mc_tfm_config c = mc_tfm_config_default();
-    c.d_model = TFM_D_MODEL;
-    c.seq = seq;
-    c.batch = TFM_BATCH;
-    c.optimizer = MC_WL_ADAM;
-    c.precision = MC_WL_FP32;
+    mc_tfm_config c = mc_tfm_seed000_accum(seq, TFM_BATCH);
     c.checkpoint = ckpt;
     char what[80], err[256];
     snprintf(what, sizeof what, "transformer seq=%lld %s", (long long)seq, ckpt ? "checkpoint" : "plain");

@@ -60,7 +60,7 @@ typedef struct {
     const char *desc;
 } shape;
 
-#define TFM_SEQ 100       /* seed 000: torch.randn(32, 100, 512) */
+#define TFM_SEQ MC_TFM_SEED000_AMP_SEQ /* seed 000: torch.randn(32, 100, 512) */
 #define TFM_D_MODEL 512
 #define SEED_BATCH 32
 static const shape SHAPES[] = {
@@ -96,13 +96,7 @@ static bool any_create(any_workload *w, const shape *s, int64_t B, bool on_gpu, 
     w->mlp = NULL;
     w->tfm = NULL;
     if (s->tfm) {
-        mc_tfm_config c = mc_tfm_config_default();
-        c.arch = MC_TFM_TRANSFORMER;
-        c.d_model = TFM_D_MODEL;
-        c.batch_first = true;
-        c.seq = TFM_SEQ;
-        c.batch = B;
-        c.optimizer = MC_WL_ADAM;
+        mc_tfm_config c = mc_tfm_seed000_amp(B, MC_WL_FP32);
         w->tfm = mc_tfm_create(&c, on_gpu, NULL, err, len);
         return w->tfm != NULL;
     }

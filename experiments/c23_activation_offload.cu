@@ -207,7 +207,7 @@ static vfig run_variant(mc_run *run, int var, int64_t B, float *const *pinned, f
 
 /* Seed 000: nn.Transformer(d_model=256) on torch.randn(64, 100, 256) (sequence-major: seq 64,
  * batch 100), Adam, fp32; two more batches around it. */
-#define TFM_SEQ 64
+#define TFM_SEQ MC_TFM_SEED000_ACCUM_SEQ
 #define TFM_SEED_BATCH 100
 #define TFM_STEADY 3          /* the first step whose peak is the steady one (Adam's state exists) */
 #define TFM_LOSS_TOL 1e-5     /* keep's and offload's losses, relative (fp32: the same arithmetic) */
@@ -228,13 +228,7 @@ static tfig run_tfm(mc_run *run, int64_t B, bool offload, bool on_gpu)
     tfig f;
     memset(&f, 0, sizeof f);
     f.time = mc_stats_one(NAN);
-    mc_tfm_config c = mc_tfm_config_default();
-    c.arch = MC_TFM_TRANSFORMER;
-    c.d_model = 256;
-    c.seq = TFM_SEQ;
-    c.batch = B;
-    c.optimizer = MC_WL_ADAM;
-    c.precision = MC_WL_FP32;
+    mc_tfm_config c = mc_tfm_seed000_accum(TFM_SEQ, B);
     c.offload = offload;
     c.seed = 23;
     char err[256];

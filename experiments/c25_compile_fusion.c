@@ -81,11 +81,7 @@ static mc_tfm_config config_of(const model_point *m, bool fused)
 {
     mc_tfm_config c = mc_tfm_config_default();
     if (!strcmp(m->name, "seed_t512_bf_adam_fp16")) {
-        c.arch = MC_TFM_TRANSFORMER;
-        c.batch_first = true;
-        c.seq = 100;
-        c.optimizer = MC_WL_ADAM;
-        c.precision = MC_WL_FP16;
+        c = mc_tfm_seed000_amp(m->batch, MC_WL_FP16);
     } else {
         c.arch = MC_TFM_ENCODER;
         c.d_model = 256;

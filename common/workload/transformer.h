@@ -85,6 +85,19 @@ mc_tfm_config mc_tfm_config_default(void);
  * --causal with the encoder-decoder, a zero sequence or batch, a batch not
  * divisible by accum, a head size the attention backends do not take, ...). */
 int mc_tfm_config_check(const mc_tfm_config *c, char *err, size_t len);
+/* Seed 000's two models, which the training claims run beside the MLP:
+ * gradient accumulation on nn.Transformer(d_model=256) over torch.randn(64,
+ * 100, 256) (batch_first False: sequence 64, batch 100), Adam fp32; mixed
+ * precision on nn.Transformer(d_model=512, batch_first=True) over
+ * torch.randn(32, 100, 512) (batch 32, sequence 100), Adam. PyTorch's other
+ * defaults; the caller sets the sizes it sweeps. */
+mc_tfm_config mc_tfm_seed000_accum(int64_t seq, int64_t batch);
+mc_tfm_config mc_tfm_seed000_amp(int64_t batch, mc_wl_precision precision);
+#define MC_TFM_SEED000_ACCUM_SEQ 64
+#define MC_TFM_SEED000_ACCUM_BATCH 100
+#define MC_TFM_SEED000_AMP_SEQ 100
+#define MC_TFM_SEED000_AMP_BATCH 32
+
 /* What the GPU run needs beyond that: a head size its attention kernels
  * take. 0, or -1 with one line in err. */
 int mc_tfm_gpu_check(const mc_tfm_config *c, char *err, size_t len);

@@ -34,6 +34,31 @@ mc_tfm_config mc_tfm_config_default(void)
     return c;
 }
 
+mc_tfm_config mc_tfm_seed000_accum(int64_t seq, int64_t batch)
+{
+    mc_tfm_config c = mc_tfm_config_default();
+    c.arch = MC_TFM_TRANSFORMER;
+    c.d_model = 256;
+    c.seq = seq;
+    c.batch = batch;
+    c.optimizer = MC_WL_ADAM;
+    c.precision = MC_WL_FP32;
+    return c;
+}
+
+mc_tfm_config mc_tfm_seed000_amp(int64_t batch, mc_wl_precision precision)
+{
+    mc_tfm_config c = mc_tfm_config_default();
+    c.arch = MC_TFM_TRANSFORMER;
+    c.d_model = 512;
+    c.batch_first = true;
+    c.seq = MC_TFM_SEED000_AMP_SEQ;
+    c.batch = batch;
+    c.optimizer = MC_WL_ADAM;
+    c.precision = precision;
+    return c;
+}
+
 const char *mc_tfm_optimizer_name(int o)
 {
     return o == MC_TFM_ADAMW ? "adamw" : mc_wl_optimizer_name((mc_wl_optimizer)o);
