@@ -594,16 +594,6 @@ void mc_tfm_destroy(mc_tfm *T)
     free(T);
 }
 
-static void fill_stats(const mc_tfm *T, mc_workload_step_result *r)
-{
-    const ca_stats *s = ca_get_stats(T->w.a);
-    r->peak_allocated = (uint64_t)s->allocated_bytes.peak;
-    r->allocated_end = (uint64_t)s->allocated_bytes.current;
-    r->peak_reserved = (uint64_t)s->reserved_bytes.peak;
-    r->reserved_end = (uint64_t)s->reserved_bytes.current;
-    memcpy(r->peak_by_category, T->w.peak_cat, sizeof T->w.peak_cat);
-}
-
 mc_wl_status mc_tfm_step(mc_tfm *T, mc_workload_step_result *r)
 {
     mc_workload *w = &T->w;
@@ -615,7 +605,7 @@ mc_wl_status mc_tfm_step(mc_tfm *T, mc_workload_step_result *r)
     r->loss_scale = T->c.precision == MC_WL_FP16 ? T->scale_host : 1.0;
     if (w->setup_status != MC_WL_OK) {
         r->status = w->setup_status;
-        fill_stats(T, r);
+        wl_fill_stats(&T->w, r);
         return r->status;
     }
     wl_trace(w, "# step %d", T->step);
@@ -647,7 +637,7 @@ mc_wl_status mc_tfm_step(mc_tfm *T, mc_workload_step_result *r)
     }
     r->skipped = skipped;
     r->loss_scale = T->c.precision == MC_WL_FP16 ? T->scale_host : 1.0;
-    fill_stats(T, r);
+    wl_fill_stats(&T->w, r);
     wl_trace(w, "# end of step %d (after zero_grad)", T->step);
     if (w->trace && T->step == T->c.trace_steps) fflush(w->trace);
     return r->status;

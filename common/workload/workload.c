@@ -313,7 +313,7 @@ void mc_workload_destroy(mc_workload *w)
 
 /* ------------------------------------------------------------ one step */
 
-static void fill_stats(const mc_workload *w, mc_workload_step_result *r)
+void wl_fill_stats(const mc_workload *w, mc_workload_step_result *r)
 {
     const ca_stats *s = ca_get_stats(w->a);
     r->peak_allocated = (uint64_t)s->allocated_bytes.peak;
@@ -332,7 +332,7 @@ mc_wl_status mc_workload_step(mc_workload *w, mc_workload_step_result *r)
     r->status = MC_WL_OK;
     if (w->setup_status != MC_WL_OK) {
         r->status = w->setup_status;
-        fill_stats(w, r);
+        wl_fill_stats(w, r);
         r->loss_scale = w->c.precision == MC_WL_FP16 ? w->scale_host : 1.0;
         return r->status;
     }
@@ -358,7 +358,7 @@ mc_wl_status mc_workload_step(mc_workload *w, mc_workload_step_result *r)
     }
     r->skipped = skipped;
     r->loss_scale = w->c.precision == MC_WL_FP16 ? w->scale_host : 1.0;
-    fill_stats(w, r);
+    wl_fill_stats(w, r);
     wl_trace(w, "# end of step %d (after zero_grad)", w->step);
     if (w->trace && w->step == w->c.trace_steps) fflush(w->trace);
     return r->status;

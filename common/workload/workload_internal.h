@@ -98,6 +98,8 @@ struct mc_workload {
 int wl_alloc(mc_workload *w, wl_t *t, uint64_t bytes, mc_wl_category cat, bool keep,
              const char *what);
 void wl_free(mc_workload *w, wl_t *t);
+/* The step's figures from the allocator's statistics and the peak's categories. */
+void wl_fill_stats(const mc_workload *w, mc_workload_step_result *r);
 void wl_move(mc_workload *w, wl_t *dst, wl_t *src);   /* dst takes src's block */
 void wl_trace(mc_workload *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool wl_tracing(const mc_workload *w);
