@@ -2,6 +2,7 @@
 #include "experiment.h"
 
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -122,6 +123,22 @@ void mc_verify_failed(mc_run *run, const char *what, const char *fmt, ...)
     write_row(run, what, "", 0, "verification", "", none, "failed", note);
     mc_log(run, "VERIFICATION FAILED (%s): %s", what, note);
     run->verify_failures++;
+}
+
+bool mc_check_gpu_peak(mc_run *run, const char *what, unsigned long long gpu_peak,
+                       unsigned long long model_peak, double tol, bool note)
+{
+    const double d = model_peak ? fabs((double)gpu_peak - (double)model_peak) / (double)model_peak : 1.0;
+    if (d > tol) {
+        mc_verify_failed(run, what, "GPU peak %llu B, model-only %llu B (%.3g%% apart, limit %.3g%%)",
+                         gpu_peak, model_peak, 100 * d, 100 * tol);
+        return false;
+    }
+    if (d > 0 && note)
+        mc_emit_finding(run, "%s: the GPU's peak is %llu B, the host model's %llu B (%.3f%%): the same "
+                             "requests, a block placed elsewhere among real addresses",
+                        what, gpu_peak, model_peak, 100 * d);
+    return true;
 }
 
 void mc_log(const mc_run *run, const char *fmt, ...)

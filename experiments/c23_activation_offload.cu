@@ -209,73 +209,36 @@ static vfig run_variant(mc_run *run, int var, int64_t B, float *const *pinned, f
  * batch 100), Adam, fp32; two more batches around it. */
 #define TFM_SEQ MC_TFM_SEED000_ACCUM_SEQ
 #define TFM_SEED_BATCH 100
-#define TFM_STEADY 3          /* the first step whose peak is the steady one (Adam's state exists) */
+#define TFM_STEADY MC_TFM_STEADY_STEP
 #define TFM_LOSS_TOL 1e-5     /* keep's and offload's losses, relative (fp32: the same arithmetic) */
-#define TFM_PEAK_TOL 0.002    /* GPU against the host model's peak (a block placed elsewhere) */
 static const int64_t TFM_BATCHES[] = {50, TFM_SEED_BATCH, 200};
 static const int64_t TFM_BATCHES_QUICK[] = {TFM_SEED_BATCH};
 #define TFM_MODEL "nn.Transformer(d_model=256) fp32 Adam, seq 64"
 
-typedef struct {
-    bool oom;
-    uint64_t peak, peak_act;  /* bytes, step TFM_STEADY */
-    mc_stats time;            /* s; NAN without a GPU */
-    double loss[TFM_STEADY];  /* GPU: the first steps' losses */
-} tfig;
+typedef mc_tfm_figures tfig;
 
 static tfig run_tfm(mc_run *run, int64_t B, bool offload, bool on_gpu)
 {
-    tfig f;
-    memset(&f, 0, sizeof f);
-    f.time = mc_stats_one(NAN);
     mc_tfm_config c = mc_tfm_seed000_accum(TFM_SEQ, B);
     c.offload = offload;
     c.seed = 23;
+    tfig f;
     char err[256];
-    mc_tfm *t = mc_tfm_create(&c, on_gpu, NULL, err, sizeof err);
-    CHECK(t != NULL, "transformer: %s", err);
-    mc_workload_step_result r;
-    for (int s = 1; s <= TFM_STEADY; s++) {
-        if (mc_tfm_step(t, &r) != MC_WL_OK) {
-            f.oom = true;
-            break;
-        }
-        f.loss[s - 1] = r.loss;
-    }
-    if (!f.oom) {
-        f.peak = r.peak_allocated;
-        f.peak_act = r.peak_by_category[MC_WL_ACTIVATIONS];
-    }
-    if (!f.oom && on_gpu) {
-        const int R = run->opt.repeats, W = run->opt.warmup;
-        double *ts = (double *)mc_xmalloc((size_t)R * sizeof *ts);
-        int n = 0;
-        for (int i = 0; i < W + R; i++) {
-            if (mc_tfm_step(t, &r) != MC_WL_OK) break;
-            if (i >= W) ts[n++] = r.step_time_s;
-        }
-        if (n > 0) f.time = mc_stats_of(ts, (size_t)n);
-        free(ts);
-    }
-    mc_tfm_destroy(t);
+    CHECK(mc_tfm_measure(&c, on_gpu, run->opt.warmup, run->opt.repeats, &f, err, sizeof err) == 0,
+          "transformer: %s", err);
     return f;
 }
 
-/* One variant on the GPU (its peak checked against the host model's) or model-only. */
 static tfig run_tfm_checked(mc_run *run, int64_t B, bool offload)
 {
     const char *v = offload ? "transformer_offload" : "transformer_keep";
     tfig f = run_tfm(run, B, offload, run->on_gpu);
-    if (run->on_gpu && !f.oom) { /* the same requests: the same peak, but for a block's placement */
+    if (run->on_gpu && !f.oom) { /* the same requests: the model's peak */
         tfig h = run_tfm(run, B, offload, false);
-        const double d = fabs((double)h.peak - (double)f.peak) / (double)h.peak;
-        if (h.oom || d > TFM_PEAK_TOL)
-            mc_verify_failed(run, v, "B=%lld: GPU peak %llu B, model-only %llu B", (long long)B,
-                             (unsigned long long)f.peak, (unsigned long long)h.peak);
-        else if (d > 0)
-            mc_emit_finding(run, "%s B=%lld: the GPU's peak is %llu B, the host model's %llu B (%.3f%%): "
-                                 "the same requests, a block placed elsewhere among real addresses",
-                            v, (long long)B, (unsigned long long)f.peak, (unsigned long long)h.peak, 100 * d);
+        char what[96];
+        snprintf(what, sizeof what, "%s B=%lld", v, (long long)B);
+        if (h.oom) mc_verify_failed(run, what, "the host model ran out of memory where the GPU did not");
+        else mc_check_gpu_peak(run, what, f.peak, h.peak, MC_PLACEMENT_TOL, true);
     }
     const double pv = (double)B;
     if (f.oom) {
