@@ -220,6 +220,13 @@ tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal
 int tfm_optimizer(mc_tfm *T, bool *skipped);
 void tfm_zero_grad(mc_tfm *T);
 
+/* transformer_setup.c: the parameter list (names, sizes), set-up's
+ * requests, and on the GPU the parameters' values. Parameters per layer. */
+enum { TFM_ENC_PER = 12, TFM_DEC_PER = 18 };
+void tfm_build_params(mc_tfm *T);
+int tfm_setup(mc_tfm *T);
+void tfm_init_params(mc_tfm *T);
+
 /* transformer_seq.c: the layers; a checkpointed layer's recomputation. */
 int tfm_recompute(mc_tfm *T, int group);
 

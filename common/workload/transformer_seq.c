@@ -1,5 +1,6 @@
-/* transformer_seq.c: the Transformer workload's set-up, layers and step, in
- * PyTorch 2.11's eager order (torch/nn/modules/transformer.py):
+/* transformer_seq.c: the Transformer workload's layers, step and life cycle
+ * (set-up's requests are transformer_setup.c's), in PyTorch 2.11's eager
+ * order (torch/nn/modules/transformer.py):
  *
  * - Set-up (device=cuda factory kwargs): nn.Transformer builds one encoder
  *   layer (its parameters in registration order: self_attn.in_proj_weight,
@@ -42,123 +43,6 @@
 #include "transformer_internal.h"
 #include "workload/tfm_host_ref.h"
 #include "workload/tfm_kernels.h"
-
-enum { ENC_PER = 12, DEC_PER = 18 };
-
-/* ------------------------------------------------------------ set-up */
-
-static const char *const ENC_NAMES[ENC_PER] = {
-    "self_attn.in_proj_weight", "self_attn.in_proj_bias", "self_attn.out_proj.weight",
-    "self_attn.out_proj.bias", "linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias",
-    "norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias"};
-static const char *const DEC_NAMES[DEC_PER] = {
-    "self_attn.in_proj_weight", "self_attn.in_proj_bias", "self_attn.out_proj.weight",
-    "self_attn.out_proj.bias", "multihead_attn.in_proj_weight", "multihead_attn.in_proj_bias",
-    "multihead_attn.out_proj.weight", "multihead_attn.out_proj.bias", "linear1.weight",
-    "linear1.bias", "linear2.weight", "linear2.bias", "norm1.weight", "norm1.bias",
-    "norm2.weight", "norm2.bias", "norm3.weight", "norm3.bias"};
-
-static void layer_sizes(const mc_tfm *T, bool dec, int64_t *n)
-{
-    const int64_t E = T->E, F = T->c.ff;
-    int k = 0;
-    for (int a = 0; a < (dec ? 2 : 1); a++) {
-        n[k++] = 3 * E * E;
-        n[k++] = 3 * E;
-        n[k++] = E * E;
-        n[k++] = E;
-    }
-    n[k++] = F * E;
-    n[k++] = F;
-    n[k++] = E * F;
-    n[k++] = E;
-    for (int a = 0; a < (dec ? 3 : 2); a++) {
-        n[k++] = E;
-        n[k++] = E;
-    }
-}
-
-static void add_param(mc_tfm *T, int64_t n, const char *fmt, int l, const char *leaf)
-{
-    if (T->np == T->cap_p) {
-        T->cap_p = T->cap_p ? 2 * T->cap_p : 64;
-        T->p = realloc(T->p, (size_t)T->cap_p * sizeof *T->p);
-        CHECK(T->p != NULL, "out of host memory");
-    }
-    tparam *p = &T->p[T->np++];
-    memset(p, 0, sizeof *p);
-    p->n = n;
-    snprintf(p->name, sizeof p->name, fmt, l, leaf);
-}
-
-/* The parameter list, in model.parameters() order (no requests). */
-static void build_params(mc_tfm *T)
-{
-    int64_t en[ENC_PER], dn[DEC_PER];
-    layer_sizes(T, false, en);
-    layer_sizes(T, true, dn);
-    const char *pre = T->c.arch == MC_TFM_TRANSFORMER ? "encoder.layers.%d.%s" : "layers.%d.%s";
-    T->enc_first = 0;
-    for (int l = 0; l < T->c.enc_layers; l++)
-        for (int i = 0; i < ENC_PER; i++) add_param(T, en[i], pre, l, ENC_NAMES[i]);
-    T->enc_norm = T->dec_first = T->dec_norm = -1;
-    if (T->c.arch != MC_TFM_TRANSFORMER) return;
-    T->enc_norm = T->np;
-    add_param(T, T->E, "encoder.norm.%.0d%s", 0, "weight");
-    add_param(T, T->E, "encoder.norm.%.0d%s", 0, "bias");
-    T->dec_first = T->np;
-    for (int l = 0; l < T->c.dec_layers; l++)
-        for (int i = 0; i < DEC_PER; i++) add_param(T, dn[i], "decoder.layers.%d.%s", l, DEC_NAMES[i]);
-    T->dec_norm = T->np;
-    add_param(T, T->E, "decoder.norm.%.0d%s", 0, "weight");
-    add_param(T, T->E, "decoder.norm.%.0d%s", 0, "bias");
-}
-
-static int alloc_param(mc_tfm *T, int i)
-{
-    return wl_alloc(&T->w, &T->p[i].p, (uint64_t)T->p[i].n * 4, MC_WL_WEIGHTS, true, T->p[i].name);
-}
-
-/* A template layer (freed at the end of set-up), then its clones. */
-static int template_and_clones(mc_tfm *T, bool dec, wl_t *tmpl, int first, int layers, int norm)
-{
-    int64_t n[DEC_PER];
-    const int per = dec ? DEC_PER : ENC_PER;
-    layer_sizes(T, dec, n);
-    for (int i = 0; i < per; i++)
-        if (wl_alloc(&T->w, &tmpl[i], (uint64_t)n[i] * 4, MC_WL_WEIGHTS, false,
-                     dec ? "template decoder layer (deep-copied, then freed)"
-                         : "template encoder layer (deep-copied, then freed)") != 0)
-            return -1;
-    if (norm >= 0 && (alloc_param(T, norm) || alloc_param(T, norm + 1))) return -1;
-    for (int l = 0; l < layers; l++)
-        for (int i = 0; i < per; i++)
-            if (alloc_param(T, first + l * per + i)) return -1;
-    return 0;
-}
-
-static int setup(mc_tfm *T)
-{
-    wl_t enc_t[ENC_PER], dec_t[DEC_PER];
-    memset(enc_t, 0, sizeof enc_t);
-    memset(dec_t, 0, sizeof dec_t);
-    int rc = template_and_clones(T, false, enc_t, T->enc_first, (int)T->c.enc_layers, T->enc_norm);
-    if (rc == 0 && T->c.arch == MC_TFM_TRANSFORMER)
-        rc = template_and_clones(T, true, dec_t, T->dec_first, (int)T->c.dec_layers, T->dec_norm);
-    for (int i = 0; i < ENC_PER; i++) wl_free(&T->w, &enc_t[i]);
-    for (int i = 0; i < DEC_PER; i++) wl_free(&T->w, &dec_t[i]);
-    if (rc == 0 && T->c.causal) { /* generate_square_subsequent_mask: full, then triu */
-        const uint64_t b = (uint64_t)(T->L * T->L * 4);
-        wl_t full;
-        memset(&full, 0, sizeof full);
-        if (wl_alloc(&T->w, &full, b, MC_WL_ACTIVATIONS, false, "torch.full((L, L), -inf)") != 0) return -1;
-        T->mask = calloc(1, sizeof *T->mask);
-        CHECK(T->mask != NULL, "out of host memory");
-        rc = wl_alloc(&T->w, &T->mask->t, b, MC_WL_ACTIVATIONS, true, "causal mask: torch.triu(full, 1)");
-        wl_free(&T->w, &full);
-    }
-    return rc;
-}
 
 /* ------------------------------------------------------------ layers */
 
@@ -238,8 +122,8 @@ static void residual(mc_tfm *T, tv *x, tv *f, int pnorm)
 static tv layer_body(mc_tfm *T, int layer, tv xin, tv mem)
 {
     const bool dec = layer >= T->c.enc_layers, pre = T->c.norm_first;
-    const int base = dec ? T->dec_first + (layer - (int)T->c.enc_layers) * DEC_PER
-                         : T->enc_first + layer * ENC_PER;
+    const int base = dec ? T->dec_first + (layer - (int)T->c.enc_layers) * TFM_DEC_PER
+                         : T->enc_first + layer * TFM_ENC_PER;
     const int n1 = base + (dec ? 12 : 8), n2 = n1 + 2, n3 = n1 + 4, ff = base + (dec ? 8 : 4);
     const bool causal = !dec && T->c.causal;
     const int enc = (int)T->c.enc_layers;
@@ -455,45 +339,6 @@ static int micro_step(mc_tfm *T, int k)
 
 /* ------------------------------------------------------------ life cycle */
 
-static bool ends(const char *s, const char *suffix)
-{
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && !strcmp(s + a - b, suffix);
-}
-
-/* The parameters' values: nn.Transformer._reset_parameters' xavier_uniform_
- * for every matrix (the encoder alone too, for one rule), the Linear
- * biases' U(+-1/sqrt(fan_in)), MultiheadAttention's zero biases, LayerNorm
- * 1 and 0; or the GPU check's. */
-static void init_params(mc_tfm *T)
-{
-    mc_wl_gpu *G = TG(T);
-    const double E = (double)T->E, F = (double)T->c.ff;
-    uint64_t off = 0;
-    for (int i = 0; i < T->np; i++) {
-        tparam *p = &T->p[i];
-        float *d = FPT(p->p);
-        if (T->data) {
-            mc_gpu_from_host(G, d, T->data->params + off, (uint64_t)p->n * 4);
-            off += (uint64_t)p->n;
-            continue;
-        }
-        double fan_in = 0, fan_out = 0, bias_in = 0;
-        if (ends(p->name, "in_proj_weight")) fan_in = E, fan_out = 3 * E;
-        else if (ends(p->name, "out_proj.weight")) fan_in = E, fan_out = E;
-        else if (ends(p->name, "linear1.weight")) fan_in = E, fan_out = F;
-        else if (ends(p->name, "linear2.weight")) fan_in = F, fan_out = E;
-        else if (ends(p->name, "linear1.bias")) bias_in = E;
-        else if (ends(p->name, "linear2.bias")) bias_in = F;
-        if (fan_in > 0)
-            mc_gpu_uniform(G, d, p->n, (float)sqrt(6.0 / (fan_in + fan_out)), T->c.seed, (uint64_t)i);
-        else if (bias_in > 0)
-            mc_gpu_uniform(G, d, p->n, (float)(1.0 / sqrt(bias_in)), T->c.seed, (uint64_t)i);
-        else
-            mc_gpu_fill(G, d, strstr(p->name, "norm") && ends(p->name, "weight") ? 1.0f : 0.0f, p->n);
-    }
-}
-
 mc_tfm *mc_tfm_create(const mc_tfm_config *c, bool on_gpu, FILE *trace, char *err, size_t len)
 {
     return mc_tfm_create_with(c, on_gpu, trace, NULL, err, len);
@@ -542,7 +387,7 @@ mc_tfm *mc_tfm_create_with(const mc_tfm_config *c, bool on_gpu, FILE *trace, mc_
     }
     w->a = ca_create(&c->alloc, be);
     CHECK(w->a != NULL, "ca_create");
-    build_params(T);
+    tfm_build_params(T);
     wl_trace(w, "# memclaims-trace v1");
     wl_trace(w, "# build/workload's requests: %s d_model=%lld heads=%lld enc=%lld dec=%lld ff=%lld "
                 "dropout=%g %s%s%s%s seq=%lld batch=%lld %s %s accum=%d%s%s%s",
@@ -558,11 +403,11 @@ mc_tfm *mc_tfm_create_with(const mc_tfm_config *c, bool on_gpu, FILE *trace, mc_
     if (c->alloc.max_split_size != CA_UNLIMITED)
         wl_trace(w, "set max_split_size %" PRIu64, c->alloc.max_split_size);
     wl_trace(w, "# set-up: parameters, optimizer%s", c->precision == MC_WL_FP16 ? ", GradScaler" : "");
-    if (setup(T) != 0) {
+    if (tfm_setup(T) != 0) {
         w->setup_status = MC_WL_OOM;
         while (w->n_live) wl_free(w, w->live[w->n_live - 1]);
     } else if (w->gpu) {
-        init_params(T);
+        tfm_init_params(T);
     }
     return T;
 }
