@@ -51,7 +51,7 @@ static const mc_experiment EXP = {
                     "after the first SGEMM, EAGER after context or EAGER after the first SGEMM "
                     "lands in 700-1300 MiB; does-not-hold otherwise.",
     .flags = 0,
-    .default_repeats = 5,
+    .default_repeats = 3, /* the memory figures repeat to the byte; EAGER children take 2 s each */
     .default_warmup = 1,
     .extra = EXTRA,
 };

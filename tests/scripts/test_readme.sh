@@ -19,10 +19,10 @@ check "the edit under test changed the copy" test -n "$(diff "$root/README.md" "
 MEMCLAIMS_README=$tmp/README.md "$root/scripts/readme" --check >/dev/null 2>&1; rc=$?
 check_eq "a hand-edited figure fails the check (exit 1)" "$rc" 1
 
-# The figures come from the run's CSVs: a copy of the run whose 1 GiB
+# The figures come from the run's CSVs: a copy of the run whose 256 MiB
 # pageable H2D rate is 12.0e9 B/s gives 12.0 GB/s in the block.
 cp -r "$root/results/reference-h100" "$tmp/run"
-awk -F, -v OFS=, '$3 == "pageable" && $5 == "1073741824" && $6 == "h2d_bandwidth_host_clock" { $9 = "12.0e9" } { print }' \
+awk -F, -v OFS=, '$3 == "pageable" && $5 == "268435456" && $6 == "h2d_bandwidth_host_clock" { $9 = "12.0e9" } { print }' \
     "$root/results/reference-h100/pinned_vs_pageable.csv" > "$tmp/run/pinned_vs_pageable.csv"
 block=$(MEMCLAIMS_REFERENCE=$tmp/run "$root/scripts/readme" --block figures)
 check "the figures block reads the run's CSV" grep -q 'pageable ones at 12.0 (H2D)' <<< "$block"
