@@ -45,7 +45,7 @@ if (count("keep", "peak_allocated") > 0) {
 set title "nn.Transformer(d_model=256), seq 64, fp32 Adam: step-3 peak allocated"
 if (count("transformer_keep", "peak_allocated") > 0) {
     set arrow 7 from 100, graph 0 to 100, graph 1 nohead dt 3 lc rgb "#888888"
-    set label 7 "seed 000: (64, 100, 256)" at 100, graph 0.04 left offset 0.5, 0 font ",9" tc rgb "#555555"
+    set label 7 "seed 000: (64, 100, 256)" at 100, graph 0.04 right offset -0.5, 0 font ",9" tc rgb "#555555"
     plot sel("transformer_keep", "peak_allocated") using 1:($2/MiB) with linespoints lw 2 pt 7 lc rgb "#1f77b4" title "keep on the device", \
          sel("transformer_offload", "peak_allocated") using 1:($2/MiB) with linespoints lw 2 pt 5 lc rgb "#d62728" title "offload (save_on_cpu, compute stream)", \
          sel("transformer_keep", "peak_activations") using 1:($2/MiB) with linespoints lw 1 dt 2 pt 1 lc rgb "#1f77b4" title "keep: activations at its peak"

@@ -16,7 +16,9 @@ set logscale x 2
 set xtics ("4K" 4096, "64K" 65536, "1M" 1048576, "16M" 16777216, "256M" 268435456, "1G" 1073741824)
 set xlabel "copy size (bytes)"
 set grid xtics ytics mytics lc rgb "#dddddd"
-set xrange [3000:1.45e9]
+# to the largest copy of the run (256 MiB by default, more with --max-bytes)
+maxsize = system(sprintf("awk -F'\t' '$4 ~ /_bandwidth_host_clock$/ && $3 + 0 > m { m = $3 + 0 } END { print m + 0 }' '%s'", data)) + 0
+set xrange [3000:(maxsize > 0 ? 1.4 * maxsize : 1.45e9)]
 set key bottom right font ",9" spacing 1.1 opaque
 set style line 1 lc rgb "#1f77b4" lw 2 pt 7 ps 0.8   # pinned
 set style line 2 lc rgb "#2ca02c" lw 2 pt 5 ps 0.8   # registered
