@@ -28,7 +28,7 @@ import sys
 HEADER = ("claim,experiment,variant,param,param_value,metric,unit,n,median,min,max,"
           "mean,stdev,status,note")
 KIB = 1 << 10
-SIZES = [4 * KIB * 16 ** k for k in range(7)] + [1 << 30]  # 4 KiB .. 1 GiB
+SIZES = [4 * KIB * 16 ** k for k in range(5)] + [1 << 30]  # 4 KiB .. 256 MiB, then 1 GiB
 REPEATS, REPEATS_GIB, WARMUP = 7, 3, 2
 
 
