@@ -24,6 +24,8 @@ its own batch of B rows:
     reset_peak_memory_stats(); x = randn(B, in); y = randn(B, out)
     out = model(x); loss = mse_loss(out, y) / 1; loss.backward(); del x, y, out, loss
     opt.step(); opt.zero_grad(set_to_none=True)
+    (figures read), then 0.3 s for NCCL's watchdog to let go of the step's
+    finished collectives (REAP_S below; also once before the first step)
 
 It writes into OUTDIR (the shape tests/scripts/test_sharded_fixtures.sh reads):
 
@@ -58,6 +60,15 @@ MODES = ("ddp", "zero2", "fsdp")
 DEFAULT_STEPS = 6
 LR = {"sgd": 0.01, "momentum": 0.01, "adam": 1e-3}  # build/workload's
 CHILD_TIMEOUT_S = 300
+# ProcessGroupNCCL keeps each collective's tensors (stashed, in place of
+# record_stream) until its watchdog thread, which wakes every 100 ms, finds
+# the work finished. Steps of a few ms would otherwise carry the tensors of
+# earlier steps' collectives: DDP's step-1 bucket, freed by the rebuild at
+# step 2, stayed allocated through steps 2-6 in some runs and not in others
+# (H200 x2, 2026-11-23: +16 MiB of a 98 MiB end of step, by the watchdog's
+# phase). Waiting this long before the first step and after each step's
+# figures gives the steady state the model describes, the same in every run.
+REAP_S = 0.3
 HEADER = "step,peak_allocated,allocated_end,peak_reserved,status,step_time_s"
 
 
@@ -133,6 +144,7 @@ def run_rank(name, mode, flags, outdir, steps):
     rows = []
     torch.cuda.synchronize()
     dist.barrier()
+    time.sleep(REAP_S)
     for step in range(1, steps + 1):
         torch.cuda.reset_peak_memory_stats()
         start.record()
@@ -149,6 +161,7 @@ def run_rank(name, mode, flags, outdir, steps):
         rows.append("%d,%d,%d,%d,ok,%.9g" % (
             step, torch.cuda.max_memory_allocated(), torch.cuda.memory_allocated(),
             torch.cuda.max_memory_reserved(), start.elapsed_time(stop) / 1e3))
+        time.sleep(REAP_S)  # let the watchdog release this step's finished collectives
     path = os.path.join(outdir, "%s_%s.rank%d.csv" % (name, mode, rank))
     with open(path + ".tmp", "w") as f:
         f.write(HEADER + "\n" + "\n".join(rows) + "\n")
