@@ -18,7 +18,7 @@ has(m) = system(sprintf("awk -F'\t' '$4==\"%s\" && $12==\"ok\" { n++ } END { pri
 # CSV as pytorch/peer_reference.csv (its bandwidths, B/s, by size)
 torch_csv = exists("run") ? run."/pytorch/peer_reference.csv" : ""
 has_torch = strlen(torch_csv) > 0 ? system(sprintf("test -f '%s' && echo 1 || echo 0", torch_csv)) + 0 : 0
-tsel(m) = sprintf("< awk -F, '$3==\"to_cuda\" && $6==\"%s\" && $14==\"ok\" { print $5, $9 }' '%s'", m, torch_csv)
+tsel(m) = sprintf("< awk -F, '$3==\"to_cuda\" && $6==\"%s\" && $14==\"ok\" { print $5, $9 } END { if (!NR) print \"1 NaN\" }' '%s'", m, has_torch ? torch_csv : "/dev/null")
 
 set multiplot layout 1,2 title "C22: GPU-to-GPU copies (claim: tensors on two GPUs must be copied to one device)" font ",12"
 set logscale xy
@@ -37,7 +37,7 @@ do for [d in "gpu0_to_gpu1 gpu1_to_gpu0"] {
              sel("peer_on", m) using 1:($2/1e9):($3/1e9):($4/1e9) with yerrorlines pt 7 ps 0.6 lc rgb "#1f77b4" title "peer access on", \
              sel("via_host", m) using 1:($2/1e9):($3/1e9):($4/1e9) with yerrorlines pt 7 ps 0.6 lc rgb "#7f7f7f" title "through pinned host memory", \
              sel("kernel_read", m) using 1:($2/1e9):($3/1e9):($4/1e9) with yerrorlines pt 5 ps 0.6 lc rgb "#2ca02c" title "kernel reads the other GPU", \
-             (has_torch ? tsel(m) : NaN) using 1:($2/1e9) with points pt 6 ps 1.4 lc rgb "#9467bd" title (has_torch ? "PyTorch tensor.to(other GPU)" : ""), \
+             tsel(m) using 1:($2/1e9) with points pt 6 ps 1.4 lc rgb "#9467bd" title (has_torch ? "PyTorch tensor.to(other GPU)" : ""), \
              (nvlink > 0 ? nvlink : NaN) with lines dt 2 lc rgb "#000000" title sprintf("NVLink %.0f GB/s", nvlink)
     } else {
         set label 9 "no data" at graph 0.5, graph 0.5 center

@@ -337,7 +337,7 @@ extern "C" int mc_sh_gpu_run(const mc_sh_config *c, int steps, mc_sh_gpu_result 
         }
         mc_sh_destroy(r);
     }
-    setenv("NCCL_NVLS_ENABLE", "0", 0); /* NVLink multicast off (the device's rule) */
+    setenv("NCCL_NVLS_ENABLE", "0", 1); /* NVLink multicast off, whatever was set: it can take shared GPUs out of service */
     ncclUniqueId id;
     CHECK_NCCL(ncclGetUniqueId(&id));
     rank_ctx *k = (rank_ctx *)calloc((size_t)world, sizeof *k);

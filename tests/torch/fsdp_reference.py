@@ -98,7 +98,7 @@ def parse_flags(flags):
 
 def run_rank(name, mode, flags, outdir, steps):
     """One rank, under torchrun (RANK, LOCAL_RANK, WORLD_SIZE set)."""
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # before NCCL initialises
+    os.environ["NCCL_NVLS_ENABLE"] = "0"  # before NCCL initialises, whatever was set
     try:
         import torch
         import torch.distributed as dist
