@@ -54,16 +54,13 @@ static int fsdp_unshard(mc_sh_run *r, int l)
 }
 
 /* wait_for_unshard: copy-out into each parameter's unsharded storage (W,
- * then b), and the all-gather output freed: in forward the previous layer's
- * (deferred), in backward this layer's. */
+ * then b), then the all-gather output freed: in forward the previous layer's
+ * (deferred to here), in backward this layer's. Under ZeRO-2 the last
+ * layer's copy-out is the step's peak: every layer is unsharded by then. */
 static int fsdp_wait_unshard(mc_sh_run *r, int l, bool forward)
 {
     sh_layer *y = &r->ly[l];
     if (y->uW.addr) return 0; /* zero2 in backward: still unsharded */
-    if (forward && r->ag_state) {
-        F(*r->ag_state);
-        r->ag_state = NULL;
-    }
     A(y->uW, (uint64_t)r->c.world * sh_shard_bytes(r, l, false));
     A(y->ub, (uint64_t)r->c.world * sh_shard_bytes(r, l, true));
     mc_sh_comm c = {.kind = MC_SH_ALLGATHER, .dst = y->ag.addr, .dst_bytes = y->ag.bytes,
@@ -71,6 +68,10 @@ static int fsdp_wait_unshard(mc_sh_run *r, int l, bool forward)
                     .out = {y->uW.addr, y->ub.addr}, .out_bytes = {y->uW.bytes, y->ub.bytes}};
     fill_shapes(r, l, &c);
     comm(r, &c);
+    if (forward && r->ag_state) { /* the previous layer's, after this copy-out */
+        F(*r->ag_state);
+        r->ag_state = NULL;
+    }
     if (forward && r->c.world > 1) r->ag_state = &y->ag;
     else F(y->ag);
     return 0;

@@ -28,9 +28,9 @@
  * step), foreach_reduce (reduce_scatter_input of the padded unsharded numel,
  * the unsharded grads freed after chunk_cat, reduce_output of the sharded
  * numel on the reduce-scatter stream); _fsdp_param_group.py
- * wait_for_unshard (forward: the previous layer's all-gather output freed at
- * this layer's copy-out; backward: freed at once, then the previous layer
- * prefetched), post_backward (reshard, then the previous reduce_scatter_input
+ * wait_for_unshard (forward: the previous layer's all-gather output freed
+ * after this layer's copy-out, as a memory trace on two H200s shows; backward:
+ * freed at once, then the previous layer prefetched), post_backward (reshard, then the previous reduce_scatter_input
  * freed before the next is made); _fsdp_state.py (the root frees the last
  * forward all-gather output at its post-forward, the last reduce-scatter
  * input in the final backward callback, which also runs the post-backward of
