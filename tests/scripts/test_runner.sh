@@ -115,8 +115,8 @@ first=$(readlink "$results/latest")
 check "run-all points results/latest at the run" test -f "$results/$first/REPORT.md"
 check "run-all writes meta.csv, experiments.tsv, runs.tsv and the CSV" \
     test -f "$results/$first/meta.csv" -a -f "$results/$first/experiments.tsv" -a -f "$results/$first/runs.tsv" -a -f "$results/$first/fast.csv"
-check "run-all records its wall time (logs/run-all.tsv) and prints it last" \
-    bash -c "grep -Eq '^wall_seconds	[0-9]+\.[0-9]$' '$results/$first/logs/run-all.tsv' && grep -Eq '; [0-9]+\.[0-9] s in all$' <<<'$(tail -1 <<<"$out")'"
+check "run-all records its wall times (logs/run-all.tsv) and prints the total last" \
+    bash -c "grep -Eq '^total_seconds	[0-9]+\.[0-9]$' '$results/$first/logs/run-all.tsv' && grep -Eq '^wall_seconds	[0-9]+\.[0-9]$' '$results/$first/logs/run-all.tsv' && grep -Eq '; [0-9]+\.[0-9] s in all$' <<<'$(tail -1 <<<"$out")'"
 sum_before=$(cd "$results/$first" && find . -type f -exec md5sum {} + | sort)
 sleep 1
 
