@@ -14,6 +14,7 @@
 #include "check.h"
 #include "experiment.h"
 #include "stats.h"
+#include "workload/steady.h"
 #include "workload/transformer.h"
 #include "workload/workload.h"
 
@@ -79,60 +80,12 @@ static const int TFM_K_QUICK[] = {1, 4};
 
 /* ============================================================== one configuration */
 
-typedef struct {
-    bool oom;
-    uint64_t peak, reserved;         /* max over measured steps, bytes */
-    uint64_t cat[MC_WL_NCAT];        /* at the peak of the first measured step */
-    double *t;                       /* step times (CUDA events), s; GPU only */
-    int n;                           /* measured steps */
-    bool steady;                     /* same peak allocated at every measured step */
-} fig;
+typedef mc_wl_steady fig; /* workload/steady.h */
 
 static uint64_t fixed_part(const uint64_t cat[MC_WL_NCAT])
 {
     return cat[MC_WL_WEIGHTS] + cat[MC_WL_CASTS] + cat[MC_WL_GRADS] + cat[MC_WL_OPTIMIZER] +
            cat[MC_WL_WORKSPACE];
-}
-
-/* One of the two workloads behind the same step interface. */
-typedef struct {
-    mc_workload *mlp;
-    mc_tfm *tfm;
-} model;
-
-static mc_wl_status model_step(model *m, mc_workload_step_result *r)
-{
-    return m->mlp ? mc_workload_step(m->mlp, r) : mc_tfm_step(m->tfm, r);
-}
-
-/* Warm unmeasured steps (>= 1), then reps measured ones; frees the model. */
-static fig measure(mc_run *run, model m, const char *what, int warm, int reps)
-{
-    fig f = {.t = mc_xmalloc((size_t)reps * sizeof(double)), .steady = true};
-    for (int s = 0; s < warm + reps; s++) {
-        mc_workload_step_result r;
-        if (model_step(&m, &r) != MC_WL_OK) {
-            f.oom = true;
-            break;
-        }
-        if (run->on_gpu && !isfinite(r.loss))
-            mc_verify_failed(run, what, "step %d: loss %g is not finite", r.step, r.loss);
-        if (s < warm) continue;
-        if (f.n == 0) memcpy(f.cat, r.peak_by_category, sizeof f.cat);
-        else if (r.peak_allocated != f.peak) f.steady = false;
-        if (r.peak_allocated > f.peak) f.peak = r.peak_allocated;
-        if (r.peak_reserved > f.reserved) f.reserved = r.peak_reserved;
-        f.t[f.n++] = r.step_time_s;
-    }
-    char e2[256];
-    const ca_allocator *a = m.mlp ? mc_workload_allocator(m.mlp) : mc_tfm_allocator(m.tfm);
-    if (ca_check_invariants(a, e2, sizeof e2) != 0)
-        mc_verify_failed(run, what, "allocator invariants: %s", e2);
-    if (!f.oom && !f.steady)
-        mc_verify_failed(run, what, "the peak differs between measured steps (not a steady state)");
-    if (m.mlp) mc_workload_destroy(m.mlp);
-    else mc_tfm_destroy(m.tfm);
-    return f;
 }
 
 /* The MLP at batch B in k micro-steps. */
@@ -147,9 +100,9 @@ static fig run_config(mc_run *run, int64_t batch, int k, int warm, int reps)
     c.precision = MC_WL_FP32;
     char what[64], err[256];
     snprintf(what, sizeof what, "B=%lld k=%d", (long long)batch, k);
-    model m = {.mlp = mc_workload_create(&c, run->on_gpu, NULL, err, sizeof err)};
+    mc_wl_model m = {.mlp = mc_workload_create(&c, run->on_gpu, NULL, err, sizeof err)};
     CHECK(m.mlp != NULL, "workload %s: %s", what, err);
-    return measure(run, m, what, warm, reps);
+    return mc_wl_measure_steady(run, m, what, warm, reps);
 }
 
 /* Seed 000's Transformer at (seq, batch) in k micro-steps of batch/k
@@ -160,18 +113,11 @@ static bool run_tfm(mc_run *run, int64_t seq, int64_t batch, int k, int warm, in
 {
     mc_tfm_config c = mc_tfm_seed000_accum(seq, batch);
     c.accum = k;
-    char what[80], err[256];
+    char what[80];
     snprintf(what, sizeof what, "transformer seq=%lld B=%lld k=%d", (long long)seq,
              (long long)batch, k);
-    model m = {.tfm = mc_tfm_create(&c, run->on_gpu, NULL, err, sizeof err)};
-    if (!m.tfm) {
-        mc_verify_failed(run, what, "the Transformer workload cannot run here: %s", err);
-        snprintf(why, why_len, "%s", err);
-        return false;
-    }
     /* its peak settles at step 3 (step 2's differs by a block's placement, in PyTorch too) */
-    *f = measure(run, m, what, warm < 2 ? 2 : warm, reps);
-    return true;
+    return mc_wl_measure_tfm(run, &c, what, warm < 2 ? 2 : warm, reps, f, why, why_len);
 }
 
 /* The rows of one point: peaks, the fixed and shrinking parts, each category. */

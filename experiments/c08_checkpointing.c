@@ -15,6 +15,7 @@
 #include "experiment.h"
 #include "stats.h"
 #include "verdict.h"
+#include "workload/steady.h"
 #include "workload/transformer.h"
 #include "workload/workload.h"
 
@@ -82,54 +83,7 @@ static const int64_t SEQ_QUICK[] = {64};
 
 /* ============================================================== one configuration */
 
-typedef struct {
-    bool oom;
-    uint64_t peak, reserved;         /* max over measured steps, bytes */
-    uint64_t act;                    /* activations live at the peak (first measured step) */
-    double *t;                       /* step times (CUDA events), s; GPU only */
-    int n;
-    bool steady;
-} fig;
-
-typedef struct {
-    mc_workload *mlp;
-    mc_tfm *tfm;
-} model;
-
-static mc_wl_status model_step(model *m, mc_workload_step_result *r)
-{
-    return m->mlp ? mc_workload_step(m->mlp, r) : mc_tfm_step(m->tfm, r);
-}
-
-/* Warm unmeasured steps (>= 1), then reps measured ones; frees the model. */
-static fig measure(mc_run *run, model m, const char *what, int warm, int reps)
-{
-    fig f = {.t = mc_xmalloc((size_t)reps * sizeof(double)), .steady = true};
-    for (int s = 0; s < warm + reps; s++) {
-        mc_workload_step_result r;
-        if (model_step(&m, &r) != MC_WL_OK) {
-            f.oom = true;
-            break;
-        }
-        if (run->on_gpu && !isfinite(r.loss))
-            mc_verify_failed(run, what, "step %d: loss %g is not finite", r.step, r.loss);
-        if (s < warm) continue;
-        if (f.n == 0) f.act = r.peak_by_category[MC_WL_ACTIVATIONS];
-        else if (r.peak_allocated != f.peak) f.steady = false;
-        if (r.peak_allocated > f.peak) f.peak = r.peak_allocated;
-        if (r.peak_reserved > f.reserved) f.reserved = r.peak_reserved;
-        f.t[f.n++] = r.step_time_s;
-    }
-    char e2[256];
-    const ca_allocator *a = m.mlp ? mc_workload_allocator(m.mlp) : mc_tfm_allocator(m.tfm);
-    if (ca_check_invariants(a, e2, sizeof e2) != 0)
-        mc_verify_failed(run, what, "allocator invariants: %s", e2);
-    if (!f.oom && !f.steady)
-        mc_verify_failed(run, what, "the peak differs between measured steps (not a steady state)");
-    if (m.mlp) mc_workload_destroy(m.mlp);
-    else mc_tfm_destroy(m.tfm);
-    return f;
-}
+typedef mc_wl_steady fig; /* workload/steady.h */
 
 /* The MLP at depth L: plain (ckpt false, segments 0), per pair (ckpt), or
  * checkpoint_sequential with `segments` segments. */
@@ -145,9 +99,9 @@ static fig run_mlp(mc_run *run, int layers, bool ckpt, int segments, int warm, i
     c.checkpoint_segments = segments;
     char what[64], err[256];
     snprintf(what, sizeof what, "L=%d %s S=%d", layers, ckpt ? "checkpoint" : "", segments);
-    model m = {.mlp = mc_workload_create(&c, run->on_gpu, NULL, err, sizeof err)};
+    mc_wl_model m = {.mlp = mc_workload_create(&c, run->on_gpu, NULL, err, sizeof err)};
     CHECK(m.mlp != NULL, "workload %s: %s", what, err);
-    return measure(run, m, what, warm, reps);
+    return mc_wl_measure_steady(run, m, what, warm, reps);
 }
 
 /* Seed 000's Transformer at sequence `seq`, plain or every layer
@@ -158,16 +112,9 @@ static bool run_tfm(mc_run *run, int64_t seq, bool ckpt, int warm, int reps, fig
 {
     mc_tfm_config c = mc_tfm_seed000_accum(seq, TFM_BATCH);
     c.checkpoint = ckpt;
-    char what[80], err[256];
+    char what[80];
     snprintf(what, sizeof what, "transformer seq=%lld %s", (long long)seq, ckpt ? "checkpoint" : "plain");
-    model m = {.tfm = mc_tfm_create(&c, run->on_gpu, NULL, err, sizeof err)};
-    if (!m.tfm) {
-        mc_verify_failed(run, what, "the Transformer workload cannot run here: %s", err);
-        snprintf(why, why_len, "%s", err);
-        return false;
-    }
-    *f = measure(run, m, what, warm, reps);
-    return true;
+    return mc_wl_measure_tfm(run, &c, what, warm, reps, f, why, why_len);
 }
 
 static bool in_band(double x, double lo, double hi)
@@ -205,7 +152,7 @@ static void emit_fig(mc_run *run, const char *var, const char *param, double x, 
     mc_emit_value(run, var, param, x, "peak_allocated", "bytes", (double)f->peak,
                   "max_memory_allocated of a step >= 2");
     mc_emit_value(run, var, param, x, "peak_reserved", "bytes", (double)f->reserved, "");
-    mc_emit_value(run, var, param, x, "peak_activations", "bytes", (double)f->act,
+    mc_emit_value(run, var, param, x, "peak_activations", "bytes", (double)f->cat[MC_WL_ACTIVATIONS],
                   "activations live at the peak");
     if (run->on_gpu) {
         *ts = mc_stats_of(f->t, (size_t)f->n);
@@ -295,7 +242,7 @@ static void run_mlp_sweep(mc_run *run, bool quick, int warm, int reps, tally *pa
             free(g.t);
         }
         if (!p.oom && !c.oom) {
-            double share = (double)p.act / (double)p.peak;
+            double share = (double)p.cat[MC_WL_ACTIVATIONS] / (double)p.peak;
             mc_emit_value(run, "plain", "layers", L, "activation_share", "ratio", share,
                           "activations / peak at the plain peak: the most any recomputation saves");
             share_min = fmin(share_min, share);
@@ -343,7 +290,7 @@ static bool run_tfm_sweep(mc_run *run, bool quick, int warm, int reps, tally *t,
         emit_fig(run, "transformer plain", "seq", x, &p, &tp);
         double over, saving = compare(run, t, "transformer checkpoint", "seq", x, &p, &tp, &c, &over);
         if (!p.oom && !c.oom) {
-            double share = (double)p.act / (double)p.peak;
+            double share = (double)p.cat[MC_WL_ACTIVATIONS] / (double)p.peak;
             mc_emit_value(run, "transformer plain", "seq", x, "activation_share", "ratio", share,
                           "activations / peak at the plain peak: the most any recomputation saves");
             char ov[48] = "";

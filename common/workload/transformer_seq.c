@@ -375,18 +375,7 @@ mc_tfm *mc_tfm_create_with(const mc_tfm_config *c, bool on_gpu, FILE *trace, mc_
     w->c = mc_workload_config_default();
     w->c.trace_steps = c->trace_steps;
     w->trace = trace;
-    ca_backend be;
-    if (on_gpu) {
-        w->on_gpu = true;
-        be = ca_cuda_backend();
-        w->gpu = mc_gpu_create(c->accum);
-    } else {
-        w->host = ca_host_create(c->host_capacity);
-        CHECK(w->host != NULL, "ca_host_create");
-        be = ca_host_backend(w->host);
-    }
-    w->a = ca_create(&c->alloc, be);
-    CHECK(w->a != NULL, "ca_create");
+    wl_open_allocator(w, &c->alloc, on_gpu, c->host_capacity, c->accum);
     tfm_build_params(T);
     wl_trace(w, "# memclaims-trace v1");
     wl_trace(w, "# build/workload's requests: %s d_model=%lld heads=%lld enc=%lld dec=%lld ff=%lld "

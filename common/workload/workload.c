@@ -232,6 +232,23 @@ void mc_workload_live_by_category(const mc_workload *w, uint64_t out[MC_WL_NCAT]
 
 /* ------------------------------------------------------------ life cycle */
 
+void wl_open_allocator(mc_workload *w, const ca_config *alloc, bool on_gpu, uint64_t host_capacity,
+                       int micro_steps)
+{
+    ca_backend be;
+    w->on_gpu = on_gpu;
+    if (on_gpu) {
+        be = ca_cuda_backend();
+        w->gpu = mc_gpu_create(micro_steps);
+    } else {
+        w->host = ca_host_create(host_capacity);
+        CHECK(w->host != NULL, "ca_host_create");
+        be = ca_host_backend(w->host);
+    }
+    w->a = ca_create(alloc, be);
+    CHECK(w->a != NULL, "ca_create");
+}
+
 mc_workload *mc_workload_create(const mc_workload_config *c, bool on_gpu, FILE *trace,
                                 char *err, size_t len)
 {
@@ -246,17 +263,7 @@ mc_workload *mc_workload_create(const mc_workload_config *c, bool on_gpu, FILE *
     w->mb = c->batch / c->accum;
     w->es = c->precision == MC_WL_FP32 ? 4 : 2;
     w->scale_host = 65536.0; /* GradScaler init_scale */
-    ca_backend be;
-    if (on_gpu) {
-        be = ca_cuda_backend();
-        w->gpu = mc_gpu_create(c->accum);
-    } else {
-        w->host = ca_host_create(c->host_capacity);
-        CHECK(w->host != NULL, "ca_host_create");
-        be = ca_host_backend(w->host);
-    }
-    w->a = ca_create(&c->alloc, be);
-    CHECK(w->a != NULL, "ca_create");
+    wl_open_allocator(w, &c->alloc, on_gpu, c->host_capacity, c->accum);
     w->ly = calloc((size_t)w->L, sizeof *w->ly);
     CHECK(w->ly != NULL, "out of host memory");
     for (int l = 0; l < w->L; l++) {

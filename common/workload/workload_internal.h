@@ -100,6 +100,11 @@ int wl_alloc(mc_workload *w, wl_t *t, uint64_t bytes, mc_wl_category cat, bool k
 void wl_free(mc_workload *w, wl_t *t);
 /* The step's figures from the allocator's statistics and the peak's categories. */
 void wl_fill_stats(const mc_workload *w, mc_workload_step_result *r);
+/* The allocator model over the CUDA backend (on_gpu: with the GPU's streams,
+ * handles and events for micro_steps losses) or over a host device of
+ * host_capacity bytes. */
+void wl_open_allocator(mc_workload *w, const ca_config *alloc, bool on_gpu, uint64_t host_capacity,
+                       int micro_steps);
 void wl_move(mc_workload *w, wl_t *dst, wl_t *src);   /* dst takes src's block */
 void wl_trace(mc_workload *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool wl_tracing(const mc_workload *w);

@@ -7,6 +7,12 @@ failed=0
 pass() { passed=$((passed + 1)); echo "PASS: $1"; }
 failure() { failed=$((failed + 1)); echo "FAIL: $1"; [ -n "${2:-}" ] && echo "      $2"; }
 
+# no_model_checks: for scripts that compare experiments' figures, not the
+# allocator's internal state. Its invariant walk after every operation (on
+# in the test build) costs seconds per Transformer run under ASan, and
+# test_transformer_seq and the unit tests walk it over every configuration.
+no_model_checks() { export MEMCLAIMS_MODEL_CHECKS=0; }
+
 # check WHAT CMD...: passes when CMD exits 0.
 check() {
     local what=$1; shift

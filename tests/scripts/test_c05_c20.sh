@@ -13,11 +13,7 @@ root=$(cd "$here/../.." && pwd)
 . "$here/lib.sh"
 build=${1:-build/san}
 export CUDA_VISIBLE_DEVICES=""
-# The experiments' figures are compared here, not the allocator's internal
-# state: its invariant walk after every operation (on in the test build)
-# costs seconds per Transformer run under ASan, and test_transformer_seq and
-# the unit tests walk it over every configuration already.
-export MEMCLAIMS_MODEL_CHECKS=0
+no_model_checks
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 c05=$build/c05_mixed_precision

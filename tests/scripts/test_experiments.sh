@@ -11,11 +11,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build/san}
 # Hide any GPU so the waiver path is what runs, also on a CUDA machine.
 export CUDA_VISIBLE_DEVICES=""
-# The experiments' figures are compared here, not the allocator's internal
-# state: its invariant walk after every operation (on in the test build)
-# costs seconds per Transformer run under ASan, and test_transformer_seq and
-# the unit tests walk it over every configuration already.
-export MEMCLAIMS_MODEL_CHECKS=0
+no_model_checks
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # --help, --list and bad input stop at argument parsing: there LeakSanitizer
