@@ -54,19 +54,19 @@ else
 Q := @
 endif
 
-CPPFLAGS  := -Icommon -I$(CUDA_HOME)/include -MMD -MP
+CPPFLAGS  := -Icommon -Iexperiments -I$(CUDA_HOME)/include -MMD -MP
 CFLAGS    := -std=c11 -Wall -Wextra $(OPT) $(SANFLAGS)
 comma     := ,
 empty     :=
 space     := $(empty) $(empty)
 # C++ warns when a designated initializer leaves a member out; descriptors
 # (mc_experiment) leave optional members out by design, as C allows.
-NVCCFLAGS := $(CUDA_ARCH_FLAGS) -std=c++17 $(OPT) -Icommon -MMD -MP \
+NVCCFLAGS := $(CUDA_ARCH_FLAGS) -std=c++17 $(OPT) -Icommon -Iexperiments -MMD -MP \
              -Xcompiler $(subst $(space),$(comma),-Wall -Wextra -Wno-missing-field-initializers $(strip $(SANFLAGS)))
 LDFLAGS   := -Wl,--as-needed $(SANFLAGS) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
 LDLIBS    := -lcjson -lcudart_static -lm -lpthread -ldl -lrt
 
-# NCCL, for C24's GPU run (common/workload/sharded_gpu.cu). NCCL_HOME is a
+# NCCL, for C24's GPU run (common/workload/sharded/sharded_gpu.cu). NCCL_HOME is a
 # folder with include/nccl.h and lib/libnccl.so*; unset, the pip package
 # PyTorch ships it in is looked for under python3's `nvidia` namespace
 # (nvidia/nccl/, or nvidia/<cuXX>/ in newer wheels). Without nccl.h
@@ -82,9 +82,15 @@ NVCCFLAGS += -DMC_HAVE_NCCL -I$(NCCL_HOME)/include
 LDLIBS    += -L$(NCCL_HOME)/lib -Wl,-rpath,$(NCCL_HOME)/lib -l:$(NCCL_LIB)
 endif
 
-COMMON_SRC := $(wildcard common/*.c common/*.cu common/alloc/*.c common/alloc/*.cu \
-                          common/workload/*.c common/workload/*.cu)
+# The library, one folder a layer (README "Layout"); experiments/support/ holds
+# helpers of one or two experiments, linked into experiments and tests only.
+LIB_DIRS   := common common/results common/alloc common/trace common/workload \
+              common/workload/core common/workload/mlp common/workload/transformer \
+              common/workload/sharded
+COMMON_SRC := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c $(d)/*.cu))
 COMMON_OBJ := $(patsubst %,$(BUILD)/obj/%.o,$(COMMON_SRC))
+SUPPORT_SRC := $(wildcard experiments/support/*.c experiments/support/*.cu)
+SUPPORT_OBJ := $(patsubst %,$(BUILD)/obj/%.o,$(SUPPORT_SRC))
 EXP_SRC    := $(sort $(wildcard experiments/c[0-9][0-9]_*.c experiments/c[0-9][0-9]_*.cu))
 EXP_BIN    := $(patsubst experiments/%,$(BUILD)/%,$(basename $(EXP_SRC)))
 TOOL_SRC   := $(wildcard tools/*.c tools/*.cu)
@@ -92,6 +98,7 @@ TOOL_BIN   := $(patsubst tools/%,$(BUILD)/%,$(basename $(TOOL_SRC)))
 TEST_SRC   := $(wildcard tests/test_*.c)
 TEST_BIN   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 LIB        := $(BUILD)/libmemclaims.a
+SUPPORT_LIB := $(BUILD)/libsupport.a
 
 .PHONY: all help test test-build test-gpu run-all plots report compare readme whatif bench fuzz deps clean
 .DEFAULT_GOAL := all
@@ -132,7 +139,11 @@ $(LIB): $(COMMON_OBJ)
 	@$(if $(Q),echo "  AR    $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/c%: $(BUILD)/obj/experiments/c%.o $(LIB)
+$(SUPPORT_LIB): $(SUPPORT_OBJ)
+	@$(if $(Q),echo "  AR    $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/c%: $(BUILD)/obj/experiments/c%.o $(SUPPORT_LIB) $(LIB)
 	@$(if $(Q),echo "  LINK  $@")
 	$(Q)$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
@@ -140,7 +151,7 @@ $(BUILD)/%: $(BUILD)/obj/tools/%.o $(LIB)
 	@$(if $(Q),echo "  LINK  $@")
 	$(Q)$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(BUILD)/tests/%: $(BUILD)/obj/tests/%.c.o $(LIB)
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.c.o $(SUPPORT_LIB) $(LIB)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LINK  $@")
 	$(Q)$(CXX) $(LDFLAGS) $^ -lcmocka $(LDLIBS) -o $@

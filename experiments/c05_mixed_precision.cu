@@ -1,9 +1,9 @@
 /* c05_mixed_precision.cu: C05. The suite's training workloads in fp32 and in
  * mixed precision (fp16 with GradScaler, bf16; autocast compute over fp32
- * master weights) over batch size: the MLP (common/workload/workload.h) at a
+ * master weights) over batch size: the MLP (common/workload/mlp/mlp.h) at a
  * weight-bound and an activation-bound shape, and seed 000's own model,
  * nn.Transformer(d_model=512, batch_first=True) on (B, 100, 512)
- * (common/workload/transformer.h): peak allocated, reserved, live bytes per
+ * (common/workload/transformer/tfm.h): peak allocated, reserved, live bytes per
  * category at the peak, step time, and on a GPU the cuBLAS GEMM throughput
  * behind the MLP's step time (the forward GEMM of one layer, measured alone). */
 #include <math.h>
@@ -23,8 +23,8 @@
 #include "experiment.h"
 #include "stats.h"
 #include "verdict.h"
-#include "workload/transformer.h"
-#include "workload/workload.h"
+#include "workload/transformer/tfm.h"
+#include "workload/mlp/mlp.h"
 
 static bool sgd_opt = false;
 

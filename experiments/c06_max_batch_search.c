@@ -16,7 +16,7 @@
 #include "clock.h"
 #include "experiment.h"
 #include "stats.h"
-#include "workload/workload.h"
+#include "workload/mlp/mlp.h"
 
 static uint64_t limit_opt = 0; /* 0: 2 GiB, or 512 MiB with --quick */
 

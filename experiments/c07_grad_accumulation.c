@@ -1,8 +1,8 @@
 /* c07_grad_accumulation: C07. Peak memory of one training step of batch B
  * taken in one go vs in k micro-steps of B/k (gradient accumulation), over B
  * and k, on the suite's two training workloads: the MLP (common/workload/
- * workload.h) and seed 000's own model, nn.Transformer(d_model=256)
- * (common/workload/transformer.h), with the part of the peak that does not
+ * mlp.h) and seed 000's own model, nn.Transformer(d_model=256)
+ * (common/workload/transformer/tfm.h), with the part of the peak that does not
  * shrink with the micro-batch, and what seed 000's own code computes. */
 #include <math.h>
 #include <stdint.h>
@@ -14,9 +14,9 @@
 #include "check.h"
 #include "experiment.h"
 #include "stats.h"
-#include "workload/steady.h"
-#include "workload/transformer.h"
-#include "workload/workload.h"
+#include "support/steady.h"
+#include "workload/transformer/tfm.h"
+#include "workload/mlp/mlp.h"
 
 static const mc_experiment EXP = {
     .claim = "C07",

@@ -3,7 +3,7 @@
  * checkpointed per Linear+ReLU pair and in segments of several layers (as
  * torch.utils.checkpoint.checkpoint_sequential does), and seed 000's
  * nn.Transformer checkpointed per layer, over the sequence length
- * (common/workload/workload.h, transformer.h). */
+ * (common/workload/mlp/mlp.h, tfm.h). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,9 +15,9 @@
 #include "experiment.h"
 #include "stats.h"
 #include "verdict.h"
-#include "workload/steady.h"
-#include "workload/transformer.h"
-#include "workload/workload.h"
+#include "support/steady.h"
+#include "workload/transformer/tfm.h"
+#include "workload/mlp/mlp.h"
 
 static const mc_experiment EXP = {
     .claim = "C08",

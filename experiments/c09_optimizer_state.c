@@ -1,5 +1,5 @@
 /* c09_optimizer_state: C09. What Adam costs beside SGD and SGD with momentum,
- * through the allocator: the training workload (workload.h, PyTorch 2.11's
+ * through the allocator: the training workload (mlp.h, PyTorch 2.11's
  * request order, foreach optimizers) at a few widths, each optimizer's steady
  * step (step >= 2) and its first step (where the state is created), the
  * peak split by category and put per parameter. */
@@ -11,7 +11,7 @@
 
 #include "check.h"
 #include "experiment.h"
-#include "workload/workload.h"
+#include "workload/mlp/mlp.h"
 
 static int batch_opt = 512;
 static int layers_opt = 4;

@@ -17,7 +17,7 @@
 #include "pattern.h"
 #include "pattern_read.cuh"
 #include "sampler.h"
-#include "workload/prefetch_pattern.h"
+#include "support/prefetch_pattern.h"
 
 static int batches_opt = 0;         /* 0: 16, or 4 with --quick */
 static uint64_t batch_bytes_opt = 0; /* 0: 32 MiB, or 8 MiB with --quick */
@@ -48,7 +48,7 @@ static const mc_experiment EXP = {
               "more (up to 4x as many) until the robust spread (1.4826*MAD/median) of each is under "
               "2% or 1 s (rounds: 3 s) has passed. "
               "Then seed 002's PrefetchLoader on the allocator model's per-stream pools "
-              "(common/workload/prefetch_pattern.h): each batch's buffer is a block allocated on the "
+              "(experiments/support/prefetch_pattern.h): each batch's buffer is a block allocated on the "
               "side stream's pool, the loop drops the previous batch after prefetching the next, and "
               "the compute runs 4x the copy's length; variants pool_serial, "
               "pool_seed_no_record_stream (the dropped block returns to the side pool at once), "

@@ -1,7 +1,7 @@
 /* c20_memory_breakdown: C20. What the training peak is made of, over batch
- * size: the training workloads with fp32 Adam, the MLP (workload.h) at two
+ * size: the training workloads with fp32 Adam, the MLP (mlp.h) at two
  * shapes and seed 000's nn.Transformer(d_model=512, batch_first=True) on
- * (B, 100, 512) (transformer.h), the steady step's max_memory_allocated split
+ * (B, 100, 512) (tfm.h), the steady step's max_memory_allocated split
  * into weights, grads, optimizer state (with its foreach temporaries),
  * activations, cuBLAS workspaces and other, and the activations' share of it. */
 #include <math.h>
@@ -12,8 +12,8 @@
 
 #include "check.h"
 #include "experiment.h"
-#include "workload/transformer.h"
-#include "workload/workload.h"
+#include "workload/transformer/tfm.h"
+#include "workload/mlp/mlp.h"
 
 static const mc_experiment EXP = {
     .claim = "C20",

@@ -1,5 +1,5 @@
 /* c21_leak_detection: C21. Does "memory past 1.5x a baseline" tell a leak
- * from a healthy loop? Three loops of the training workload (workload.h, fp32
+ * from a healthy loop? Three loops of the training workload (mlp.h, fp32
  * Adam, PyTorch 2.11's request order): clean, and two that keep something
  * alive every iteration. memory_allocated and memory_reserved after every
  * iteration; the 1.5x rule with three baselines, and a growth rule. */
@@ -12,7 +12,7 @@
 #include "alloc/alloc_probe.h"
 #include "check.h"
 #include "experiment.h"
-#include "workload/workload.h"
+#include "workload/mlp/mlp.h"
 
 static int iters_opt = 0; /* 0: 50, or 20 with --quick */
 

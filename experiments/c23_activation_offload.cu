@@ -4,7 +4,7 @@
  * Transformer (seed 000's nn.Transformer(d_model=256) on (64, 100, 256),
  * fp32, Adam, and two other batches) with saved activations kept or
  * offloaded as save_on_cpu(pin_memory=True) (build/workload --offload,
- * common/workload/transformer_offload.c). And a compact MLP training step of
+ * common/workload/transformer/tfm_offload.c). And a compact MLP training step of
  * its own (fp32, L bias-free Linear+ReLU layers of width H, MSE, SGD), every
  * device tensor taken from the allocator model, in three variants:
  *   keep            saved activations stay on the device
@@ -15,7 +15,7 @@
  *   offload_serial  the same copies on the compute stream, none overlapped,
  *                   as torch.autograd.graph.save_on_cpu(pin_memory=True) does
  * The step itself, its kernels and its copies are in common/offload_mlp.cu
- * (the workload library, workload.h, has no offload mode); this file holds
+ * (the workload library, mlp.h, has no offload mode); this file holds
  * the sweep over batches, the pinned copy bandwidth, the check of the
  * gradients against keep's, the rows, findings and verdict. */
 #include <math.h>
@@ -32,8 +32,8 @@
 #include "event_timer.h"
 #include "experiment.h"
 #include "gate.h"
-#include "workload/offload_mlp.h"
-#include "workload/transformer.h"
+#include "support/offload_mlp.h"
+#include "workload/transformer/tfm.h"
 
 static int layers_opt = 8;
 static int width_opt = 2048;

@@ -2,7 +2,7 @@
  * cut memory per GPU by up to 10x?
  *
  * The training workload (an MLP, fp32) under DDP, ZeRO-2 and FSDP as
- * PyTorch 2.11 runs them (common/workload/sharded_seq.h: the request order
+ * PyTorch 2.11 runs them (common/workload/sharded/sharded_seq.h: the request order
  * of DDP's Reducer and FSDP2's fully_shard): per-rank peak allocated
  * predicted by the allocator model for N = 1..64 ranks (no GPU needed), and
  * on N GPUs (--gpus, default 2) each rank's measured peak and the device
@@ -15,8 +15,8 @@
 
 #include "check.h"
 #include "experiment.h"
-#include "workload/sharded_gpu.h"
-#include "workload/sharded_seq.h"
+#include "workload/sharded/sharded_gpu.h"
+#include "workload/sharded/sharded_seq.h"
 
 static int layers_opt = 8;
 static int batch_opt = 32;

@@ -1,7 +1,7 @@
 /* c25_compile_fusion: C25. What fusing a Transformer's elementwise chains
  * saves, memory and time: the suite's Transformer trained eagerly (one
  * kernel per op, PyTorch 2.11's requests) against the same model with its
- * chains in one kernel each (build/workload --fused: transformer_fused.c),
+ * chains in one kernel each (build/workload --fused: tfm_fused_ops.c),
  * what torch.compile's Inductor does with them; PyTorch's own eager and
  * torch.compile figures for the same models, recorded on the device by
  * tests/torch/compile_reference.py, beside them. */
@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "csv_read.h"
+#include "results/csv_read.h"
 #include "experiment.h"
-#include "workload/transformer.h"
+#include "workload/transformer/tfm.h"
 
 static const char *pytorch_dir = NULL; /* NULL: tests/fixtures/compile */
 

@@ -33,7 +33,7 @@
 #include "check.h"
 #include "child.h"
 #include "clock.h"
-#include "dataset_file.h"
+#include "support/dataset_file.h"
 #include "experiment.h"
 
 static uint64_t size_opt = 0;          /* 0: 512 MiB, --quick 64 MiB */

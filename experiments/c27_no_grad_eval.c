@@ -1,5 +1,5 @@
 /* c27_no_grad_eval: C27. What torch.no_grad() saves when evaluating: the
- * forward pass of each workload (workload_forward.h; the MLP today) with
+ * forward pass of each workload (mlp_forward.h; the MLP today) with
  * autograd's saved tensors kept, as a forward outside no_grad keeps them
  * until the graph goes, and under no_grad, where a layer's input goes as soon
  * as the next layer has its output; peak allocated over batch size, through
@@ -13,8 +13,8 @@
 #include "alloc/alloc_probe.h"
 #include "check.h"
 #include "experiment.h"
-#include "workload/workload.h"
-#include "workload/workload_forward.h"
+#include "workload/mlp/mlp.h"
+#include "workload/mlp/mlp_forward.h"
 
 static const mc_experiment EXP = {
     .claim = "C27",

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dataset_file.h"
+#include "support/dataset_file.h"
 #include "test_util.h"
 
 #define SEED 42ULL

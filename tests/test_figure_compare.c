@@ -1,4 +1,4 @@
-/* Tests of common/figure_compare.c: the same / higher / lower / ambiguous
+/* Tests of common/results/figure_compare.c: the same / higher / lower / ambiguous
  * rule of build/compare on crafted pairs, its edges (exact figures, zero
  * medians, sign changes) and the spread it uses. */
 #include <setjmp.h>
@@ -9,7 +9,7 @@
 
 #include <math.h>
 
-#include "figure_compare.h"
+#include "results/figure_compare.h"
 #include "test_util.h"
 
 static mc_figure fig(double median, double min, double max)

@@ -11,7 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "workload/mlp_host_ref.h"
+#include "workload/mlp/mlp_host_ref.h"
 #include "test_util.h"
 
 static void finite_differences(void **state)

@@ -1,4 +1,4 @@
-/* Tests of the trace replay (common/alloc/replay.c): the exact CSV for a
+/* Tests of the trace replay (common/trace/replay.c): the exact CSV for a
  * small trace worked out by hand, the effect of the trace's addresses on a
  * tie-break, a free of an id whose request ran out of memory, an output that
  * cannot be written; v2: the exact summary of a trace with a preloaded
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc/replay.h"
+#include "trace/replay.h"
 
 /* Replays text; returns ca_replay's result, the CSV in out (static). */
 static int replay_text(const char *text, ca_replay_opts o, const char **out, ca_replay_result *res,

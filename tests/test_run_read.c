@@ -1,4 +1,4 @@
-/* Tests of common/csv_read.c and common/run_read.c: splitting the suite's
+/* Tests of common/results/csv_read.c and common/results/run_read.c: splitting the suite's
  * CSV lines, parsing its numbers, reading run folders (the crafted fixture
  * runs in tests/fixtures/results/), telling an interrupted run, and one
  * clear error for what is not a run or is malformed. Run from the repo root
@@ -16,8 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "csv_read.h"
-#include "run_read.h"
+#include "results/csv_read.h"
+#include "results/run_read.h"
 #include "test_util.h"
 
 #define FIXTURES "tests/fixtures/results"

@@ -13,9 +13,9 @@
 #include <string.h>
 
 #include "test_util.h"
-#include "workload/sharded_plan.h"
-#include "workload/sharded_seq.h"
-#include "workload/workload.h"
+#include "workload/sharded/sharded_plan.h"
+#include "workload/sharded/sharded_seq.h"
+#include "workload/mlp/mlp.h"
 
 #define MIB (1ULL << 20)
 #define WS (32 * MIB + MIB + 32 * MIB) /* cuBLAS forward + cuBLASLt forward + cuBLAS backward */

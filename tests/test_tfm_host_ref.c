@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "workload/tfm_host_ref.h"
-#include "workload/tfm_rng.h"
+#include "workload/transformer/tfm_host_ref.h"
+#include "workload/transformer/tfm_rng.h"
 #include "test_util.h"
 
 static double rnd(uint64_t *s)

@@ -1,4 +1,4 @@
-/* Tests of the Transformer's dropout generator (common/workload/tfm_rng.h):
+/* Tests of the Transformer's dropout generator (common/workload/transformer/tfm_rng.h):
  * Philox4x32-10 against Random123's known-answer vectors, the keep rate
  * against 1 - p, the threshold's edges, and independence of offsets. */
 #include <setjmp.h>
@@ -9,7 +9,7 @@
 
 #include <math.h>
 
-#include "workload/tfm_rng.h"
+#include "workload/transformer/tfm_rng.h"
 #include "test_util.h"
 
 /* Random123 kat_vectors, philox4x32 10 rounds: counter, key, result. */

@@ -1,4 +1,4 @@
-/* Tests of the trace parser (common/alloc/trace.c, v1 and v2): well-formed traces in every
+/* Tests of the trace parser (common/trace/trace.c, v1 and v2): well-formed traces in every
  * allowed form, and each kind of malformed line with its exact
  * "TRACE:LINE: reason" message. */
 #include <setjmp.h>
@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "alloc/trace.h"
+#include "trace/trace.h"
 
 static int parse(ca_trace *t, const char *text, char *err, size_t len)
 {

@@ -19,7 +19,7 @@
 
 #include "alloc/alloc_model.h"
 #include "test_util.h"
-#include "workload/transformer.h"
+#include "workload/transformer/tfm.h"
 
 #define WS (32ULL << 20)  /* cuBLAS workspace of a handle on sm_90 */
 #define LTWS (1ULL << 20) /* cuBLASLt workspace */

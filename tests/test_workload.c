@@ -18,9 +18,9 @@
 
 #include "alloc/alloc_host.h"
 #include "test_util.h"
-#include "alloc/trace.h"
-#include "workload/workload.h"
-#include "workload/workload_internal.h"
+#include "trace/trace.h"
+#include "workload/mlp/mlp.h"
+#include "workload/mlp/mlp_internal.h"
 
 #define WS (32ULL << 20)   /* the cuBLAS workspace of a handle on sm_90 */
 #define LTWS (1ULL << 20)  /* the cuBLASLt workspace */

@@ -1,4 +1,4 @@
-/* Tests of the forward pass alone (workload_forward.c) without a GPU: the
+/* Tests of the forward pass alone (mlp_forward.c) without a GPU: the
  * peak, what is held when model(x) returns and after del, with and without
  * grad, against figures computed by hand from the rules (which tensors
  * autograd saves, when Sequential's rebinding drops a layer's input); OOM
@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "test_util.h"
-#include "workload/workload.h"
-#include "workload/workload_forward.h"
+#include "workload/mlp/mlp.h"
+#include "workload/mlp/mlp_forward.h"
 
 #define MIB (1ULL << 20)
 #define WS (32ULL << 20 | 1ULL << 20) /* cuBLAS (32 MiB) + cuBLASLt (1 MiB) workspaces, forward thread */

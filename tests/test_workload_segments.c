@@ -1,5 +1,5 @@
 /* Tests of the MLP workload under checkpoint_sequential
- * (cfg.checkpoint_segments, workload_segments.c), model-only: the plan
+ * (cfg.checkpoint_segments, mlp_segments.c), model-only: the plan
  * against torch/utils/checkpoint.py's arithmetic, the activations a
  * forward keeps (derived by hand from checkpoint_sequential's code), one
  * segment = the plain model request for request, the per-pair plan = the
@@ -18,8 +18,8 @@
 #include <string.h>
 
 #include "test_util.h"
-#include "workload/workload.h"
-#include "workload/workload_internal.h"
+#include "workload/mlp/mlp.h"
+#include "workload/mlp/mlp_internal.h"
 
 static mc_workload_config cfg(int layers, int segments)
 {
@@ -153,8 +153,8 @@ static void one_segment_is_plain(void **state)
     }
 }
 
-/* The per-pair plan through workload_segments.c gives cfg.checkpoint's
- * sequence (workload_seq.c, confirmed by PyTorch's traces) exactly. */
+/* The per-pair plan through mlp_segments.c gives cfg.checkpoint's
+ * sequence (mlp_seq.c, confirmed by PyTorch's traces) exactly. */
 static void pair_plan_is_checkpoint(void **state)
 {
     (void)state;

@@ -18,9 +18,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "figure_compare.h"
+#include "results/figure_compare.h"
 #include "options.h"
-#include "run_json.h"
+#include "results/run_json.h"
 
 #define CHART_MAX 30
 

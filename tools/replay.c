@@ -1,6 +1,6 @@
 /* replay: replays an allocator trace (memclaims-trace v1 or v2,
  * docs/TRACE.md) through the allocator model over the host backend, no
- * GPU, and writes CSV to stdout (columns in common/alloc/replay.h), or with
+ * GPU, and writes CSV to stdout (columns in common/trace/replay.h), or with
  * --summary one JSON object.
  *
  *   build/replay [options] TRACE|-
@@ -29,8 +29,8 @@
 #include "check.h"
 #include "clock.h"
 #include "options.h"
-#include "alloc/replay.h"
-#include "alloc/trace.h"
+#include "trace/replay.h"
+#include "trace/trace.h"
 
 static void help(FILE *fp)
 {

@@ -18,8 +18,8 @@
 
 #include "check.h"
 #include "csv.h"
-#include "run_json.h"
-#include "run_read.h"
+#include "results/run_json.h"
+#include "results/run_read.h"
 
 static int usage(const char *msg)
 {

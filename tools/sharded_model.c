@@ -1,5 +1,5 @@
 /* sharded_model: one rank's allocator figures, step by step, when the
- * training workload runs data-parallel (common/workload/sharded_seq.h), with
+ * training workload runs data-parallel (common/workload/sharded/sharded_seq.h), with
  * no GPU: the model tests/scripts/test_sharded_fixtures.sh compares with
  * PyTorch's own figures (tests/torch/fsdp_reference.py).
  *
@@ -15,7 +15,7 @@
 
 #include "check.h"
 #include "options.h"
-#include "workload/sharded_seq.h"
+#include "workload/sharded/sharded_seq.h"
 #include "workload/workload_args.h"
 
 int main(int argc, char **argv)

@@ -14,10 +14,10 @@
 #include "check.h"
 #include "check_cuda.h"
 #include "gpu.h"
-#include "workload/mlp_verify.h"
-#include "workload/tfm_verify.h"
-#include "workload/transformer.h"
-#include "workload/workload.h"
+#include "workload/mlp/mlp_verify.h"
+#include "workload/transformer/tfm_verify.h"
+#include "workload/transformer/tfm.h"
+#include "workload/mlp/mlp.h"
 #include "workload/workload_args.h"
 
 /* --arch transformer|encoder: trains on the GPU, or the model-only

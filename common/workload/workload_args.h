@@ -24,7 +24,7 @@
  *   --arch mlp|transformer|encoder                  default mlp; the Transformer's flags:
  *   --d-model --heads --enc-layers --dec-layers --ff --dropout --activation relu|gelu
  *   --norm-first --batch-first --causal --seq L --batch B --optimizer ...|adamw
- *   (transformer_args.c) */
+ *   (tfm_args.c) */
 #ifndef MC_WORKLOAD_ARGS_H
 #define MC_WORKLOAD_ARGS_H
 
@@ -32,8 +32,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "transformer.h"
-#include "workload.h"
+#include "workload/transformer/tfm.h"
+#include "workload/mlp/mlp.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -58,7 +58,7 @@ typedef struct {
 int mc_workload_parse_args(mc_workload_cli *cli, int argc, char **argv, char *err, size_t len);
 void mc_workload_usage(FILE *fp);
 
-/* transformer_args.c: --arch's value (0, or -1 when unknown); one flag of the
+/* tfm_args.c: --arch's value (0, or -1 when unknown); one flag of the
  * Transformer (0 taken, 1 not its flag, MC_EXIT_USAGE with err; took_value:
  * it consumed the next argument); the checks once all flags are read. */
 int mc_workload_parse_arch(const char *v, mc_wl_arch *arch);

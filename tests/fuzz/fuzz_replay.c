@@ -24,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc/replay.h"
-#include "alloc/trace.h"
+#include "trace/replay.h"
+#include "trace/trace.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

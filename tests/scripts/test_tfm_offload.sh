@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # build/workload --offload (the Transformer's saved activations on the host,
-# common/workload/transformer_offload.c, C23) without a GPU: at seed 000's
+# common/workload/transformer/tfm_offload.c, C23) without a GPU: at seed 000's
 # shape the step-3 peak falls and the live bytes at a step's end do not
 # change; other flag sets run with a trace build/replay accepts; bad input
 # is refused with one line.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """fsdp_reference.py: PyTorch's own per-rank memory figures for C24 (the
-training workload data-parallel over two GPUs, common/workload/sharded_seq.h).
+training workload data-parallel over two GPUs, common/workload/sharded/sharded_seq.h).
 Run it on a machine with two GPUs:
 
     python3 tests/torch/fsdp_reference.py OUTDIR [--steps 6] [--only NAME,...] [--gpus 2]

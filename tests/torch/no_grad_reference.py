@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """no_grad_reference.py: PyTorch's own figures for C27 (build/c27_no_grad_eval,
-common/workload/workload_forward.c). Run it on the GPU machine:
+common/workload/mlp/mlp_forward.c). Run it on the GPU machine:
 
     python3 tests/torch/no_grad_reference.py OUTDIR
     python3 tests/torch/no_grad_reference.py OUTDIR --only mlp_b256_grad,mlp_b256_no_grad

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """offload_reference.py: PyTorch's own figures for C23's Transformer
-(build/workload --offload, common/workload/transformer_offload.c). Run it on
+(build/workload --offload, common/workload/transformer/tfm_offload.c). Run it on
 the GPU machine:
 
     python3 tests/torch/offload_reference.py OUTDIR [--batches 50,100,200] [--steps 5]

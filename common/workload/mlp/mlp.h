@@ -1,0 +1,142 @@
+/* mlp.h: the suite's training workload (DESIGN.md "The training
+ * workload"): a stack of Linear layers (with bias) and ReLU trained with MSE
+ * on random targets, in CUDA C with cuBLAS, every tensor taken from the
+ * caching-allocator model (alloc_model.h) in the order PyTorch 2.11's eager
+ * mode requests it, so that the model's memory_allocated equals PyTorch's
+ * for the same network:
+ *
+ *   model = Sequential(Linear(in,H), ReLU(), [Linear(H,H), ReLU()] * (L-2), Linear(H,out))
+ *   [checkpoint: each Linear+ReLU pair under checkpoint(use_reentrant=False);
+ *    checkpoint_segments S: checkpoint_sequential(model, S, x, use_reentrant=False)]
+ *   opt   = SGD(lr) | SGD(lr, momentum=0.9) | Adam(lr)      (foreach, as on CUDA)
+ *   per step: reset_peak; K micro-steps of randn x, y; [autocast] forward,
+ *             mse_loss/K; backward [GradScaler]; then optimizer step, zero_grad
+ *
+ * Use:
+ *   mc_workload_config c = mc_workload_config_default();
+ *   c.layers = 4; c.in = c.width = c.out = 1024; c.batch = 256; ...
+ *   mc_workload *w = mc_workload_create(&c, on_gpu, NULL, err, sizeof err);
+ *   for (...) { mc_workload_step_result r; mc_workload_step(w, &r); ... }
+ *   mc_workload_destroy(w);
+ *
+ * on_gpu: the allocator runs over the CUDA backend (real cudaMalloc
+ * segments) and every step computes on the current device (the caller has
+ * opened it, e.g. with mc_gpu_open); otherwise the model-only mode runs the
+ * same allocation sequence over the host backend, with no GPU and no
+ * arithmetic (loss and step time are NaN).
+ *
+ * An out-of-memory (the device's, or cfg.alloc.limit_bytes as
+ * set_per_process_memory_fraction leaves it) is a result: the step returns
+ * MC_WL_OOM after releasing what the step held (as a caught OutOfMemoryError
+ * followed by zero_grad would), never a crash. Where the request sequence
+ * follows PyTorch, and where it had to guess, is said in mlp_seq.c. */
+#ifndef MC_WORKLOAD_H
+#define MC_WORKLOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "alloc/alloc_model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { MC_WL_SGD, MC_WL_MOMENTUM, MC_WL_ADAM } mc_wl_optimizer;
+typedef enum { MC_WL_FP32, MC_WL_FP16, MC_WL_BF16 } mc_wl_precision;
+typedef enum { MC_WL_OK = 0, MC_WL_OOM = 1 } mc_wl_status;
+
+/* What each allocated byte is for (the step's peak is broken down by these). */
+typedef enum {
+    MC_WL_WEIGHTS,     /* fp32 parameters */
+    MC_WL_CASTS,       /* autocast's fp16/bf16 copies of weights and biases */
+    MC_WL_GRADS,       /* parameter gradients: .grad, and their fp16/bf16 forms in flight */
+    MC_WL_OPTIMIZER,   /* momentum buffers, exp_avg, exp_avg_sq, the step's foreach temporaries */
+    MC_WL_ACTIVATIONS, /* x, y, layer outputs, their gradients, loss temporaries, input casts */
+    MC_WL_WORKSPACE,   /* cuBLAS and cuBLASLt workspaces */
+    MC_WL_OTHER,       /* scalars (loss, its gradients, GradScaler state), reduction scratch */
+    MC_WL_NCAT
+} mc_wl_category;
+
+typedef struct {
+    int layers;                 /* L >= 2 Linear layers */
+    int64_t in, width, out;     /* D, H, O features (>= 1) */
+    int64_t batch;              /* B >= 1 rows per step, divisible by accum */
+    int accum;                  /* K >= 1 micro-steps of B/K rows */
+    mc_wl_optimizer optimizer;
+    mc_wl_precision precision;  /* fp16, bf16: autocast compute, fp32 master weights */
+    bool checkpoint;            /* non-reentrant checkpoint of each Linear+ReLU pair */
+    int checkpoint_segments;    /* S >= 1: checkpoint_sequential(model, S, x, use_reentrant=False)
+                                 * over the 2L-1 modules, fp32 only, not with checkpoint;
+                                 * 0: off (the default) */
+    double lr;                  /* 0: the default (sgd and momentum 0.01, adam 1e-3) */
+    ca_config alloc;            /* allocator settings; limit_bytes is --limit */
+    uint64_t host_capacity;     /* model-only: the simulated device, bytes (default 80 GiB) */
+    int inject_overflow_step;   /* fp16: step whose gradients are made infinite (0: none) */
+    bool fixed_data;            /* every micro-step draws the same x, y (loss must fall) */
+    uint64_t seed;              /* weights and data */
+    int sm_count;               /* the GPU's SMs, for PyTorch's reduction scratch (132) */
+    int trace_steps;            /* steps written to the trace (default 2, as mlp_reference.py) */
+} mc_workload_config;
+
+typedef struct {
+    int step;                   /* 1, 2, ... */
+    mc_wl_status status;
+    bool skipped;               /* GradScaler skipped the optimizer step (inf/NaN gradients) */
+    uint64_t peak_allocated;    /* max_memory_allocated() over the step (peak reset at its start) */
+    uint64_t allocated_end;     /* memory_allocated() after zero_grad */
+    uint64_t peak_reserved, reserved_end;
+    uint64_t peak_by_category[MC_WL_NCAT]; /* live bytes of each at the peak; they sum to it */
+    double step_time_s;         /* CUDA events around the step; NaN in model-only */
+    double loss;                /* sum over micro-steps of loss/K; NaN in model-only */
+    double loss_scale;          /* GradScaler's scale after the step (1 unless fp16) */
+} mc_workload_step_result;
+
+typedef struct mc_workload mc_workload;
+
+/* No shape set (layers 0): the caller fills layers, in, width, out, batch. */
+mc_workload_config mc_workload_config_default(void);
+/* 0, or -1 with one line in err: layers < 2, a zero size, batch not
+ * divisible by accum, an allocator setting PyTorch refuses, sizes whose
+ * bytes overflow, checkpoint_segments outside 0..2L-1, with checkpoint, or
+ * with fp16/bf16 (autocast under checkpoint_sequential is not modelled). */
+int mc_workload_config_check(const mc_workload_config *c, char *err, size_t len);
+
+/* Builds the model (its parameters are the first requests). trace, if not
+ * NULL, receives the request sequence as memclaims-trace v1 (set-up and the
+ * first cfg.trace_steps steps; the caller closes it). Returns NULL with the
+ * reason in err for a bad config. Parameters that do not fit are not an
+ * error: mc_workload_setup_status says MC_WL_OOM and every step returns it. */
+mc_workload *mc_workload_create(const mc_workload_config *c, bool on_gpu, FILE *trace,
+                                char *err, size_t len);
+mc_wl_status mc_workload_setup_status(const mc_workload *w);
+/* One training step; fills r and returns r->status. */
+mc_wl_status mc_workload_step(mc_workload *w, mc_workload_step_result *r);
+/* Frees every tensor, the allocator, and on a GPU the handles and streams. */
+void mc_workload_destroy(mc_workload *w);
+
+const mc_workload_config *mc_workload_get_config(const mc_workload *w);
+const ca_allocator *mc_workload_allocator(const mc_workload *w);
+/* Bytes now live in each category (they sum to allocated_bytes.current). */
+void mc_workload_live_by_category(const mc_workload *w, uint64_t out[MC_WL_NCAT]);
+
+/* Analytic figures: parameter count sum(in*out + out), and its fp32 bytes. */
+uint64_t mc_workload_param_count(const mc_workload_config *c);
+const char *mc_wl_category_name(mc_wl_category c);   /* "weights", "casts", ... */
+const char *mc_wl_optimizer_name(mc_wl_optimizer o); /* "sgd", "momentum", "adam" */
+const char *mc_wl_precision_name(mc_wl_precision p); /* "fp32", "fp16", "bf16" */
+
+/* The CSV build/workload and tests/torch/mlp_reference.py write: the header,
+ * and one row per step (empty fields for NaN). */
+#define MC_WORKLOAD_CSV_HEADER                                                            \
+    "step,peak_allocated,allocated_end,peak_reserved,reserved_end,step_time_s,loss,"      \
+    "loss_scale,skipped,status,peak_weights,peak_casts,peak_grads,peak_optimizer,"        \
+    "peak_activations,peak_workspace,peak_other"
+void mc_workload_csv_row(FILE *fp, const mc_workload_step_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,324 @@
+/* sharded_seq.c: the requests of one rank's data-parallel training step, in
+ * PyTorch 2.11's order (sharded_seq.h says where each wrapper's requests
+ * come from). The single-GPU part follows mlp_seq.c's rules for fp32,
+ * one micro-step, no checkpointing, request for request (the test checks
+ * plain mode against build/workload's model); the wrappers' requests sit at
+ * the points their hooks run:
+ *
+ * - FSDP2 pre-forward hook of Linear l: all-gather, copy-out; post-forward:
+ *   reshard. Pre-backward (a tensor hook on the Linear's output, run before
+ *   AddmmBackward0): copy-out, then prefetch of layer l-1. Post-backward
+ *   (RegisterPostBackwardFunction on the Linear's input, whose node runs
+ *   after the parameters' AccumulateGrad nodes): reshard, reduce-scatter.
+ * - DDP: AccumulateGrad's post hook copies each gradient into its bucket and
+ *   launches the bucket's all-reduce when the bucket is complete; the final
+ *   callback copies the buckets back into .grad. No request is made. */
+#include <stdio.h>
+
+#include "sharded_internal.h"
+#include "workload/mlp/mlp_internal.h"
+
+#define CUBLAS_WS_BYTES (32ULL << 20) /* as mlp_seq.c: getChosenWorkspaceSize on sm_90 */
+#define CUBLASLT_WS_BYTES (1ULL << 20) /* as mlp_seq.c: cuBLASLt workspace */
+
+#undef A
+#undef F
+#define A(t, bytes)                                          \
+    do {                                                     \
+        if (sh_alloc(r, &(t), (uint64_t)(bytes)) != 0) return -1; \
+    } while (0)
+#define F(t) sh_free(r, &(t))
+
+static void comm(mc_sh_run *r, const mc_sh_comm *c)
+{
+    if (r->hooks.comm) r->hooks.comm(r->hooks.ctx, c);
+}
+
+/* ------------------------------------------------------------ FSDP2 hooks */
+
+static void fill_shapes(const mc_sh_run *r, int l, mc_sh_comm *c)
+{
+    c->layer = l;
+    c->rows[0] = c->rows[1] = r->ly[l].out;
+    c->cols[0] = r->ly[l].in;
+    c->cols[1] = 1;
+}
+
+/* FSDPParamGroup.unshard: the all-gather output (none when N = 1). */
+static int fsdp_unshard(mc_sh_run *r, int l)
+{
+    sh_layer *y = &r->ly[l];
+    if (r->c.world == 1 || y->ag.addr || y->uW.addr) return 0; /* N=1, prefetched, or unsharded */
+    A(y->ag, (uint64_t)r->c.world * (sh_shard_bytes(r, l, false) + sh_shard_bytes(r, l, true)));
+    return 0;
+}
+
+/* wait_for_unshard: copy-out into each parameter's unsharded storage (W,
+ * then b), then the all-gather output freed: in forward the previous layer's
+ * (deferred to here), in backward this layer's. Under ZeRO-2 the last
+ * layer's copy-out is the step's peak: every layer is unsharded by then. */
+static int fsdp_wait_unshard(mc_sh_run *r, int l, bool forward)
+{
+    sh_layer *y = &r->ly[l];
+    if (y->uW.addr) return 0; /* zero2 in backward: still unsharded */
+    A(y->uW, (uint64_t)r->c.world * sh_shard_bytes(r, l, false));
+    A(y->ub, (uint64_t)r->c.world * sh_shard_bytes(r, l, true));
+    mc_sh_comm c = {.kind = MC_SH_ALLGATHER, .dst = y->ag.addr, .dst_bytes = y->ag.bytes,
+                    .src = {y->W.addr, y->b.addr}, .src_bytes = {y->W.bytes, y->b.bytes},
+                    .out = {y->uW.addr, y->ub.addr}, .out_bytes = {y->uW.bytes, y->ub.bytes}};
+    fill_shapes(r, l, &c);
+    comm(r, &c);
+    if (forward && r->ag_state) { /* the previous layer's, after this copy-out */
+        F(*r->ag_state);
+        r->ag_state = NULL;
+    }
+    if (forward && r->c.world > 1) r->ag_state = &y->ag;
+    else F(y->ag);
+    return 0;
+}
+
+static void fsdp_reshard(mc_sh_run *r, int l)
+{
+    F(r->ly[l].uW);
+    F(r->ly[l].ub);
+}
+
+/* post_backward: reshard, the previous reduce-scatter input freed, this
+ * layer's made, the unsharded grads freed after chunk_cat, reduce_output
+ * made (it holds the sharded grads). */
+static int fsdp_post_backward(mc_sh_run *r, int l)
+{
+    sh_layer *y = &r->ly[l];
+    fsdp_reshard(r, l);
+    if (r->rs_state) {
+        F(*r->rs_state);
+        r->rs_state = NULL;
+    }
+    const uint64_t shard = sh_shard_bytes(r, l, false) + sh_shard_bytes(r, l, true);
+    A(y->rs_in, (uint64_t)r->c.world * shard);
+    mc_sh_comm c = {.kind = MC_SH_REDUCE_SCATTER, .dst = y->rs_in.addr, .dst_bytes = y->rs_in.bytes,
+                    .src = {y->gW.addr, y->gb.addr}, .src_bytes = {y->gW.bytes, y->gb.bytes}};
+    fill_shapes(r, l, &c);
+    comm(r, &c); /* the copy-in (chunk_cat) only reads the grads */
+    F(y->gW);
+    F(y->gb);
+    A(y->rs_out, shard);
+    c.out[0] = y->rs_out.addr;
+    c.out_bytes[0] = y->rs_out.bytes;
+    c.src[0] = c.src[1] = 0; /* second call: the reduce-scatter itself */
+    comm(r, &c);
+    r->rs_state = &y->rs_in;
+    return 0;
+}
+
+/* ------------------------------------------------------------ DDP hooks */
+
+/* AccumulateGrad's post hook: into the bucket; all-reduce a full bucket. */
+static void ddp_ready(mc_sh_run *r, int l, bool bias)
+{
+    if (r->c.mode != MC_SH_DDP) return;
+    sh_layer *y = &r->ly[l];
+    int b = y->bucket_of[bias];
+    const sh_t *g = bias ? &y->gb : &y->gW;
+    mc_sh_comm c = {.kind = MC_SH_COPY_TO_BUCKET, .layer = l, .dst = r->bucket[b].addr + y->bucket_off[bias],
+                    .dst_bytes = g->bytes, .src = {g->addr, 0}, .src_bytes = {g->bytes, 0}};
+    comm(r, &c);
+    if (--r->bucket_left[b] == 0) {
+        mc_sh_comm ar = {.kind = MC_SH_ALLREDUCE, .layer = b, .dst = r->bucket[b].addr,
+                         .dst_bytes = r->bucket[b].bytes};
+        comm(r, &ar);
+    }
+}
+
+/* finalize_backward: copy_bucket_to_grad for every parameter. */
+static void ddp_finalize(mc_sh_run *r)
+{
+    if (r->c.mode != MC_SH_DDP) return;
+    for (int l = 0; l < r->L; l++)
+        for (int bias = 0; bias < 2; bias++) {
+            sh_layer *y = &r->ly[l];
+            const sh_t *g = bias ? &y->gb : &y->gW;
+            mc_sh_comm c = {.kind = MC_SH_COPY_FROM_BUCKET, .layer = l, .dst = g->addr,
+                            .dst_bytes = g->bytes,
+                            .src = {r->bucket[y->bucket_of[bias]].addr + y->bucket_off[bias], 0},
+                            .src_bytes = {g->bytes, 0}};
+            comm(r, &c);
+        }
+}
+
+/* ------------------------------------------------------------ the step */
+
+static int reduce_scratch(mc_sh_run *r, int64_t outputs, int64_t inputs, bool along_rows)
+{
+    uint64_t buf = 0, sem = 0;
+    wl_reduce_scratch(outputs, inputs, along_rows, 4, 4, r->c.wl.sm_count, &buf, &sem);
+    if (!buf) return 0;
+    A(r->red_buf, buf);
+    A(r->red_sem, sem);
+    F(r->red_sem);
+    F(r->red_buf);
+    return 0;
+}
+
+static int workspaces(mc_sh_run *r, bool backward)
+{
+    if (!backward) {
+        if (!r->ws_fwd.addr) A(r->ws_fwd, CUBLAS_WS_BYTES);
+        if (!r->lt_fwd.addr) A(r->lt_fwd, CUBLASLT_WS_BYTES);
+    } else if (!r->ws_bwd.addr) {
+        A(r->ws_bwd, CUBLAS_WS_BYTES);
+    }
+    return 0;
+}
+
+static int forward(mc_sh_run *r)
+{
+    const int64_t mb = r->c.wl.batch;
+    const bool sh = sh_sharded(r);
+    for (int l = 0; l < r->L; l++) {
+        sh_layer *y = &r->ly[l];
+        if (sh && (fsdp_unshard(r, l) || fsdp_wait_unshard(r, l, true))) return -1;
+        A(y->h, mb * y->out * 4);
+        if (workspaces(r, false)) return -1;
+        if (sh && r->c.mode == MC_SH_FSDP) fsdp_reshard(r, l);
+        if (l < r->L - 1) {
+            A(y->r, mb * y->out * 4);
+            F(y->h);
+        }
+    }
+    if (r->ag_state) { /* the root's post-forward frees the last all-gather output */
+        F(*r->ag_state);
+        r->ag_state = NULL;
+    }
+    return 0;
+}
+
+static int loss_fwd(mc_sh_run *r)
+{
+    const int64_t n = r->c.wl.batch * r->c.wl.out;
+    A(r->mse, n * 4);
+    A(r->mse_tmp, n * 4);
+    if (reduce_scratch(r, 1, n, false)) return -1;
+    F(r->mse_tmp);
+    A(r->loss, 4);
+    F(r->mse);
+    return 0;
+}
+
+static int addmm_bwd(mc_sh_run *r, int l)
+{
+    sh_layer *y = &r->ly[l];
+    const int64_t mb = r->c.wl.batch;
+    if (l > 0) {
+        A(r->ly[l - 1].gr, mb * y->in * 4);
+        if (workspaces(r, true)) return -1;
+    }
+    A(y->gWt, y->out * y->in * 4);
+    if (workspaces(r, true)) return -1;
+    A(y->gbt, y->out * 4);
+    if (reduce_scratch(r, y->out, mb, true)) return -1;
+    F(y->gh);
+    /* AccumulateGrad, bias first (the younger node): .grad steals the block. */
+    y->gb = y->gbt;
+    y->gbt = (sh_t){0, 0};
+    ddp_ready(r, l, true);
+    y->gW = y->gWt;
+    y->gWt = (sh_t){0, 0};
+    ddp_ready(r, l, false);
+    return 0;
+}
+
+static int backward(mc_sh_run *r)
+{
+    const int L = r->L;
+    const bool sh = sh_sharded(r);
+    A(r->ones, 4);
+    A(r->gdiv, 4);
+    A(r->ly[L - 1].gh, r->c.wl.batch * r->c.wl.out * 4); /* MseLossBackward0 */
+    F(r->gdiv);
+    for (int l = L - 1; l >= 0; l--) {
+        if (sh) { /* pre-backward: gather (unless prefetched), then prefetch layer l-1 */
+            if (fsdp_unshard(r, l) || fsdp_wait_unshard(r, l, false)) return -1;
+            if (l > 0 && r->c.mode == MC_SH_FSDP && fsdp_unshard(r, l - 1)) return -1;
+        }
+        if (addmm_bwd(r, l)) return -1;
+        if (sh && l > 0 && fsdp_post_backward(r, l)) return -1;
+        if (l > 0) { /* ReluBackward0 of layer l-1 */
+            sh_layer *p = &r->ly[l - 1];
+            A(p->gh, r->c.wl.batch * p->out * 4);
+            F(p->gr);
+            F(p->r);
+        }
+    }
+    if (sh) { /* the root's final callback: layer 0's post-backward, the last input */
+        if (fsdp_post_backward(r, 0)) return -1;
+        F(*r->rs_state);
+        r->rs_state = NULL;
+    }
+    ddp_finalize(r);
+    F(r->ones);
+    return 0;
+}
+
+int sh_seq_micro_step(mc_sh_run *r)
+{
+    const int64_t mb = r->c.wl.batch;
+    A(r->x, mb * r->c.wl.in * 4);
+    A(r->y, mb * r->c.wl.out * 4);
+    if (forward(r) || loss_fwd(r) || backward(r)) return -1;
+    F(r->x);
+    F(r->y);
+    F(r->ly[r->L - 1].h);
+    F(r->loss);
+    return 0;
+}
+
+/* ------------------------------------------------------------ optimizer */
+
+/* torch/optim foreach on the local tensors (DTensor's local shards when
+ * sharded): momentum_buffer = grad.clone() at the first step; Adam's
+ * exp_avg, exp_avg_sq at the first step and _foreach_sqrt's list, freed last
+ * first when _multi_tensor_adam returns. SGD makes no request. */
+int sh_seq_optimizer(mc_sh_run *r)
+{
+    const mc_wl_optimizer o = r->c.wl.optimizer;
+    if (o == MC_WL_SGD) return 0;
+    for (int l = 0; l < r->L && !r->opt_ready; l++) {
+        sh_layer *y = &r->ly[l];
+        uint64_t w = sh_local_bytes(r, l, false), b = sh_local_bytes(r, l, true);
+        if (o == MC_WL_MOMENTUM) {
+            A(y->mW, w);
+            A(y->mb, b);
+        } else {
+            A(y->mW, w);
+            A(y->vW, w);
+            A(y->mb, b);
+            A(y->vb, b);
+        }
+    }
+    r->opt_ready = true;
+    if (o != MC_WL_ADAM) return 0;
+    for (int l = 0; l < r->L; l++) {
+        A(r->ly[l].sW, sh_local_bytes(r, l, false));
+        A(r->ly[l].sb, sh_local_bytes(r, l, true));
+    }
+    for (int l = r->L - 1; l >= 0; l--) {
+        F(r->ly[l].sb);
+        F(r->ly[l].sW);
+    }
+    return 0;
+}
+
+/* zero_grad(set_to_none=True), parameters in order; sharded grads are views
+ * of their layer's reduce_output, which goes with the layer's last view. */
+void sh_seq_zero_grad(mc_sh_run *r)
+{
+    for (int l = 0; l < r->L; l++) {
+        if (sh_sharded(r)) {
+            F(r->ly[l].rs_out);
+        } else {
+            F(r->ly[l].gW);
+            F(r->ly[l].gb);
+        }
+    }
+}

@@ -1,0 +1,133 @@
+/* sharded_seq.h: one rank's allocator requests when the MLP workload
+ * (mlp.h: Linear+ReLU stack, MSE loss, fp32, SGD/momentum/Adam, one
+ * micro-step per step) trains data-parallel over N ranks, each with its own
+ * batch of B rows, in PyTorch 2.11's order:
+ *
+ *   plain   the single-GPU step (equals build/workload for fp32, accum 1,
+ *           no checkpointing: tests/test_sharded_seq.c checks it)
+ *   ddp     DistributedDataParallel(model): plain + the Reducer's flat bucket
+ *           tensors, made at construction (one bucket of every parameter),
+ *           rebuilt at step 2's forward (1 MiB first, then 25 MiB), all live
+ *           for good. Gradients are copied into them and all-reduced in place
+ *           (no further request: the 1/N scalar is a CPU tensor).
+ *   zero2   fully_shard(layer, reshard_after_forward=False) on each Linear and
+ *           the root: FSDP2's own ZeRO-2 (its docstring): parameters sharded
+ *           at rest, gathered in forward and kept until each layer's
+ *           post-backward; gradients reduce-scattered; optimizer state sharded.
+ *   fsdp    fully_shard(layer) (reshard_after_forward=True, ZeRO-3): each
+ *           layer gathered before its forward and freed after, gathered again
+ *           in backward (the next layer's all-gather prefetched), gradients
+ *           reduce-scattered into a per-layer flat buffer whose views are the
+ *           sharded .grad.
+ *
+ * Where each FSDP2 request comes from (torch/distributed/fsdp/_fully_shard/):
+ * _fsdp_param.py _init_sharded_param (padded shard per parameter);
+ * _fsdp_collectives.py foreach_all_gather (all_gather_output, N x the
+ * group's padded shard numel, on the copy-in stream), foreach_all_gather_copy_out
+ * (each parameter's padded unsharded storage, alloc_storage after the first
+ * step), foreach_reduce (reduce_scatter_input of the padded unsharded numel,
+ * the unsharded grads freed after chunk_cat, reduce_output of the sharded
+ * numel on the reduce-scatter stream); _fsdp_param_group.py
+ * wait_for_unshard (forward: the previous layer's all-gather output freed
+ * after this layer's copy-out, as a memory trace on two H200s shows; backward:
+ * freed at once, then the previous layer prefetched), post_backward (reshard, then the previous reduce_scatter_input
+ * freed before the next is made); _fsdp_state.py (the root frees the last
+ * forward all-gather output at its post-forward, the last reduce-scatter
+ * input in the final backward callback, which also runs the post-backward of
+ * layer 0, whose input needs no gradient). With N = 1 FSDP2 makes no
+ * all-gather output (torch.empty(0)) and copies the shard into the
+ * unsharded storage; the reduce-scatter buffers are still made.
+ *
+ * SINGLE-STREAM ASSUMPTION: PyTorch makes the all-gather output on the
+ * copy-in stream and reduce_output on the reduce-scatter stream, and the
+ * caching allocator keeps a pool per stream. The model here has one stream
+ * (ca_malloc) until common/alloc gains ca_malloc_stream. Per-stream pools
+ * change which cached block a request reuses, so reserved bytes may differ;
+ * allocated bytes (what this predicts) count every live block whatever its
+ * stream and are unaffected. */
+#ifndef MC_SHARDED_SEQ_H
+#define MC_SHARDED_SEQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alloc/alloc_model.h"
+#include "workload/mlp/mlp.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { MC_SH_PLAIN, MC_SH_DDP, MC_SH_ZERO2, MC_SH_FSDP, MC_SH_NMODE } mc_sh_mode;
+
+typedef struct {
+    mc_workload_config wl; /* layers, in, width, out, batch (per rank), optimizer, sm_count,
+                              host_capacity; fp32, accum 1, no checkpointing only */
+    mc_sh_mode mode;
+    int world;             /* N >= 1 ranks */
+    int rank;              /* 0 .. N-1: the rank whose requests these are */
+} mc_sh_config;
+
+/* A collective (or copy) the step needs at this point, for a GPU runner to
+ * carry out on the blocks the allocator handed out. Addresses are device
+ * addresses from the allocator's backend; bytes are what the step uses. */
+typedef enum {
+    MC_SH_COPY_TO_BUCKET,   /* DDP: copy grad (src) into the bucket at dst */
+    MC_SH_ALLREDUCE,        /* DDP: all-reduce (sum) the bucket dst in place, then /N */
+    MC_SH_COPY_FROM_BUCKET, /* DDP: end of backward: copy the bucket view src into grad dst */
+    MC_SH_ALLGATHER,        /* FSDP: shards src[0..1] -> gather buffer dst -> unsharded out[0..1] */
+    MC_SH_REDUCE_SCATTER    /* FSDP: grads src[0..1] -> chunk_cat into dst -> reduce-scatter into
+                               out[0] (the sharded grads' flat buffer), then /N */
+} mc_sh_comm_kind;
+
+typedef struct {
+    mc_sh_comm_kind kind;
+    int layer;             /* Linear index, or bucket index for DDP's bucket events */
+    uint64_t dst, dst_bytes;
+    uint64_t src[2], src_bytes[2];
+    uint64_t out[2], out_bytes[2];
+    int64_t rows[2], cols[2]; /* FSDP: the weight's and bias's unsharded shape (bias cols 1) */
+} mc_sh_comm;
+
+typedef struct {
+    void *ctx;
+    void (*comm)(void *ctx, const mc_sh_comm *c);
+} mc_sh_hooks;
+
+typedef struct {
+    int step;
+    mc_wl_status status;
+    uint64_t peak_allocated, allocated_end, peak_reserved;
+} mc_sh_step_result;
+
+typedef struct mc_sh_run mc_sh_run;
+
+const char *mc_sh_mode_name(mc_sh_mode m);        /* "plain", "ddp", "zero2", "fsdp" */
+int mc_sh_mode_parse(const char *s, mc_sh_mode *m); /* 0 or -1 */
+
+/* 0, or -1 with one line in err: the workload's own checks, and what this
+ * model does not cover (fp16/bf16, accumulation, checkpointing), world < 1
+ * or > 65536, rank outside [0, world). */
+int mc_sh_config_check(const mc_sh_config *c, char *err, size_t len);
+
+/* Builds the model as the wrapper leaves it (parameters, then DDP's bucket
+ * or FSDP's shards) over `backend` (a host device of wl.host_capacity when
+ * backend is NULL). hooks may be NULL. Returns NULL with err for a bad config. */
+mc_sh_run *mc_sh_create(const mc_sh_config *c, const ca_backend *backend, const mc_sh_hooks *hooks,
+                        char *err, size_t len);
+mc_wl_status mc_sh_setup_status(const mc_sh_run *r);
+/* One step: reset_peak, forward, loss, backward (with the wrapper's
+ * collectives), optimizer step, zero_grad(set_to_none). */
+mc_wl_status mc_sh_step(mc_sh_run *r, mc_sh_step_result *out);
+const ca_allocator *mc_sh_allocator(const mc_sh_run *r);
+void mc_sh_destroy(mc_sh_run *r);
+
+/* Peak allocated over `steps` steps of one rank (the largest step peak), in
+ * model-only mode. Returns 0, or -1 (bad config in err, or OOM). */
+int mc_sh_predict_peak(const mc_sh_config *c, int steps, uint64_t *peak, char *err, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,141 @@
+/* tfm.h: the suite's second training workload (issue 9): PyTorch
+ * 2.11's nn.Transformer (encoder-decoder) or nn.TransformerEncoder trained
+ * with MSE in eager mode, every tensor taken from the caching-allocator
+ * model in the order PyTorch requests it:
+ *
+ *   transformer: model = nn.Transformer(d_model, nhead, enc, dec, ff, dropout,
+ *                                       activation, batch_first, norm_first)
+ *                per micro-step: src = randn; tgt = randn (same shape)
+ *                                loss = mse_loss(model(src, tgt), tgt) / K
+ *   encoder:     layer = nn.TransformerEncoderLayer(...); model =
+ *                nn.TransformerEncoder(layer, enc, enable_nested_tensor=False)
+ *                [causal: mask = generate_square_subsequent_mask(L) once,
+ *                 model(src, mask=mask, is_causal=True)]
+ *                per micro-step: src = randn; tgt = randn (the output's shape)
+ *                                loss = mse_loss(model(src), tgt) / K
+ *   opt: SGD | SGD(momentum 0.9) | Adam | AdamW (foreach), GradScaler for fp16,
+ *        autocast for fp16/bf16, zero_grad(set_to_none) after the step.
+ *
+ * Model-only (the host backend) requests the blocks and does no arithmetic.
+ * On the GPU the same sequence takes real blocks from the CUDA backend and
+ * computes in them (tfm_kernels.h, mlp_gpu.h): no device memory outside
+ * what the model requests. How the sequence follows PyTorch, and where it
+ * had to assume, is said in tfm_seq.c and tfm_attn.c; how
+ * the arithmetic lays out its tensors, in tfm_ops.c. The step
+ * result and CSV are mlp.h's. */
+#ifndef MC_TRANSFORMER_H
+#define MC_TRANSFORMER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "alloc/alloc_model.h"
+#include "stats.h"
+#include "workload/mlp/mlp.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { MC_TFM_TRANSFORMER, MC_TFM_ENCODER } mc_tfm_arch;
+typedef enum { MC_TFM_RELU, MC_TFM_GELU } mc_tfm_activation;
+/* The optimizers of the MLP plus AdamW (decoupled weight decay 0.01). */
+#define MC_TFM_ADAMW 3
+
+typedef struct {
+    mc_tfm_arch arch;
+    int64_t d_model, heads, enc_layers, dec_layers, ff;
+    double dropout;              /* 0 <= p < 1 */
+    mc_tfm_activation activation;
+    bool norm_first, batch_first, causal;
+    int64_t seq, batch;          /* L tokens; the whole batch B (micro-batch B/accum) */
+    int accum;
+    int optimizer;               /* mc_wl_optimizer, or MC_TFM_ADAMW */
+    mc_wl_precision precision;
+    bool checkpoint;             /* each encoder and decoder layer, use_reentrant=False */
+    bool fused;                  /* the elementwise chains in one kernel each (tfm_fused_ops.c, C25) */
+    bool offload;                /* saved activations kept on the host until backward (tfm_offload.c, C23) */
+    ca_config alloc;
+    uint64_t host_capacity;      /* the simulated device (model-only), bytes */
+    int sm_count;                /* for PyTorch's reduction scratch (132 on an H100) */
+    int trace_steps;             /* steps written to the trace (2) */
+    uint64_t seed;               /* GPU: weights, data and dropout streams */
+    double lr;                   /* 0: the reference's (sgd and momentum 0.01, adam and adamw 1e-3) */
+} mc_tfm_config;
+
+/* The GPU check's hook (tfm_verify_step.c): parameters from the host,
+ * the micro-steps' src and tgt from the host instead of randn, and the
+ * gradients the optimizer is about to use copied back. Floats, in
+ * model.parameters() order concatenated; src, tgt [tokens, d_model] in the
+ * model's layout (batch-major with batch_first, else sequence-major). */
+typedef struct {
+    const float *params;
+    const float *const *src, *const *tgt; /* [accum] each, for step 1 (later steps reuse them) */
+    float *grads;                         /* NULL: not captured */
+    float *losses;                        /* [accum] of step 1 (loss / K as PyTorch's); NULL: none */
+} mc_tfm_data;
+
+typedef struct mc_tfm mc_tfm;
+
+/* PyTorch's defaults: d_model 512, 8 heads, 6+6 layers, ff 2048, dropout
+ * 0.1, relu, post-norm, batch_first False; seq and batch 0 (to be set). */
+mc_tfm_config mc_tfm_config_default(void);
+/* 0, or -1 with one line in err (a head count that does not divide d_model,
+ * --causal with the encoder-decoder, a zero sequence or batch, a batch not
+ * divisible by accum, a head size the attention backends do not take, ...). */
+int mc_tfm_config_check(const mc_tfm_config *c, char *err, size_t len);
+/* Seed 000's two models, which the training claims run beside the MLP:
+ * gradient accumulation on nn.Transformer(d_model=256) over torch.randn(64,
+ * 100, 256) (batch_first False: sequence 64, batch 100), Adam fp32; mixed
+ * precision on nn.Transformer(d_model=512, batch_first=True) over
+ * torch.randn(32, 100, 512) (batch 32, sequence 100), Adam. PyTorch's other
+ * defaults; the caller sets the sizes it sweeps. */
+mc_tfm_config mc_tfm_seed000_accum(int64_t seq, int64_t batch);
+mc_tfm_config mc_tfm_seed000_amp(int64_t batch, mc_wl_precision precision);
+#define MC_TFM_SEED000_ACCUM_SEQ 64
+#define MC_TFM_SEED000_ACCUM_BATCH 100
+#define MC_TFM_SEED000_AMP_SEQ 100
+#define MC_TFM_SEED000_AMP_BATCH 32
+
+/* An experiment's figures of one configuration (tfm_measure.c):
+ * MC_TFM_STEADY_STEP steps (the last one's peak is the steady one: Adam's
+ * state exists and block placement has settled, as in PyTorch), then on a
+ * GPU warmup + repeats timed steps. */
+#define MC_TFM_STEADY_STEP 3
+typedef struct {
+    bool oom;                        /* a step ran out of memory (figures unset) */
+    int skipped;                     /* steps GradScaler skipped (an inf or NaN gradient) */
+    uint64_t peak, peak_act;         /* bytes: peak allocated, activations at it, step 3 */
+    double loss[MC_TFM_STEADY_STEP]; /* the first steps' losses (NAN without a GPU) */
+    mc_stats time;                   /* step time, s (NAN without a GPU) */
+} mc_tfm_figures;
+/* 0, or -1 with err as mc_tfm_create's when the model cannot be made. */
+int mc_tfm_measure(const mc_tfm_config *c, bool on_gpu, int warmup, int repeats, mc_tfm_figures *f,
+                   char *err, size_t len);
+
+/* What the GPU run needs beyond that: a head size its attention kernels
+ * take. 0, or -1 with one line in err. */
+int mc_tfm_gpu_check(const mc_tfm_config *c, char *err, size_t len);
+/* Parameters of the model, exactly as sum(p.numel() for p in model.parameters()). */
+uint64_t mc_tfm_param_count(const mc_tfm_config *c);
+const char *mc_tfm_optimizer_name(int o);
+
+/* Model-only, or on the current CUDA device (on_gpu). trace: memclaims-trace
+ * v1 of set-up and the first trace_steps steps. data: NULL, or the GPU
+ * check's hook (kept by reference; on_gpu only). */
+mc_tfm *mc_tfm_create(const mc_tfm_config *c, bool on_gpu, FILE *trace, char *err, size_t len);
+mc_tfm *mc_tfm_create_with(const mc_tfm_config *c, bool on_gpu, FILE *trace, mc_tfm_data *data,
+                           char *err, size_t len);
+mc_wl_status mc_tfm_setup_status(const mc_tfm *t);
+mc_wl_status mc_tfm_step(mc_tfm *t, mc_workload_step_result *r);
+void mc_tfm_destroy(mc_tfm *t);
+const ca_allocator *mc_tfm_allocator(const mc_tfm *t);
+/* Live bytes of each category now (they sum to memory_allocated). */
+void mc_tfm_live_by_category(const mc_tfm *t, uint64_t out[MC_WL_NCAT]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

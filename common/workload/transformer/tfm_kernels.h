@@ -1,0 +1,198 @@
+/* tfm_kernels.h: the Transformer workload's arithmetic on the GPU: LayerNorm,
+ * fused attention, the elementwise chains (eager and fused), AdamW. Plain C
+ * API (extern "C"), callable from .c and .cu files. Kernels are in
+ * tfm_layernorm.cu, tfm_attention.cu, tfm_attention_bwd.cu,
+ * tfm_elementwise.cu, tfm_fused.cu, tfm_adamw.cu; device helpers in
+ * tfm_kernels.cuh.
+ *
+ * Contract, as mlp_gpu.h: every call is asynchronous on the stream of g
+ * (mc_gpu_stream), every launch is checked (CUDA errors exit MC_EXIT_CUDA),
+ * and NOTHING here allocates device memory: outputs and every scratch buffer
+ * come from the caller (the allocator model), sized as documented here.
+ * Linear layers (GEMMs, bias in the cuBLASLt epilogue), MSE loss and its
+ * backward, the casts autocast makes, fills and copies are mlp_gpu.h's
+ * (mc_gpu_linear, mc_gpu_gemm_dx/dw, mc_gpu_bias_grad, mc_gpu_mse,
+ * mc_gpu_mse_bwd, mc_gpu_cast): not repeated here.
+ *
+ * dt: MC_DT_F32 / MC_DT_F16 / MC_DT_BF16 (mlp_gpu.h) of the tensors named;
+ * arithmetic in fp32 always. Shapes row-major; n counts elements.
+ *
+ * Dropout randomness is tfm_rng.h's: element e of a dropout call with
+ * (seed, offset) is kept iff tfm_rng_keep(seed, offset, e, p), the same
+ * decision the host reference (tfm_host_ref.h) draws. The caller gives each
+ * dropout call of a step its own offset (see tfm_rng.h). */
+#ifndef MC_TFM_KERNELS_H
+#define MC_TFM_KERNELS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "workload/mlp/mlp_gpu.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ================================================================ LayerNorm */
+
+/* y[rows, n] = (x - mean) * rstd * gamma + beta, per row over n, with
+ * var biased (/n) and rstd = 1 / sqrt(var + eps) (nn.LayerNorm's
+ * layer_norm_eps, 1e-5 in nn.Transformer). x, y, gamma, beta: dtype dt
+ * (fp32 under autocast: layer_norm is on autocast's fp32 list). mean, rstd:
+ * float32 [rows], saved for the backward, as native_layer_norm returns. */
+void tfm_ln_fwd(mc_wl_gpu *g, void *y, float *mean, float *rstd, const void *x,
+                const void *gamma, const void *beta, int64_t rows, int64_t n, float eps, int dt);
+
+/* dx[rows, n], dgamma[n], dbeta[n] from dy[rows, n], x, gamma, mean, rstd.
+ * dx = rstd * (dy g - mean(dy g) - xhat * mean(dy g xhat)) per row;
+ * dgamma = sum_rows dy xhat, dbeta = sum_rows dy (fp32 accumulation).
+ * Column sums split over part_rows blocks of rows into part_g, part_b
+ * (float [part_rows, n] each), then one final pass. PyTorch's layer_norm
+ * backward (ATen/native/cuda/layer_norm_kernel.cu, "dgamma_blocks",
+ * "dbeta_blocks") allocates two [blocks.y * threads.y, n] buffers of the
+ * weight's dtype (fp32 under autocast) when the rows are many: pass those
+ * and their row count. NULL with part_rows 0 (where PyTorch allocates
+ * none): one block per 32 columns walks every row, no scratch. dx, dgamma
+ * or dbeta NULL: not computed. */
+void tfm_ln_bwd(mc_wl_gpu *g, void *dx, void *dgamma, void *dbeta, const void *dy, const void *x,
+                const void *gamma, const float *mean, const float *rstd, int64_t rows, int64_t n,
+                float *part_g, float *part_b, int64_t part_rows, int dt);
+
+/* ================================================================ attention */
+
+/* A [B, H, L, Dh] view: element (b, h, l, d) at b * b + h * h + l * l + d
+ * (strides in elements; d contiguous). What MultiheadAttention hands SDPA
+ * in training (F.multi_head_attention_forward, self-attention): the packed
+ * in-projection [L, B, 3E] is copied to a contiguous [3, L, B, E] and q, k,
+ * v are its three [L, B, E] slices (k at + L B E, v at + 2 L B E elements),
+ * each viewed {E, Dh, B E}; SDPA's output (memory-efficient and flash) is
+ * [B, L, H, Dh] in memory: {L E, Dh, E}; cuDNN's (PyTorch 2.11's choice
+ * for fp16/bf16 on an H100) is laid out as q: {E, Dh, B E}; the
+ * memory-efficient backward's grad_q/k/v are [B, L, H, Dh] each ({L E, Dh,
+ * E}) or, where q, k, v share one storage, slices of one [B, L, 3, H, Dh]
+ * chunk ({3 L E, Dh, 3 E}, k at + E, v at + 2E). A packed [L, B, 3E] gives {3E, Dh, 3 B E}; a contiguous
+ * [B, H, L, Dh] gives {H L Dh, L Dh, Dh}. Any such strides work. */
+typedef struct {
+    int64_t b, h, l;
+} tfm_view;
+
+typedef struct {
+    int B, H;          /* batch, heads */
+    int Lq, Lk;        /* query and key lengths */
+    int Dh;            /* head dim: 16, 32, 64 or 128 */
+    bool causal;       /* key j masked for query i where j > i (top-left, as SDPA's is_causal) */
+    float dropout_p;   /* on the attention probabilities; 0: none */
+    uint64_t seed, offset; /* tfm_rng stream: element (bh, i, j) is index (bh * Lq + i) * Lk + j */
+    float scale;       /* softmax scale; 1 / sqrt(Dh) as SDPA's default */
+} tfm_attn;
+
+/* Head dims the kernels are built for. */
+bool tfm_attn_supported(int Dh);
+
+/* O = softmax(scale Q K^T [+ causal mask]) with dropout, times V, without
+ * an L x L buffer: one block per (b * H + h, tile of query rows), online
+ * softmax over tiles of keys in shared memory. q, k, v, o: dtype dt.
+ * lse: float32 [B, H, Lq] contiguous, logsumexp of each row of scale Q K^T
+ * (natural log), saved for the backward (the only thing saved besides
+ * q, k, v, o; no dropout mask: the backward regenerates it). PyTorch's
+ * memory-efficient forward allocates its logsumexp [B, H, ceil(Lq / 32) 32]
+ * (flash and cuDNN: [B, H, Lq]); a buffer of that size works here (the first
+ * B H Lq floats are used). Dropout p > 0 and is_causal are taken as SDPA
+ * gets them from MultiheadAttention (attn_mask None, is_causal True). */
+void tfm_attn_fwd(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view vo, float *lse,
+                  const void *q, tfm_view vq, const void *k, tfm_view vk, const void *v,
+                  tfm_view vv, int dt);
+
+/* dq, dk, dv (dtype dt, views as given) from dO. delta: float32 [B, H, Lq]
+ * scratch, filled first with rowsum(dO * O) (the "delta" the
+ * memory-efficient and flash backends allocate; flash rounds Lq up to a
+ * multiple of 128, efficient allocates [B, H, Lq]). No other scratch: dQ is
+ * computed by its own pass over the key tiles (deterministic, no fp32 dq
+ * accumulator and no atomics), dK and dV by one over the query tiles. */
+void tfm_attn_bwd(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void *dk,
+                  tfm_view vdk, void *dv, tfm_view vdv, float *delta, const void *dout,
+                  tfm_view vdo, const void *q, tfm_view vq, const void *k, tfm_view vk,
+                  const void *v, tfm_view vv, const void *o, tfm_view vo, const float *lse,
+                  int dt);
+
+/* ================================================================ eager elementwise */
+
+enum { TFM_ACT_NONE = 0, TFM_ACT_RELU = 1, TFM_ACT_GELU = 2 };
+
+/* y = relu(x) or gelu(x) (erf form, F.gelu's default), n elements of dt. */
+void tfm_act_fwd(mc_wl_gpu *g, void *y, const void *x, int64_t n, int act, int dt);
+/* dx from dy: relu from its OUTPUT y (threshold_backward(dy, y, 0), what
+ * relu saves); gelu from its INPUT x (gelu_backward(dy, x), what gelu saves).
+ * saved: y for relu, x for gelu. */
+void tfm_act_bwd(mc_wl_gpu *g, void *dx, const void *dy, const void *saved, int64_t n, int act,
+                 int dt);
+
+/* native_dropout: mask[i] = kept (uint8 0/1, as its bool mask), y = x * mask
+ * / (1 - p). n elements of dt; 0 < p < 1. */
+void tfm_dropout_fwd(mc_wl_gpu *g, void *y, uint8_t *mask, const void *x, int64_t n, float p,
+                     uint64_t seed, uint64_t offset, int dt);
+/* native_dropout_backward: dx = dy * mask / (1 - p). */
+void tfm_dropout_bwd(mc_wl_gpu *g, void *dx, const void *dy, const uint8_t *mask, int64_t n,
+                     float p, int dt);
+
+/* out = a + b, elementwise with type promotion (under autocast the residual
+ * is fp32 and the branch fp16/bf16: out fp32). dt_out, dt_a, dt_b each
+ * MC_DT_*; out may alias a or b when of the same dtype. */
+void tfm_add(mc_wl_gpu *g, void *out, int dt_out, const void *a, int dt_a, const void *b,
+             int dt_b, int64_t n);
+
+/* h[rows, n] += b[n] (matmul's add_ of the bias), in place. */
+void tfm_bias_add(mc_wl_gpu *g, void *h, const void *b, int64_t rows, int64_t n, int dt);
+
+/* ================================================================ fused chains (C25) */
+
+/* One kernel for the chain that eager runs as bias add, activation,
+ * dropout and residual add:
+ *   u = h + bias (bias [n_cols] broadcast over rows; NULL: h already has it),
+ *   y = [res +] dropout(act(u)).
+ * h, bias: dtype dt (the Linear's output, computed WITHOUT the bias
+ * epilogue); y and res: dtype dt_out (res NULL: no residual; then dt_out
+ * is usually dt). p == 0: no dropout. rows * n_cols elements.
+ * bits: uint8 [rows * n_cols] saved for the backward: bit 0 = kept by
+ * dropout (always 1 when p == 0), bit 1 = u > 0 (relu's derivative). For
+ * gelu the backward also needs u, recomputed from h and bias: h is saved
+ * (by the fused chain, instead of eager's separate activation output).
+ * Eager PyTorch adds the bias inside cuBLASLt (addmm's epilogue), so the
+ * usual call passes bias NULL and h from mc_gpu_linear; the fused kernel
+ * then replaces activation, dropout and residual add.
+ * Saved bytes per element, fused vs eager for the FFN's first chain
+ * (linear1 -> act -> dropout, the dropout output saved by linear2 in both):
+ *   relu: fused 1 (bits) vs eager sizeof(dt) (relu's output) + 1 (mask);
+ *   gelu: fused sizeof(dt) (h) + 1 vs eager sizeof(dt) (gelu's input) + 1.
+ * (With p == 0 eager saves no mask; fused relu still saves its 1 byte.) */
+void tfm_fused_fwd(mc_wl_gpu *g, void *y, int dt_out, uint8_t *bits, const void *h,
+                   const void *bias, const void *res, int64_t rows, int64_t n_cols, int act,
+                   float p, uint64_t seed, uint64_t offset, int dt);
+/* du = dy * kept / (1 - p) * act'(u), dtype dt (the Linear's output
+ * gradient); dy dtype dt_out. h and bias needed for gelu only (NULL
+ * otherwise). The residual's gradient is dy itself (no kernel). The bias
+ * gradient is then mc_gpu_bias_grad over du, as eager's. */
+void tfm_fused_bwd(mc_wl_gpu *g, void *du, const void *dy, int dt_out, const uint8_t *bits,
+                   const void *h, const void *bias, int64_t rows, int64_t n_cols, int act,
+                   float p, int dt);
+
+/* ================================================================ AdamW */
+
+/* torch.optim.AdamW (foreach, PyTorch defaults lr 1e-3, betas (0.9, 0.999),
+ * eps 1e-8, weight_decay 0.01) over nt fp32 tensors at once, step t >= 1:
+ *   p *= 1 - lr wd; m = lerp(m, g, 1 - b1); v = b2 v + (1 - b2) g^2;
+ *   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+ * One kernel, no intermediate: PyTorch's foreach path allocates
+ * exp_avg_sq_sqrt (one tensor per parameter, fp32, the parameters' sizes)
+ * for the denominator, which the caller models; this kernel needs none.
+ * The hyperparameters are doubles, as torch.optim's Python floats: each
+ * scalar the foreach ops get (1 - b1, 1 - b2, 1 - lr wd, the step size) is
+ * formed in double and rounded to float once, as they are. */
+void tfm_adamw(mc_wl_gpu *g, int nt, float *const *p, float *const *gr, float *const *m,
+               float *const *v, const int64_t *n, double lr, double beta1, double beta2, double eps,
+               double weight_decay, int step);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

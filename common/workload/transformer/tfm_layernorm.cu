@@ -1,0 +1,195 @@
+/* tfm_layernorm.cu: LayerNorm forward and backward (tfm_kernels.h). One
+ * warp per row (d_model 256 to 1024+: 8 to 32 elements a lane), fp32
+ * arithmetic, two passes for the variance (exact, the row stays in L1).
+ * dgamma / dbeta: column sums over the rows, split over blocks into the
+ * caller's partial buffers where given (as PyTorch's dgamma_blocks), then
+ * one final pass. */
+#include "tfm_kernels.cuh"
+
+#define LN_WARPS 4 /* rows per block */
+
+__device__ __forceinline__ float warp_sum(float s)
+{
+#pragma unroll
+    for (int off = 16; off; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+    return s;
+}
+
+template <typename T>
+__global__ void k_ln_fwd(T *y, float *mean, float *rstd, const T *x, const T *gamma, const T *beta,
+                         int64_t rows, int64_t n, float eps)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t r = (int64_t)blockIdx.x * LN_WARPS + (threadIdx.x >> 5);
+    if (r >= rows) return;
+    const T *xr = x + r * n;
+    float s = 0.0f;
+    for (int64_t j = lane; j < n; j += 32) s += ld<T>(xr[j]);
+    const float mu = warp_sum(s) / (float)n;
+    float v = 0.0f;
+    for (int64_t j = lane; j < n; j += 32) {
+        const float d = ld<T>(xr[j]) - mu;
+        v += d * d;
+    }
+    const float rs = rsqrtf(warp_sum(v) / (float)n + eps);
+    if (lane == 0) {
+        mean[r] = mu;
+        rstd[r] = rs;
+    }
+    for (int64_t j = lane; j < n; j += 32)
+        y[r * n + j] = st<T>((ld<T>(xr[j]) - mu) * rs * ld<T>(gamma[j]) + ld<T>(beta[j]));
+}
+
+template <typename T>
+static void ln_fwd(mc_wl_gpu *g, void *y, float *mean, float *rstd, const void *x, const void *gamma,
+                   const void *beta, int64_t rows, int64_t n, float eps)
+{
+    const unsigned blocks = (unsigned)((rows + LN_WARPS - 1) / LN_WARPS);
+    k_ln_fwd<T><<<blocks, 32 * LN_WARPS, 0, mc_gpu_stream(g)>>>(
+        (T *)y, mean, rstd, (const T *)x, (const T *)gamma, (const T *)beta, rows, n, eps);
+    CHECK_LAUNCH();
+}
+
+extern "C" void tfm_ln_fwd(mc_wl_gpu *g, void *y, float *mean, float *rstd, const void *x,
+                           const void *gamma, const void *beta, int64_t rows, int64_t n, float eps,
+                           int dt)
+{
+    CHECK(rows > 0 && n > 0 && rows < (int64_t)LN_WARPS * 0x7fffffff, "LayerNorm %lld x %lld",
+          (long long)rows, (long long)n);
+    DISPATCH(dt, ln_fwd, g, y, mean, rstd, x, gamma, beta, rows, n, eps);
+}
+
+/* ------------------------------------------------------------ backward: dx */
+
+template <typename T>
+__global__ void k_ln_bwd_dx(T *dx, const T *dy, const T *x, const T *gamma, const float *mean,
+                            const float *rstd, int64_t rows, int64_t n)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t r = (int64_t)blockIdx.x * LN_WARPS + (threadIdx.x >> 5);
+    if (r >= rows) return;
+    const T *xr = x + r * n, *dyr = dy + r * n;
+    const float mu = mean[r], rs = rstd[r];
+    float a = 0.0f, b = 0.0f;
+    for (int64_t j = lane; j < n; j += 32) {
+        const float dg = ld<T>(dyr[j]) * ld<T>(gamma[j]);
+        a += dg;
+        b += dg * (ld<T>(xr[j]) - mu) * rs;
+    }
+    a = warp_sum(a) / (float)n;
+    b = warp_sum(b) / (float)n;
+    for (int64_t j = lane; j < n; j += 32) {
+        const float xh = (ld<T>(xr[j]) - mu) * rs;
+        dx[r * n + j] = st<T>(rs * (ld<T>(dyr[j]) * ld<T>(gamma[j]) - a - xh * b));
+    }
+}
+
+/* ------------------------------------------------------------ backward: dgamma, dbeta */
+
+#define GB_X 32
+#define GB_Y 8
+
+/* Block (x, y): columns 32 x, rows [y rows_per, (y + 1) rows_per). With
+ * partial buffers: part[y][c]; without (gridDim.y == 1): the outputs. */
+template <typename T>
+__global__ void k_ln_gb(T *dgamma, T *dbeta, float *part_g, float *part_b, const T *dy, const T *x,
+                        const float *mean, const float *rstd, int64_t rows, int64_t n,
+                        int64_t rows_per)
+{
+    __shared__ float sg[GB_Y][GB_X + 1], sb[GB_Y][GB_X + 1];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int64_t c = (int64_t)blockIdx.x * GB_X + tx;
+    const int64_t r0 = (int64_t)blockIdx.y * rows_per, r1 = r0 + rows_per < rows ? r0 + rows_per : rows;
+    float ag = 0.0f, ab = 0.0f;
+    if (c < n)
+        for (int64_t r = r0 + ty; r < r1; r += GB_Y) {
+            const float d = ld<T>(dy[r * n + c]);
+            ag += d * (ld<T>(x[r * n + c]) - mean[r]) * rstd[r];
+            ab += d;
+        }
+    sg[ty][tx] = ag;
+    sb[ty][tx] = ab;
+    __syncthreads();
+    if (ty == 0 && c < n) {
+        float g = 0.0f, b = 0.0f;
+        for (int k = 0; k < GB_Y; k++) {
+            g += sg[k][tx];
+            b += sb[k][tx];
+        }
+        if (part_g) {
+            part_g[blockIdx.y * n + c] = g;
+            part_b[blockIdx.y * n + c] = b;
+        } else {
+            if (dgamma) dgamma[c] = st<T>(g);
+            if (dbeta) dbeta[c] = st<T>(b);
+        }
+    }
+}
+
+template <typename T>
+__global__ void k_ln_gb_final(T *dgamma, T *dbeta, const float *part_g, const float *part_b,
+                              int64_t splits, int64_t n)
+{
+    __shared__ float sg[GB_Y][GB_X + 1], sb[GB_Y][GB_X + 1];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int64_t c = (int64_t)blockIdx.x * GB_X + tx;
+    float g = 0.0f, b = 0.0f;
+    if (c < n)
+        for (int64_t k = ty; k < splits; k += GB_Y) {
+            g += part_g[k * n + c];
+            b += part_b[k * n + c];
+        }
+    sg[ty][tx] = g;
+    sb[ty][tx] = b;
+    __syncthreads();
+    if (ty == 0 && c < n) {
+        g = 0.0f;
+        b = 0.0f;
+        for (int k = 0; k < GB_Y; k++) {
+            g += sg[k][tx];
+            b += sb[k][tx];
+        }
+        if (dgamma) dgamma[c] = st<T>(g);
+        if (dbeta) dbeta[c] = st<T>(b);
+    }
+}
+
+template <typename T>
+static void ln_bwd(mc_wl_gpu *g, void *dx, void *dgamma, void *dbeta, const void *dy, const void *x,
+                   const void *gamma, const float *mean, const float *rstd, int64_t rows, int64_t n,
+                   float *part_g, float *part_b, int64_t part_rows)
+{
+    cudaStream_t q = mc_gpu_stream(g);
+    if (dx) {
+        const unsigned blocks = (unsigned)((rows + LN_WARPS - 1) / LN_WARPS);
+        k_ln_bwd_dx<T><<<blocks, 32 * LN_WARPS, 0, q>>>((T *)dx, (const T *)dy, (const T *)x,
+                                                        (const T *)gamma, mean, rstd, rows, n);
+        CHECK_LAUNCH();
+    }
+    if (!dgamma && !dbeta) return;
+    int64_t splits = part_g && part_b && part_rows > 0 ? part_rows : 1;
+    if (splits > 65535) splits = 65535;
+    int64_t rows_per = (rows + splits - 1) / splits;
+    splits = (rows + rows_per - 1) / rows_per; /* no empty split */
+    const bool use_part = splits > 1;
+    const dim3 block(GB_X, GB_Y), grid((unsigned)((n + GB_X - 1) / GB_X), (unsigned)splits);
+    k_ln_gb<T><<<grid, block, 0, q>>>((T *)dgamma, (T *)dbeta, use_part ? part_g : NULL,
+                                      use_part ? part_b : NULL, (const T *)dy, (const T *)x, mean,
+                                      rstd, rows, n, rows_per);
+    CHECK_LAUNCH();
+    if (use_part) {
+        k_ln_gb_final<T><<<grid.x, block, 0, q>>>((T *)dgamma, (T *)dbeta, part_g, part_b, splits, n);
+        CHECK_LAUNCH();
+    }
+}
+
+extern "C" void tfm_ln_bwd(mc_wl_gpu *g, void *dx, void *dgamma, void *dbeta, const void *dy,
+                           const void *x, const void *gamma, const float *mean, const float *rstd,
+                           int64_t rows, int64_t n, float *part_g, float *part_b, int64_t part_rows,
+                           int dt)
+{
+    CHECK(rows > 0 && n > 0 && rows < (int64_t)LN_WARPS * 0x7fffffff, "LayerNorm %lld x %lld",
+          (long long)rows, (long long)n);
+    DISPATCH(dt, ln_bwd, g, dx, dgamma, dbeta, dy, x, gamma, mean, rstd, rows, n, part_g, part_b,
+             part_rows);
+}

@@ -1,0 +1,478 @@
+/* tfm_seq.c: the Transformer workload's layers, step and life cycle
+ * (set-up's requests are tfm_setup.c's), in PyTorch 2.11's eager
+ * order (torch/nn/modules/transformer.py):
+ *
+ * - Set-up (device=cuda factory kwargs): nn.Transformer builds one encoder
+ *   layer (its parameters in registration order: self_attn.in_proj_weight,
+ *   in_proj_bias, out_proj.weight, .bias, linear1, linear2, norm1, norm2),
+ *   the encoder norm, then _get_clones deep-copies the layer N times
+ *   (Parameter.__deepcopy__: one clone each, in the same order); then the
+ *   decoder layer (self_attn, multihead_attn, linear1, linear2, norm1..3),
+ *   its norm and M copies; _reset_parameters works in place; the two
+ *   template layers die with __init__'s frame, at once (no reference
+ *   cycle leaves them to the garbage collector: the fixtures' traces free
+ *   them there). The encoder alone:
+ *   layer, N copies, `del layer`; with --causal the mask is
+ *   torch.full((L, L), -inf) then torch.triu(..., 1), the full one freed.
+ * - Layers, training mode (no fast path): post-norm
+ *   x = norm1(x + _sa_block(x)); x = norm2(x + _ff_block(x)), pre-norm
+ *   x = x + _sa_block(norm1(x)); x = x + _ff_block(norm2(x)); the decoder
+ *   has _mha_block(x, memory) and norm3 between. _sa_block: self_attn then
+ *   dropout1; _ff_block: linear2(dropout(activation(linear1(x)))) then
+ *   dropout2. A Python temporary goes when the call that took it returns,
+ *   a variable when it is rebound; saved tensors live until their node runs.
+ * - Autocast (fp16/bf16): linear and attention in half, layer_norm in fp32
+ *   (so the residual stream is fp32), the cast cache cleared at the
+ *   region's exit after the loss.
+ * - Checkpoint: each layer through torch.utils.checkpoint(use_reentrant=
+ *   False): its inputs kept (_NoopSaveInputs) until the layer's last node
+ *   has run, only holders saved; the first node of the layer to run in
+ *   backward recomputes it on the backward thread (its cuBLAS handle) under
+ *   a new autocast region, up to the last saved tensor (early stop).
+ * - The loss and the step as the MLP's (mlp_seq.c, mlp_opt.c):
+ *   mse_loss's two [n] fp32 tensors and mean scratch, loss / K, ones_like,
+ *   [GradScaler], DivBackward0, MseLossBackward0; del src, tgt, out, loss.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc/alloc_cuda.h"
+#include "check.h"
+#include "tfm_internal.h"
+#include "tfm_host_ref.h"
+#include "tfm_kernels.h"
+
+/* ------------------------------------------------------------ layers */
+
+/* The blocks (torch/nn/modules/transformer.py _sa_block, _mha_block,
+ * _ff_block) take x (one reference, the block's parameter) and let it go
+ * where the block rebinds it (`x = self.self_attn(x, x, x, ...)[0]`,
+ * `x = self.linear2(...)`), before the last dropout: pre-norm's norm output
+ * is freed there, as nothing else holds it. */
+/* Dropout sites (tfm_host_ref.h's order): T->site is the one the next op
+ * draws from; site0 the layer's first. */
+static tv sa_block(mc_tfm *T, tv *x, int p0, bool causal, int site0)
+{
+    T->site = site0; /* the attention probabilities */
+    tv o = mha_forward(T, *x, *x, p0, true, causal, T->L);
+    tv_drop(T, x);
+    T->site = site0 + 1; /* dropout1 */
+    if (T->c.fused) return o; /* fused with the residual add */
+    tv d = op_dropout(T, o);
+    tv_drop(T, &o);
+    return d;
+}
+
+static tv mha_block(mc_tfm *T, tv *x, tv mem, int p0, int site0)
+{
+    T->site = site0 + 2; /* the cross-attention probabilities */
+    tv o = mha_forward(T, *x, mem, p0, false, false, T->L);
+    tv_drop(T, x);
+    T->site = site0 + 3; /* dropout2 */
+    if (T->c.fused) return o;
+    tv d = op_dropout(T, o);
+    tv_drop(T, &o);
+    return d;
+}
+
+static tv ff_block(mc_tfm *T, tv *x, int p0, int site)
+{
+    const int64_t tok = T->T, E = T->E, F = T->c.ff;
+    tv h = op_linear(T, *x, param_tv(T, p0), param_tv(T, p0 + 1), tok, E, F, false);
+    T->site = site; /* the FFN's dropout */
+    tv d;
+    if (T->c.fused) {
+        d = op_fused_act_dropout(T, h, tok);
+        tv_drop(T, &h);
+    } else {
+        tv a = op_activation(T, h);
+        tv_drop(T, &h);
+        d = op_dropout(T, a);
+        tv_drop(T, &a);
+    }
+    tv o = op_linear(T, d, param_tv(T, p0 + 2), param_tv(T, p0 + 3), tok, F, E, false);
+    tv_drop(T, &d);
+    tv_drop(T, x);
+    T->site = site + 1; /* dropout2 (decoder: dropout3) */
+    if (T->c.fused) return o;
+    tv r = op_dropout(T, o);
+    tv_drop(T, &o);
+    return r;
+}
+
+/* x = norm(x + f) (post-norm) or x = x + f (pre-norm); f, x consumed. */
+static void residual(mc_tfm *T, tv *x, tv *f, int pnorm)
+{
+    /* fused: the block's dropout (site T->site) in the add's kernel */
+    tv s = T->c.fused ? op_fused_dropout_add(T, *x, *f, T->T) : op_add(T, *x, *f);
+    tv_drop(T, f);
+    if (!T->c.norm_first) {
+        tv n = op_layer_norm(T, s, pnorm, pnorm + 1);
+        tv_drop(T, &s);
+        s = n;
+    }
+    tv_drop(T, x);
+    *x = s;
+}
+
+/* One layer's body: returns its output with one reference; x is the
+ * caller's (not consumed). */
+static tv layer_body(mc_tfm *T, int layer, tv xin, tv mem)
+{
+    const bool dec = layer >= T->c.enc_layers, pre = T->c.norm_first;
+    const int base = dec ? T->dec_first + (layer - (int)T->c.enc_layers) * TFM_DEC_PER
+                         : T->enc_first + layer * TFM_ENC_PER;
+    const int n1 = base + (dec ? 12 : 8), n2 = n1 + 2, n3 = n1 + 4, ff = base + (dec ? 8 : 4);
+    const bool causal = !dec && T->c.causal;
+    const int enc = (int)T->c.enc_layers;
+    const int site0 = dec ? TFM_ENC_DROPOUTS * enc + TFM_DEC_DROPOUTS * (layer - enc) : TFM_ENC_DROPOUTS * layer;
+    tv x = tv_view(xin), f, n;
+    n = pre ? op_layer_norm(T, x, n1, n1 + 1) : tv_view(x);
+    f = sa_block(T, &n, base, causal, site0);
+    residual(T, &x, &f, n1);
+    if (dec) {
+        n = pre ? op_layer_norm(T, x, n2, n2 + 1) : tv_view(x);
+        f = mha_block(T, &n, mem, base + 4, site0);
+        residual(T, &x, &f, n2);
+    }
+    const int nf = dec ? n3 : n2;
+    n = pre ? op_layer_norm(T, x, nf, nf + 1) : tv_view(x);
+    f = ff_block(T, &n, ff, site0 + (dec ? 4 : 2));
+    residual(T, &x, &f, nf);
+    return x;
+}
+
+static int new_group(mc_tfm *T)
+{
+    if (T->ngrp == T->cap_grp) {
+        T->cap_grp = T->cap_grp ? 2 * T->cap_grp : 16;
+        T->grp = realloc(T->grp, (size_t)T->cap_grp * sizeof *T->grp);
+        CHECK(T->grp != NULL, "out of host memory");
+    }
+    memset(&T->grp[T->ngrp], 0, sizeof T->grp[T->ngrp]);
+    return T->ngrp++;
+}
+
+/* output = mod(output, ...) or checkpoint(mod, output, ...): *x rebinds. */
+static void layer(mc_tfm *T, int l, tv *x, tv mem)
+{
+    if (T->oom) return;
+    tv y;
+    if (T->c.checkpoint) {
+        int g = new_group(T);
+        tgroup *G = &T->grp[g];
+        G->in = tv_view(*x);
+        G->mem = tv_view(mem);
+        G->layer = l;
+        G->first = T->nt;
+        T->cur_group = g;
+        y = layer_body(T, l, *x, mem);
+        T->cur_group = -1;
+        G = &T->grp[g];
+        G->last = T->nt;
+        G->last_saving = -1;
+        for (int i = G->first; i < G->last; i++)
+            if (T->tape[i].orig_saved > 0) {
+                G->last_saving = i;
+                G->live_nodes++;
+            }
+    } else {
+        y = layer_body(T, l, *x, mem);
+    }
+    tv_drop(T, x);
+    *x = y;
+}
+
+int tfm_recompute(mc_tfm *T, int g)
+{
+    tgroup *G = &T->grp[g];
+    const int handle = T->handle;
+    T->recomputing = true;
+    T->stopped = false;
+    T->rec_target = g;
+    T->rec_base = T->nt;
+    T->handle = 1;
+    tv in = tv_view(G->in), mem = tv_view(G->mem);
+    tv y = layer_body(T, G->layer, in, mem);
+    tv_drop(T, &y);
+    tv_drop(T, &in);
+    tv_drop(T, &mem);
+    if (T->lowp) cast_cache_clear(T); /* the recomputation's autocast exit */
+    T->recomputing = T->stopped = false;
+    T->handle = handle;
+    G = &T->grp[g];
+    const int made = T->nt - T->rec_base;
+    for (int k = 0; k < made && G->first + k < G->last; k++) {
+        tnode *o = &T->tape[G->first + k], *r = &T->tape[T->rec_base + k];
+        for (int s = 0; s < r->nsaved && s < o->nsaved; s++) {
+            o->saved[s] = r->saved[s];
+            o->sa[s] = r->sa[s];
+            r->saved[s] = NULL;
+        }
+        for (int s = o->nsaved; s < r->nsaved; s++) tb_unref(T, r->saved[s]);
+    }
+    for (int k = 0; k < made; k++) { /* the recomputation's own graph goes */
+        tnode *r = &T->tape[T->rec_base + k];
+        for (int s = 0; s < r->nsaved; s++) tb_unref(T, r->saved[s]);
+        for (int s = 0; s < 3; s++) tb_unref(T, r->gin[s]);
+    }
+    T->nt = T->rec_base;
+    G->recomputed = true;
+    return T->oom ? -1 : 0;
+}
+
+/* ------------------------------------------------------------ one micro-step */
+
+static tv model_forward(mc_tfm *T, tv src, tv tgt)
+{
+    tv x = tv_view(src), none = TV_NONE;
+    for (int l = 0; l < T->c.enc_layers; l++) layer(T, l, &x, none);
+    if (T->c.arch == MC_TFM_ENCODER) return x;
+    tv mem = op_layer_norm(T, x, T->enc_norm, T->enc_norm + 1);
+    tv_drop(T, &x);
+    tv y = tv_view(tgt);
+    for (int l = 0; l < T->c.dec_layers; l++) layer(T, (int)T->c.enc_layers + l, &y, mem);
+    tv out = op_layer_norm(T, y, T->dec_norm, T->dec_norm + 1);
+    tv_drop(T, &y);
+    tv_drop(T, &mem);
+    return out;
+}
+
+#define AW(t, bytes, cat, what, keep)                                                     \
+    do {                                                                                  \
+        if (wl_alloc(&T->w, &(t), (uint64_t)(bytes), (cat), (keep), (what)) != 0) {       \
+            T->oom = true;                                                                \
+            return -1;                                                                    \
+        }                                                                                 \
+    } while (0)
+#define FW(t) wl_free(&T->w, &(t))
+
+#define FPT(t) ((float *)WL_PTR(t))
+
+/* loss = mse_loss(out, tgt) / K, the autocast exit, backward. out and tgt
+ * are fp32 (autocast runs mse_loss in fp32; the last op is a layer_norm or
+ * a residual add of fp32). */
+static int loss_and_backward(mc_tfm *T, tv out, tv tgt)
+{
+    const int64_t n = out.n;
+    const bool fp16 = T->c.precision == MC_WL_FP16;
+    mc_wl_gpu *G = TG(T);
+    const float invk = 1.0f / (float)T->c.accum;
+    AW(T->mse, n * 4, MC_WL_ACTIVATIONS, "mse_loss elementwise (holds the mean)", false);
+    AW(T->mse_tmp, n * 4, MC_WL_ACTIVATIONS, "mse_loss second [n]", false);
+    if (reduce_scratch(T, 1, n, false, 4)) return -1;
+    if (G) mc_gpu_mse(G, FPT(T->mse), FPT(T->mse_tmp), TVP(T, out), TVP(T, tgt), n, 1.0f);
+    FW(T->mse_tmp);
+    AW(T->loss, 4, MC_WL_OTHER, "loss / K", false);
+    if (G) mc_gpu_scalar(G, FPT(T->loss), FPT(T->mse), NULL, invk);
+    FW(T->mse);
+    if (T->lowp) cast_cache_clear(T);
+    if (fp16) {
+        if (!T->scale.addr) {
+            AW(T->scale, 4, MC_WL_OTHER, "GradScaler scale", true);
+            if (G) mc_gpu_fill(G, FPT(T->scale), (float)T->scale_host, 1);
+            AW(T->growth, 4, MC_WL_OTHER, "GradScaler growth tracker", true);
+            if (G) mc_gpu_fill(G, FPT(T->growth), 0.0f, 1);
+        }
+        AW(T->scaled, 4, MC_WL_OTHER, "scaler.scale(loss)", false);
+        if (G) mc_gpu_scalar(G, FPT(T->scaled), FPT(T->loss), FPT(T->scale), 1.0f);
+    }
+    AW(T->ones, 4, MC_WL_OTHER, "backward's ones_like", false);
+    if (G) mc_gpu_fill(G, FPT(T->ones), 1.0f, 1);
+    const wl_t *gs = &T->ones;
+    if (fp16) {
+        AW(T->gmul, 4, MC_WL_OTHER, "MulBackward0", false);
+        if (G) mc_gpu_scalar(G, FPT(T->gmul), FPT(T->ones), FPT(T->scale), 1.0f);
+        gs = &T->gmul;
+    }
+    AW(T->gdiv, 4, MC_WL_OTHER, "DivBackward0", false);
+    if (G) mc_gpu_scalar(G, FPT(T->gdiv), FPT(*gs), NULL, invk);
+    if (fp16) FW(T->gmul);
+    tb *g = tb_new(T, (uint64_t)(n * 4), MC_WL_ACTIVATIONS, "MseLossBackward0");
+    if (!g) return -1;
+    if (G) mc_gpu_mse_bwd(G, (float *)TBP(g), TVP(T, out), TVP(T, tgt), FPT(T->gdiv), n);
+    FW(T->gdiv);
+    if (tape_backward(T, out.node, g)) return -1;
+    FW(T->ones);
+    if (fp16) FW(T->scaled);
+    return 0;
+}
+
+/* src and tgt: randn on the device (Philox streams of the micro-step), or
+ * the GPU check's host data. */
+static void fill_data(mc_tfm *T, tb *s, tb *t, int k)
+{
+    mc_wl_gpu *G = TG(T);
+    const int64_t n = T->T * T->E;
+    if (T->data) {
+        mc_gpu_from_host(G, TBP(s), T->data->src[k], (uint64_t)n * 4);
+        mc_gpu_from_host(G, TBP(t), T->data->tgt[k], (uint64_t)n * 4);
+        return;
+    }
+    mc_gpu_randn(G, (float *)TBP(s), n, T->c.seed, (1ULL << 40) + 2 * T->micro);
+    mc_gpu_randn(G, (float *)TBP(t), n, T->c.seed, (1ULL << 40) + 2 * T->micro + 1);
+}
+
+static int micro_step(mc_tfm *T, int k)
+{
+    const uint64_t n = (uint64_t)(T->T * T->E);
+    tb *s = tb_new(T, n * 4, MC_WL_ACTIVATIONS, "src = randn");
+    tb *t = s ? tb_new(T, n * 4, MC_WL_ACTIVATIONS, "tgt = randn") : NULL;
+    if (!t) return -1;
+    T->drop_base = T->micro * (uint64_t)T->sites; /* each micro-step's dropout streams its own */
+    if (TG(T)) fill_data(T, s, t, k);
+    T->micro++;
+    tv src = {s, (int64_t)n, 4, -1, 0, true, 0}, tgt = {t, (int64_t)n, 4, -1, 0, true, 0};
+    tv out = model_forward(T, src, tgt);
+    if (T->oom || !out.b) return -1;
+    int rc = loss_and_backward(T, out, tgt);
+    if (rc == 0 && TG(T)) mc_gpu_read_loss(TG(T), k, FPT(T->loss));
+    tv_drop(T, &src); /* del src, tgt, out, loss */
+    tv_drop(T, &tgt);
+    tv_drop(T, &out);
+    FW(T->loss);
+    tape_clear(T);
+    return rc || T->oom ? -1 : 0;
+}
+
+/* ------------------------------------------------------------ life cycle */
+
+mc_tfm *mc_tfm_create(const mc_tfm_config *c, bool on_gpu, FILE *trace, char *err, size_t len)
+{
+    return mc_tfm_create_with(c, on_gpu, trace, NULL, err, len);
+}
+
+mc_tfm *mc_tfm_create_with(const mc_tfm_config *c, bool on_gpu, FILE *trace, mc_tfm_data *data,
+                           char *err, size_t len)
+{
+    if (mc_tfm_config_check(c, err, len) != 0) return NULL;
+    if (on_gpu && mc_tfm_gpu_check(c, err, len) != 0) return NULL;
+    if (c->offload && c->checkpoint) { /* tfm_offload.c says why */
+        snprintf(err, len, "--offload does not combine with --checkpoint");
+        return NULL;
+    }
+    CHECK(!data || on_gpu, "transformer: host data without a GPU");
+    mc_tfm *T = calloc(1, sizeof *T);
+    CHECK(T != NULL, "out of host memory");
+    T->c = *c;
+    T->N = c->batch / c->accum;
+    T->L = c->seq;
+    T->E = c->d_model;
+    T->H = c->heads;
+    T->hd = T->E / T->H;
+    T->T = T->N * T->L;
+    T->lowp = c->precision != MC_WL_FP32;
+    T->es = T->lowp ? 2 : 4;
+    T->dt = c->precision == MC_WL_FP16 ? MC_DT_F16 : c->precision == MC_WL_BF16 ? MC_DT_BF16 : MC_DT_F32;
+    T->sites = (int)(TFM_ENC_DROPOUTS * c->enc_layers +
+                     (c->arch == MC_TFM_TRANSFORMER ? TFM_DEC_DROPOUTS * c->dec_layers : 0));
+    T->data = data;
+    T->cur_group = -1;
+    T->scale_host = 65536.0;
+    mc_workload *w = &T->w;
+    w->c = mc_workload_config_default();
+    w->c.trace_steps = c->trace_steps;
+    w->trace = trace;
+    wl_open_allocator(w, &c->alloc, on_gpu, c->host_capacity, c->accum);
+    tfm_build_params(T);
+    wl_trace(w, "# memclaims-trace v1");
+    wl_trace(w, "# build/workload's requests: %s d_model=%lld heads=%lld enc=%lld dec=%lld ff=%lld "
+                "dropout=%g %s%s%s%s seq=%lld batch=%lld %s %s accum=%d%s%s%s",
+             c->arch == MC_TFM_TRANSFORMER ? "transformer" : "encoder", (long long)c->d_model,
+             (long long)c->heads, (long long)c->enc_layers,
+             (long long)(c->arch == MC_TFM_TRANSFORMER ? c->dec_layers : 0), (long long)c->ff,
+             c->dropout, c->activation == MC_TFM_GELU ? "gelu" : "relu",
+             c->norm_first ? " norm_first" : "", c->batch_first ? " batch_first" : "",
+             c->causal ? " causal" : "", (long long)c->seq, (long long)c->batch,
+             mc_tfm_optimizer_name(c->optimizer), mc_wl_precision_name(c->precision), c->accum,
+             c->checkpoint ? " checkpoint" : "", c->fused ? " fused" : "", c->offload ? " offload" : "");
+    if (c->alloc.limit_bytes != CA_UNLIMITED) wl_trace(w, "set limit %" PRIu64, c->alloc.limit_bytes);
+    if (c->alloc.max_split_size != CA_UNLIMITED)
+        wl_trace(w, "set max_split_size %" PRIu64, c->alloc.max_split_size);
+    wl_trace(w, "# set-up: parameters, optimizer%s", c->precision == MC_WL_FP16 ? ", GradScaler" : "");
+    if (tfm_setup(T) != 0) {
+        w->setup_status = MC_WL_OOM;
+        while (w->n_live) wl_free(w, w->live[w->n_live - 1]);
+    } else if (w->gpu) {
+        tfm_init_params(T);
+    }
+    return T;
+}
+
+mc_wl_status mc_tfm_setup_status(const mc_tfm *T) { return T->w.setup_status; }
+const ca_allocator *mc_tfm_allocator(const mc_tfm *T) { return T->w.a; }
+
+void mc_tfm_live_by_category(const mc_tfm *T, uint64_t out[MC_WL_NCAT])
+{
+    memcpy(out, T->w.cat_bytes, sizeof T->w.cat_bytes);
+}
+
+void mc_tfm_destroy(mc_tfm *T)
+{
+    if (!T) return;
+    T->w.trace = NULL;
+    if (T->w.gpu) mc_gpu_sync(T->w.gpu);
+    tfm_unwind(T);
+    tfm_offload_free(T); /* after the sync: no copy is in flight */
+    while (T->w.n_live) wl_free(&T->w, T->w.live[T->w.n_live - 1]);
+    free(T->mask);
+    ca_destroy(T->w.a);
+    if (T->w.host) ca_host_destroy(T->w.host);
+    if (T->w.gpu) mc_gpu_destroy(T->w.gpu);
+    free(T->w.live);
+    free(T->p);
+    free(T->tape);
+    free(T->grp);
+    free(T);
+}
+
+mc_wl_status mc_tfm_step(mc_tfm *T, mc_workload_step_result *r)
+{
+    mc_workload *w = &T->w;
+    memset(r, 0, sizeof *r);
+    r->step = ++T->step;
+    w->step = T->step;
+    r->step_time_s = NAN;
+    r->loss = NAN;
+    r->loss_scale = T->c.precision == MC_WL_FP16 ? T->scale_host : 1.0;
+    if (w->setup_status != MC_WL_OK) {
+        r->status = w->setup_status;
+        wl_fill_stats(&T->w, r);
+        return r->status;
+    }
+    wl_trace(w, "# step %d", T->step);
+    wl_trace(w, "reset_peak");
+    ca_reset_peak(w->a);
+    w->peak_seen = (uint64_t)ca_get_stats(w->a)->allocated_bytes.current;
+    memcpy(w->peak_cat, w->cat_bytes, sizeof w->peak_cat);
+    int rc = 0;
+    if (TG(T)) mc_gpu_step_begin(TG(T));
+    for (int k = 0; k < T->c.accum && rc == 0; k++) rc = micro_step(T, k);
+    bool skipped = false;
+    if (rc == 0) rc = tfm_optimizer(T, &skipped);
+    if (rc == 0) tfm_zero_grad(T);
+    if (rc != 0) { /* a caught OutOfMemoryError, then zero_grad */
+        r->status = MC_WL_OOM;
+        tfm_unwind(T);
+        T->oom = T->stopped = T->recomputing = false;
+        T->handle = 0;
+        T->cur_group = -1;
+        for (int32_t i = w->n_live - 1; i >= 0; i--)
+            if (i < w->n_live && !w->live[i]->keep) wl_free(w, w->live[i]);
+        tfm_zero_grad(T);
+    }
+    if (TG(T)) {
+        r->step_time_s = mc_gpu_step_end(TG(T));
+        if (rc == 0) r->loss = mc_gpu_loss_sum(TG(T), T->c.accum);
+        if (rc == 0 && T->data && T->data->losses && T->step == 1)
+            for (int k = 0; k < T->c.accum; k++) T->data->losses[k] = mc_gpu_slot_loss(TG(T), k);
+    }
+    r->skipped = skipped;
+    r->loss_scale = T->c.precision == MC_WL_FP16 ? T->scale_host : 1.0;
+    wl_fill_stats(&T->w, r);
+    wl_trace(w, "# end of step %d (after zero_grad)", T->step);
+    if (w->trace && T->step == T->c.trace_steps) fflush(w->trace);
+    return r->status;
+}

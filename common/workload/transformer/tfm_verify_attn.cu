@@ -1,0 +1,153 @@
+/* tfm_verify_attn.cu: the GPU check of the fused attention (tfm_verify.h):
+ * forward (O, lse) and backward (dQ, dK, dV) against tfm_ref_attn_* for
+ * head dims 16, 32, 64, 128, on the two packed in-projection layouts
+ * ([L, B, 3E] and [B, L, 3E], q, k, v strided views into one buffer, as
+ * some callers hand them over), on MultiheadAttention's [3, L, B, E]
+ * slices with SDPA's [B, L, E] output, and on separate contiguous
+ * [B, H, L, Dh] tensors with Lq != Lk (cross-attention); causal or not,
+ * dropout or not. Lengths that are no multiple of the tiles. A dropout
+ * decision that differed from the reference's would show as an error of
+ * the order of the values themselves, far above the tolerance. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "check_cuda.h"
+#include "tfm_host_ref.h"
+#include "tfm_kernels.h"
+#include "tfm_verify_util.h"
+
+enum { SEQ_FIRST = 0, BATCH_FIRST = 1, SEPARATE = 2, MHA = 3 };
+
+/* dst [B, H, L, Dh] contiguous <- src at element offset off through view w. */
+static void gather(double *dst, const double *src, int64_t off, tfm_view w, int B, int H, int L, int Dh)
+{
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int l = 0; l < L; l++)
+                for (int d = 0; d < Dh; d++)
+                    dst[(((int64_t)b * H + h) * L + l) * Dh + d] = src[off + b * w.b + h * w.h + l * w.l + d];
+}
+
+typedef struct {
+    int64_t n_in, n_out;          /* elements of the input buffer(s) and of O */
+    int64_t off[3];               /* q, k, v offsets into the input buffer */
+    tfm_view vq, vk, vv, vo;
+} attn_layout;
+
+static attn_layout layout_of(int kind, int B, int H, int Lq, int Lk, int Dh)
+{
+    const int64_t E = (int64_t)H * Dh;
+    attn_layout a;
+    memset(&a, 0, sizeof a);
+    if (kind == SEQ_FIRST) { /* [L, B, 3E], O [L, B, E] */
+        a.vq = a.vk = a.vv = (tfm_view){3 * E, Dh, B * 3 * E};
+        a.vo = (tfm_view){E, Dh, B * E};
+    } else if (kind == BATCH_FIRST) { /* [B, L, 3E], O [B, L, E] */
+        a.vq = a.vk = a.vv = (tfm_view){Lq * 3 * E, Dh, 3 * E};
+        a.vo = (tfm_view){Lq * E, Dh, E};
+    }
+    if (kind == MHA) { /* q, k, v slices of [3, L, B, E]; O [B, L, E] (SDPA's BMHK output) */
+        a.vq = a.vk = a.vv = (tfm_view){E, Dh, B * E};
+        a.vo = (tfm_view){Lq * E, Dh, E};
+        a.n_in = 3LL * Lq * B * E;
+        a.off[0] = 0;
+        a.off[1] = (int64_t)Lq * B * E;
+        a.off[2] = 2 * a.off[1];
+    } else if (kind != SEPARATE) {
+        a.n_in = (int64_t)B * Lq * 3 * E;
+        a.off[0] = 0;
+        a.off[1] = E;
+        a.off[2] = 2 * E;
+    } else { /* q [B, H, Lq, Dh], k and v [B, H, Lk, Dh] after it, one buffer */
+        a.vq = a.vo = (tfm_view){(int64_t)H * Lq * Dh, (int64_t)Lq * Dh, Dh};
+        a.vk = a.vv = (tfm_view){(int64_t)H * Lk * Dh, (int64_t)Lk * Dh, Dh};
+        a.off[0] = 0;
+        a.off[1] = (int64_t)B * H * Lq * Dh;
+        a.off[2] = a.off[1] + (int64_t)B * H * Lk * Dh;
+        a.n_in = a.off[2] + (int64_t)B * H * Lk * Dh;
+    }
+    a.n_out = (int64_t)B * Lq * E;
+    return a;
+}
+
+static void attn_case(tfm_vctx *v, int dt, int kind, int Dh, bool causal, float p, int B, int H, int Lq,
+                      int Lk)
+{
+    const attn_layout L = layout_of(kind, B, H, Lq, Lk, Dh);
+    const int64_t es = MC_DT_SIZE(dt), nq = (int64_t)B * H * Lq * Dh, nk = (int64_t)B * H * Lk * Dh;
+    uint64_t s = 5000 + (uint64_t)(Dh * 4 + kind * 2 + causal);
+    double *in = tfm_v_host(L.n_in), *dout = tfm_v_host(L.n_out), *got = tfm_v_host(L.n_in);
+    tfm_v_fill(in, L.n_in, -1.0, 1.0, &s);
+    tfm_v_fill(dout, L.n_out, -1.0, 1.0, &s);
+    char *din = (char *)tfm_v_upload(in, L.n_in, dt), *ddo = (char *)tfm_v_upload(dout, L.n_out, dt);
+    char *dgrad = (char *)tfm_v_alloc((uint64_t)(L.n_in * es)), *dout_o = (char *)tfm_v_alloc((uint64_t)(L.n_out * es));
+    float *lse = (float *)tfm_v_alloc(4 * (uint64_t)(B * H * Lq)), *delta = (float *)tfm_v_alloc(4 * (uint64_t)(B * H * Lq));
+    CHECK_CUDA(cudaMemset(dgrad, 0, (size_t)(L.n_in * es)));
+    CHECK_CUDA(cudaDeviceSynchronize()); /* before g's non-blocking stream uses it */
+
+    tfm_attn a;
+    memset(&a, 0, sizeof a);
+    a.B = B; a.H = H; a.Lq = Lq; a.Lk = Lk; a.Dh = Dh; a.causal = causal; a.dropout_p = p;
+    a.seed = 99; a.offset = 17; a.scale = (float)(1.0 / sqrt((double)Dh));
+    tfm_attn_fwd(v->g, &a, dout_o, L.vo, lse, din + L.off[0] * es, L.vq, din + L.off[1] * es, L.vk,
+                 din + L.off[2] * es, L.vv, dt);
+    tfm_attn_bwd(v->g, &a, dgrad + L.off[0] * es, L.vq, dgrad + L.off[1] * es, L.vk, dgrad + L.off[2] * es,
+                 L.vv, delta, ddo, L.vo, din + L.off[0] * es, L.vq, din + L.off[1] * es, L.vk,
+                 din + L.off[2] * es, L.vv, dout_o, L.vo, lse, dt);
+
+    double *q4 = tfm_v_host(nq), *k4 = tfm_v_host(nk), *v4 = tfm_v_host(nk), *do4 = tfm_v_host(nq);
+    double *o4 = tfm_v_host(nq), *l4 = tfm_v_host(nq / Dh), *dq4 = tfm_v_host(nq), *dk4 = tfm_v_host(nk);
+    double *dv4 = tfm_v_host(nk), *g4 = tfm_v_host(nq > nk ? nq : nk);
+    gather(q4, in, L.off[0], L.vq, B, H, Lq, Dh);
+    gather(k4, in, L.off[1], L.vk, B, H, Lk, Dh);
+    gather(v4, in, L.off[2], L.vv, B, H, Lk, Dh);
+    gather(do4, dout, 0, L.vo, B, H, Lq, Dh);
+    const tfm_ref_attn r = {B, H, Lq, Lk, Dh, causal, p, 99, 17, 1.0 / sqrt((double)Dh)};
+    tfm_ref_attn_fwd(&r, o4, l4, q4, k4, v4);
+    tfm_ref_attn_bwd(&r, dq4, dk4, dv4, do4, q4, k4, v4, o4, l4);
+
+    const char *kinds[4] = {"[L,B,3E]", "[B,L,3E]", "[B,H,L,Dh]", "[3,L,B,E]->[B,L,E]"};
+    char what[128];
+    const double tol = tfm_v_tol(dt);
+    tfm_v_download(v->g, got, dout_o, L.n_out, dt);
+    gather(g4, got, 0, L.vo, B, H, Lq, Dh);
+    double e = tfm_v_err(g4, o4, nq);
+    tfm_v_download(v->g, got, lse, (int64_t)B * H * Lq, MC_DT_F32);
+    e = fmax(e, tfm_v_err(got, l4, (int64_t)B * H * Lq));
+    snprintf(what, sizeof what, "attention fwd %s Dh %d Lq %d Lk %d causal %d p %.1f", kinds[kind], Dh, Lq,
+             Lk, causal, (double)p);
+    tfm_v_report(v, what, dt, e, tol);
+    tfm_v_download(v->g, got, dgrad, L.n_in, dt);
+    gather(g4, got, L.off[0], L.vq, B, H, Lq, Dh);
+    e = tfm_v_err(g4, dq4, nq);
+    gather(g4, got, L.off[1], L.vk, B, H, Lk, Dh);
+    e = fmax(e, tfm_v_err(g4, dk4, nk));
+    gather(g4, got, L.off[2], L.vv, B, H, Lk, Dh);
+    e = fmax(e, tfm_v_err(g4, dv4, nk));
+    snprintf(what, sizeof what, "attention bwd %s Dh %d Lq %d Lk %d causal %d p %.1f", kinds[kind], Dh, Lq,
+             Lk, causal, (double)p);
+    tfm_v_report(v, what, dt, e, tol);
+
+    void *dev[] = {din, ddo, dgrad, dout_o, lse, delta};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) tfm_v_free(dev[i]);
+    double *hs[] = {in, dout, got, q4, k4, v4, do4, o4, l4, dq4, dk4, dv4, g4};
+    for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++) free(hs[i]);
+}
+
+int tfm_verify_attention(tfm_vctx *v)
+{
+    const int before = v->fails;
+    const int dims[4] = {16, 32, 64, 128};
+    for (int dt = MC_DT_F32; dt <= MC_DT_BF16; dt++)
+        for (int d = 0; d < 4; d++) {
+            attn_case(v, dt, SEQ_FIRST, dims[d], false, 0.0f, 2, 2, 70, 70);
+            attn_case(v, dt, BATCH_FIRST, dims[d], true, 0.2f, 2, 2, 70, 70);
+            attn_case(v, dt, SEPARATE, dims[d], false, 0.1f, 2, 3, 33, 50); /* Lk % 4 != 0: a philox block per element */
+            attn_case(v, dt, SEPARATE, dims[d], true, 0.0f, 1, 2, 45, 45);
+            attn_case(v, dt, MHA, dims[d], true, 0.1f, 3, 2, 68, 68);          /* Lk % 4 == 0: one per 4 */
+            attn_case(v, dt, SEPARATE, dims[d], false, 0.3f, 1, 2, 20, 36);
+        }
+    return v->fails - before;
+}
