@@ -198,8 +198,8 @@ RUN ?= results/latest
 plots:
 	$(Q)scripts/plot $(RUN)
 
-report:
-	$(Q)scripts/report $(RUN)
+report: $(BUILD)/report
+	$(Q)scripts/report --build $(BUILD) $(RUN)
 
 # Two runs side by side: COMPARE.md, compare.tsv and compare.png in OUT
 # (default: the current folder). Runs from older commits compare too.

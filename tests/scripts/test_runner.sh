@@ -32,7 +32,7 @@ for csv in "$fixtures"/*.csv; do
     else printf 'C%s\t%s\tfixture\tseed\tmethod\trule\n' "$(sed -n 2p "$csv" | cut -c2-3)" "$key" >> "$run/experiments.tsv"; fi
 done
 printf 'C98\tplanned_only\tnever ran\tseed text\tmethod\trule\n' >> "$run/experiments.tsv"
-check "report writes REPORT.md from fixtures" "$root/scripts/report" "$run"
+check "report writes REPORT.md from fixtures" "$root/scripts/report" --build "$build" "$run"
 check "report names the GPU from meta.csv" grep -q "^# memclaims report: NVIDIA H100" "$run/REPORT.md"
 for csv in "$fixtures"/*.csv; do
     key=$(basename "$csv" .csv)
@@ -44,7 +44,40 @@ done
 check "report marks a planned experiment without CSV as not run" grep -q "^| C98 | seed text | - | \*\*not run\*\* |$" "$run/REPORT.md"
 check "report counts the experiments without a verdict" grep -q "1 of .* experiments have no verdict" "$run/REPORT.md"
 check_eq "report leaves no temporary file" "$(ls -A "$run" | grep -c tmp)" 0
-check "report refuses a folder that is not a run" bash -c "! '$root/scripts/report' '$tmp'"
+check "report refuses a folder that is not a run" bash -c "! '$root/scripts/report' --build '$build' '$tmp'"
+# An experiment that failed: its state and exit code, and its seconds.
+frun=$tmp/failed-run
+cp -r "$run" "$frun"
+printf 'planned_only\tfailed\t2\t4.0\tgpu\n' > "$frun/runs.tsv"
+"$root/scripts/report" --build "$build" "$frun" > /dev/null
+check "report marks a failed experiment with its exit code" grep -q '^| C98 | seed text | - | \*\*failed (exit 2)\*\* |$' "$frun/REPORT.md"
+check "report gives a finished experiment's CSV, log and seconds" grep -q '^`planned_only.csv`, log `logs/planned_only.log`, 4.0 s.$' "$frun/REPORT.md"
+# Bad input: one line, exit 2, the REPORT.md there untouched.
+cp "$frun/REPORT.md" "$tmp/report.before"
+printf 'C98,planned_only,,,,verdict\n' >> "$frun/randn_bytes.csv"
+err=$("$root/scripts/report" --build "$build" "$frun" 2>&1 >/dev/null); rc=$?
+check_eq "report of a run with a malformed CSV exits 2" "$rc" 2
+check_eq "... with one line naming the file and line" "$(wc -l <<<"$err") $(grep -c 'randn_bytes.csv:[0-9]*: ' <<<"$err")" "1 1"
+check "... and leaves REPORT.md as it was, with no temporary file" \
+    bash -c "cmp -s '$frun/REPORT.md' '$tmp/report.before' && ! ls -A '$frun' | grep -q tmp"
+err=$("$root/scripts/report" --build "$tmp/no-build" "$run" 2>&1 >/dev/null); rc=$?
+check_eq "report without build/report exits 2 with one line" "$rc $(wc -l <<<"$err")" "2 1"
+# Each committed reference run's REPORT.md was written by the report as it
+# was then (scripts/lib/report.awk, before tools/report.c): the report of a
+# copy of its inputs (charts as empty files: only their presence counts) is
+# the same, byte for byte. A deliberate change of the report regenerates them.
+nref=0
+for ref in "$root"/results/reference-*/; do
+    [ -f "$ref/REPORT.md" ] || continue
+    name=$(basename "$ref"); copy=$tmp/ref-$name
+    mkdir -p "$copy"
+    cp "$ref"/*.tsv "$ref"/*.csv "$copy"/
+    for png in "$ref"/*.png; do [ -f "$png" ] && : > "$copy/$(basename "$png")"; done
+    "$root/scripts/report" --build "$build" "$copy" > /dev/null
+    check "report of $name is its committed REPORT.md, byte for byte" cmp "$copy/REPORT.md" "$ref/REPORT.md"
+    nref=$((nref + 1))
+done
+check "found committed reference runs with a REPORT.md ($nref)" test "$nref" -gt 0
 # Two experiments waived for different reasons: the summary line gives each one's.
 wrun=$tmp/waived-run
 cp -r "$run" "$wrun"
@@ -52,7 +85,7 @@ for kr in "randn_bytes:no reason one" "fragmentation:no reason two"; do
     awk -F, -v OFS=, -v why="${kr#*:}" 'NR > 1 && $6 == "verdict" { $14 = "waived"; $15 = why; NF = 15 } { print }' \
         "$wrun/${kr%%:*}.csv" > "$wrun/x.tmp" && mv "$wrun/x.tmp" "$wrun/${kr%%:*}.csv"
 done
-"$root/scripts/report" "$wrun" > /dev/null
+"$root/scripts/report" --build "$build" "$wrun" > /dev/null
 check "report's summary gives each waived experiment's own reason" \
     grep -q '^\*\*2 of .* experiments were waived\*\* (C19: no reason two; C18: no reason one)\.$\|^\*\*2 of .* experiments were waived\*\* (C18: no reason one; C19: no reason two)\.$' "$wrun/REPORT.md"
 
@@ -71,7 +104,7 @@ if command -v gnuplot >/dev/null; then
         [ -f "$run/$key.csv" ] || { failure "plots/$key.gp has a fixture CSV in tests/fixtures/results"; continue; }
         check "plot draws $key.png (a PNG file)" bash -c "head -c 4 '$run/$key.png' | grep -q PNG"
     done
-    "$root/scripts/report" "$run" >/dev/null
+    "$root/scripts/report" --build "$build" "$run" >/dev/null
     check "report links the charts" grep -q '!\[.*\](.*\.png)' "$run/REPORT.md"
 else
     echo "SKIP: gnuplot not installed: charts not drawn (make deps)"
@@ -82,6 +115,7 @@ fake=$tmp/fake-build
 mkdir -p "$fake"
 cp "$build/meta" "$fake/meta"
 cp "$build/results_json" "$fake/results_json"
+cp "$build/report" "$fake/report"
 # A fake experiment: --list, --help (no --model-only), and --out DIR writes
 # its CSV via a temp + rename after sleeping $2 seconds; the temp file exists
 # while it sleeps.
