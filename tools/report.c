@@ -14,8 +14,8 @@
 
 #include "check.h"
 #include "csv.h"
-#include "report_write.h"
-#include "run_read.h"
+#include "results/report_write.h"
+#include "results/run_read.h"
 
 static int write_report(const char *dir)
 {
