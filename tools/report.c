@@ -1,4 +1,4 @@
-/* report: writes a run's REPORT.md (common/report_write.h) from its meta.csv,
+/* report: writes a run's REPORT.md (common/results/report_write.h) from its meta.csv,
  * experiments.tsv, runs.tsv, <key>.csv files and <key>.png charts.
  *
  *   build/report RUN_DIR      RUN_DIR/REPORT.md, under a temporary name, then renamed
