@@ -209,8 +209,12 @@ for exe in "$build"/c[0-9][0-9]_*; do
 done
 check "found experiments with --model-only ($n_model of $n)" test "$n_model" -gt 0
 check_eq "each experiment: model-only verdict or one waiver line, in the console and the report; charts only from data" "$bad_lines" ""
+# An optional tool's absence (hyperfine for C11, not in this selection) adds
+# no line here, whichever tools this machine has.
 check_eq "one console line per experiment, plus the header lines and the report line" \
     "$(grep -vc '^\[' <<<"$out")" 3
+check "no hyperfine line when C11 is not run (hyperfine $(command -v hyperfine >/dev/null && echo present || echo absent) here)" \
+    bash -c "! grep -q hyperfine <<<'$(printf '%s' "$out" | tr -d "'")'"
 check "the console says up front there is no GPU and what runs on the model" grep -q "^run-all: no usable GPU (.*): $n_model experiments run on the allocator model (--model-only), $n_host need no GPU, $((n - n_model - n_host)) need a GPU and are waived$" <<<"$out"
 printf '%s\n' "$out" > "$tmp/console.txt"
 check "no gnuplot message on the console" bash -c "! grep -qi -e gnuplot -e warning -e 'line [0-9]' '$tmp/console.txt'"
