@@ -42,6 +42,7 @@
 #include "check.h"
 #include "tfm_internal.h"
 #include "tfm_host_ref.h"
+#include "tfm_offload.h"
 #include "tfm_kernels.h"
 
 /* ------------------------------------------------------------ layers */
@@ -185,7 +186,10 @@ static void layer(mc_tfm *T, int l, tv *x, tv mem)
     *x = y;
 }
 
-int tfm_recompute(mc_tfm *T, int g)
+/* Checkpoint's recompute hook (tfm_saved_hooks): layer g's forward again
+ * on the backward thread, its saved tensors moved into the first
+ * forward's nodes, the recomputation's own graph dropped. */
+static int recompute(mc_tfm *T, int g)
 {
     tgroup *G = &T->grp[g];
     const int handle = T->handle;
@@ -370,6 +374,8 @@ mc_tfm *mc_tfm_create_with(const mc_tfm_config *c, bool on_gpu, FILE *trace, mc_
                      (c->arch == MC_TFM_TRANSFORMER ? TFM_DEC_DROPOUTS * c->dec_layers : 0));
     T->data = data;
     T->cur_group = -1;
+    if (c->checkpoint) T->hooks.recompute = recompute;
+    if (c->offload) tfm_offload_hooks(&T->hooks);
     T->scale_host = 65536.0;
     mc_workload *w = &T->w;
     w->c = mc_workload_config_default();
