@@ -28,7 +28,7 @@ for csv in "$fixtures"/*.csv; do
     key=$(basename "$csv" .csv)
     [ "$key" = meta ] && continue
     exe=$(ls "$build"/c[0-9][0-9]_"$key" 2>/dev/null | head -1)
-    if [ -n "$exe" ]; then ASAN_OPTIONS=$noleak "$exe" --list >> "$run/experiments.tsv"
+    if [ -n "$exe" ]; then ASAN_OPTIONS=$noleak "$exe" --list | cut -f1-6 >> "$run/experiments.tsv" # as run-all writes it
     else printf 'C%s\t%s\tfixture\tseed\tmethod\trule\n' "$(sed -n 2p "$csv" | cut -c2-3)" "$key" >> "$run/experiments.tsv"; fi
 done
 printf 'C98\tplanned_only\tnever ran\tseed text\tmethod\trule\n' >> "$run/experiments.tsv"
@@ -116,15 +116,15 @@ mkdir -p "$fake"
 cp "$build/meta" "$fake/meta"
 cp "$build/results_json" "$fake/results_json"
 cp "$build/report" "$fake/report"
-# A fake experiment: --list, --help (no --model-only), and --out DIR writes
-# its CSV via a temp + rename after sleeping $2 seconds; the temp file exists
-# while it sleeps.
-make_fake() { # NAME CLAIM SECONDS VERDICT
+# A fake experiment: --list (mode gpu, or $5), --help (no --model-only), and
+# --out DIR writes its CSV via a temp + rename after sleeping $3 seconds; the
+# temp file exists while it sleeps.
+make_fake() { # NAME CLAIM SECONDS VERDICT [MODE FIELD]
     cat > "$fake/$1" <<FAKE
 #!/usr/bin/env bash
-[ "\$1" = --list ] && { printf '$2\t${1#c[0-9][0-9]_}\tfake\tseed says $2\tmethod\trule\n'; exit 0; }
+[ "\$1" = --list ] && { printf '$2\t${1#c[0-9][0-9]_}\tfake\tseed says $2\tmethod\trule${5-\tgpu}\n'; exit 0; }
 [ "\$1" = --help ] && { echo "fake $2: options --quick --out DIR"; exit 0; }
-out=\${2:-.}; [ "\$1" = --quick ] && out=\$3
+out=.; while [ \$# -gt 0 ]; do [ "\$1" = --out ] && out=\$2; shift; done
 echo partial > "\$out/.${1#c[0-9][0-9]_}.csv.tmp.\$\$"
 trap 'rm -f "\$out/.${1#c[0-9][0-9]_}.csv.tmp.\$\$"; exit 143' TERM
 sleep $3 & wait
@@ -169,6 +169,28 @@ check_eq "compare refuses the interrupted run (exit 2)" "$rc" 2
 check "the first run's results.json is complete" grep -q '"state":	"complete"' "$results/$first/results.json"
 sum_after=$(cd "$results/$first" && find . -type f -exec md5sum {} + | sort)
 check_eq "the earlier run is untouched" "$sum_after" "$sum_before"
+
+check_eq "run-all's experiments.tsv holds the descriptor's first six fields" \
+    "$(cat "$results/$first/experiments.tsv")" "$(printf 'C01\tfast\tfake\tseed says C01\tmethod\trule')"
+check "runs.tsv gives the fake's mode from its --list (gpu)" grep -q '^fast	.*	gpu$' "$results/$first/runs.tsv"
+# A descriptor's mode decides how it runs without a GPU: host runs as it is,
+# model-only gets --model-only, gpu waives (the fake runs in each case).
+mkdir -p "$tmp/modes"
+for m in host model-only bogus ""; do
+    rm -rf "$fake"/c0[3-9]_*
+    make_fake c03_mode C03 0 holds "$([ -n "$m" ] && printf '\\t%s' "$m")"
+    out=$(CUDA_VISIBLE_DEVICES="" "$root/scripts/run-all" --build "$fake" --results "$tmp/modes" --only C03 2>&1); rc=$?
+    case $m in
+        host|model-only)
+            check_eq "a fake of mode $m: run-all exits 0" "$rc" 0
+            check "  ... and records mode $m without a GPU" grep -q "^mode	.*	$m$" "$tmp/modes/$(readlink "$tmp/modes/latest")/runs.tsv" ;;
+        *)
+            check_eq "a fake whose --list gives ${m:-no} mode: run-all exits 2, one line" "$rc:$(printf '%s\n' "$out" | wc -l)" "2:1"
+            check "  ... naming the experiment" grep -q "c03_mode --list gives no mode" <<<"$out" ;;
+    esac
+done
+check_eq "  ... and writes no run folder for it" "$(ls "$tmp/modes" | grep -vc latest)" 2
+rm -f "$fake"/c03_mode
 
 out=$("$root/scripts/run-all" --build "$fake" --results "$results" --bogus 2>&1); rc=$?
 check_eq "run-all refuses an unknown option with exit 2" "$rc" 2

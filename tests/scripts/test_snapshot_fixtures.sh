@@ -29,7 +29,7 @@ fixtures=$root/tests/fixtures/snapshots
 verify() {
     local dir=$1 name=$2 trace=$tmp/$2.trace bad=0
     gzip -dc "$dir/$name.pickle.gz" > "$tmp/$name.pickle" || { echo "MISMATCH $name: cannot gunzip"; return 2; }
-    "$root/scripts/snapshot2trace" "$tmp/$name.pickle" > "$trace" 2> "$tmp/$name.convert.err" \
+    "$root/scripts/snapshot2trace" --replay "$replay" "$tmp/$name.pickle" > "$trace" 2> "$tmp/$name.convert.err" \
         || { echo "MISMATCH $name: snapshot2trace: $(head -c 200 "$tmp/$name.convert.err")"; return 2; }
     # '|' not tab: read would merge the empty fields (default conf, no limit).
     while IFS='|' read -r setting conf limit outcome pa pr _retries _ooms; do

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "alloc/alloc_cuda.h"
+#include "trace/trace.h"
 #include "check.h"
 #include "mlp_internal.h"
 
@@ -282,10 +283,8 @@ mc_workload *mc_workload_create(const mc_workload_config *c, bool on_gpu, FILE *
              mc_wl_precision_name(c->precision), c->accum, c->checkpoint ? " checkpoint" : "");
     if (c->checkpoint_segments)
         wl_trace(w, "# checkpoint_sequential: %d segments", c->checkpoint_segments);
-    if (c->alloc.limit_bytes != CA_UNLIMITED)
-        wl_trace(w, "set limit %" PRIu64, c->alloc.limit_bytes);
-    if (c->alloc.max_split_size != CA_UNLIMITED)
-        wl_trace(w, "set max_split_size %" PRIu64, c->alloc.max_split_size);
+    char settings[512]; /* the allocator settings' set lines (trace/trace.h) */
+    if (ca_trace_format_settings(&c->alloc, settings, sizeof settings) > 0) wl_trace(w, "%s", settings);
     wl_trace(w, "# set-up: parameters, optimizer%s",
              c->precision == MC_WL_FP16 ? ", GradScaler" : "");
     if (wl_seq_params(w) != 0) {

@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "alloc/alloc_cuda.h"
+#include "trace/trace.h"
 #include "check.h"
 #include "tfm_internal.h"
 #include "tfm_host_ref.h"
@@ -394,9 +395,8 @@ mc_tfm *mc_tfm_create_with(const mc_tfm_config *c, bool on_gpu, FILE *trace, mc_
              c->causal ? " causal" : "", (long long)c->seq, (long long)c->batch,
              mc_tfm_optimizer_name(c->optimizer), mc_wl_precision_name(c->precision), c->accum,
              c->checkpoint ? " checkpoint" : "", c->fused ? " fused" : "", c->offload ? " offload" : "");
-    if (c->alloc.limit_bytes != CA_UNLIMITED) wl_trace(w, "set limit %" PRIu64, c->alloc.limit_bytes);
-    if (c->alloc.max_split_size != CA_UNLIMITED)
-        wl_trace(w, "set max_split_size %" PRIu64, c->alloc.max_split_size);
+    char settings[512]; /* the allocator settings' set lines (trace/trace.h) */
+    if (ca_trace_format_settings(&c->alloc, settings, sizeof settings) > 0) wl_trace(w, "%s", settings);
     wl_trace(w, "# set-up: parameters, optimizer%s", c->precision == MC_WL_FP16 ? ", GradScaler" : "");
     if (tfm_setup(T) != 0) {
         w->setup_status = MC_WL_OOM;
