@@ -298,3 +298,28 @@ int ca_conf_format(const ca_config *c, char *out, size_t len)
 #undef PUT
     return snprintf(out, len, "%s", buf);
 }
+
+/* ================================================================== presets
+ * The allocator settings build/whatif replays a run under, in the order its
+ * report lists them (alloc_presets.h). Kept apart from the parser above:
+ * this is a list of strings the parser reads, not part of it. */
+
+#include "alloc_presets.h"
+
+static const ca_conf_preset presets[] = {
+    {"default", "", false},
+    {"expandable_segments", "expandable_segments:True", false},
+    {"max_split_64MiB", "max_split_size_mb:64", false},
+    {"max_split_256MiB", "max_split_size_mb:256", false},
+    {"max_split_1024MiB", "max_split_size_mb:1024", false},
+    {"roundup_power2_4", "roundup_power2_divisions:4", false},
+    {"roundup_power2_list", "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", false},
+    /* garbage_collect_cached_blocks runs only under set_per_process_memory_fraction */
+    {"gc_0.6_limit", "garbage_collection_threshold:0.6", true},
+};
+
+const ca_conf_preset *ca_conf_presets(size_t *n)
+{
+    *n = sizeof presets / sizeof presets[0];
+    return presets;
+}
