@@ -23,6 +23,7 @@
 #include "experiment.h"
 #include "stats.h"
 #include "verdict.h"
+#include "workload/core/wl_handle.h"
 #include "workload/transformer/tfm.h"
 #include "workload/mlp/mlp.h"
 
@@ -250,17 +251,6 @@ static mc_workload_config mlp_config(const shape *sh, int64_t B, int prec)
     return c;
 }
 
-/* One workload of either kind, behind the calls the point needs. */
-typedef struct {
-    mc_workload *mlp;
-    mc_tfm *tfm;
-} any_workload;
-
-static mc_wl_status any_step(any_workload *w, mc_workload_step_result *r)
-{
-    return w->tfm ? mc_tfm_step(w->tfm, r) : mc_workload_step(w->mlp, r);
-}
-
 static fig run_point(mc_run *run, const shape *sh, int64_t B, int prec, int warm, int reps)
 {
     char what[96], err[256] = "";
@@ -268,15 +258,15 @@ static fig run_point(mc_run *run, const shape *sh, int64_t B, int prec, int warm
              mc_wl_precision_name((mc_wl_precision)prec));
     fig f;
     memset(&f, 0, sizeof f);
-    any_workload w = {NULL, NULL};
+    mc_wl *w;
     if (sh->tfm) {
         mc_tfm_config c = tfm_config(B, prec);
-        w.tfm = mc_tfm_create(&c, run->on_gpu, NULL, err, sizeof err);
+        w = mc_tfm_handle(mc_tfm_create(&c, run->on_gpu, NULL, err, sizeof err));
     } else {
         mc_workload_config c = mlp_config(sh, B, prec);
-        w.mlp = mc_workload_create(&c, run->on_gpu, NULL, err, sizeof err);
+        w = mc_workload_handle(mc_workload_create(&c, run->on_gpu, NULL, err, sizeof err));
     }
-    if (!w.mlp && !w.tfm) {
+    if (!w) {
         /* Recorded, and the rest of the run goes on (exit code 1). */
         mc_verify_failed(run, what, "the workload cannot be created: %s", err);
         f.failed = true;
@@ -287,7 +277,7 @@ static fig run_point(mc_run *run, const shape *sh, int64_t B, int prec, int warm
     bool steady = true;
     for (int s = 0; s < warm + reps; s++) {
         mc_workload_step_result r;
-        if (any_step(&w, &r) != MC_WL_OK) {
+        if (mc_wl_step(w, &r) != MC_WL_OK) {
             f.oom = true;
             break;
         }
@@ -306,12 +296,10 @@ static fig run_point(mc_run *run, const shape *sh, int64_t B, int prec, int warm
         mc_verify_failed(run, what, "the categories sum to %llu B, the peak is %llu B",
                          (unsigned long long)sum, (unsigned long long)f.peak);
     char e2[256];
-    const ca_allocator *a = w.tfm ? mc_tfm_allocator(w.tfm) : mc_workload_allocator(w.mlp);
-    if (ca_check_invariants(a, e2, sizeof e2) != 0)
+    if (ca_check_invariants(mc_wl_allocator(w), e2, sizeof e2) != 0)
         mc_verify_failed(run, what, "allocator invariants: %s", e2);
     if (!f.oom && !steady) mc_verify_failed(run, what, "the peak differs between measured steps");
-    if (w.tfm) mc_tfm_destroy(w.tfm);
-    else mc_workload_destroy(w.mlp);
+    mc_wl_destroy(w);
     f.t = mc_stats_of(t, (size_t)n);
     free(t);
     return f;

@@ -100,8 +100,8 @@ static fig run_config(mc_run *run, int64_t batch, int k, int warm, int reps)
     c.precision = MC_WL_FP32;
     char what[64], err[256];
     snprintf(what, sizeof what, "B=%lld k=%d", (long long)batch, k);
-    mc_wl_model m = {.mlp = mc_workload_create(&c, run->on_gpu, NULL, err, sizeof err)};
-    CHECK(m.mlp != NULL, "workload %s: %s", what, err);
+    mc_wl *m = mc_workload_handle(mc_workload_create(&c, run->on_gpu, NULL, err, sizeof err));
+    CHECK(m != NULL, "workload %s: %s", what, err);
     return mc_wl_measure_steady(run, m, what, warm, reps);
 }
 

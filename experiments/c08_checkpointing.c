@@ -99,8 +99,8 @@ static fig run_mlp(mc_run *run, int layers, bool ckpt, int segments, int warm, i
     c.checkpoint_segments = segments;
     char what[64], err[256];
     snprintf(what, sizeof what, "L=%d %s S=%d", layers, ckpt ? "checkpoint" : "", segments);
-    mc_wl_model m = {.mlp = mc_workload_create(&c, run->on_gpu, NULL, err, sizeof err)};
-    CHECK(m.mlp != NULL, "workload %s: %s", what, err);
+    mc_wl *m = mc_workload_handle(mc_workload_create(&c, run->on_gpu, NULL, err, sizeof err));
+    CHECK(m != NULL, "workload %s: %s", what, err);
     return mc_wl_measure_steady(run, m, what, warm, reps);
 }
 

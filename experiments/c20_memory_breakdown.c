@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "experiment.h"
+#include "workload/core/wl_handle.h"
 #include "workload/transformer/tfm.h"
 #include "workload/mlp/mlp.h"
 
@@ -83,39 +84,19 @@ typedef struct {
     double share;     /* activations / peak */
 } point;
 
-/* One workload of either kind. */
-typedef struct {
-    mc_workload *mlp;
-    mc_tfm *tfm;
-} any_workload;
-
-static bool any_create(any_workload *w, const shape *s, int64_t B, bool on_gpu, char *err, size_t len)
+/* The shape's workload at batch B; NULL with the reason in err. */
+static mc_wl *create(const shape *s, int64_t B, bool on_gpu, char *err, size_t len)
 {
-    w->mlp = NULL;
-    w->tfm = NULL;
     if (s->tfm) {
         mc_tfm_config c = mc_tfm_seed000_amp(B, MC_WL_FP32);
-        w->tfm = mc_tfm_create(&c, on_gpu, NULL, err, len);
-        return w->tfm != NULL;
+        return mc_tfm_handle(mc_tfm_create(&c, on_gpu, NULL, err, len));
     }
     mc_workload_config c = mc_workload_config_default();
     c.layers = s->layers;
     c.in = c.width = c.out = s->width;
     c.batch = B;
     c.optimizer = MC_WL_ADAM;
-    w->mlp = mc_workload_create(&c, on_gpu, NULL, err, len);
-    return w->mlp != NULL;
-}
-
-static mc_wl_status any_step(any_workload *w, mc_workload_step_result *r)
-{
-    return w->tfm ? mc_tfm_step(w->tfm, r) : mc_workload_step(w->mlp, r);
-}
-
-static void any_destroy(any_workload *w)
-{
-    if (w->tfm) mc_tfm_destroy(w->tfm);
-    mc_workload_destroy(w->mlp);
+    return mc_workload_handle(mc_workload_create(&c, on_gpu, NULL, err, len));
 }
 
 /* p->failed when a workload cannot be created (recorded as a failed verification). */
@@ -124,12 +105,11 @@ static point measure(mc_run *run, const shape *s, int64_t B)
     point p;
     memset(&p, 0, sizeof p);
     char err[256] = "";
-    any_workload w, ref = {NULL, NULL};
-    if (!any_create(&w, s, B, run->on_gpu, err, sizeof err) ||
-        (run->on_gpu && !any_create(&ref, s, B, false, err, sizeof err))) {
+    mc_wl *w = create(s, B, run->on_gpu, err, sizeof err), *ref = NULL;
+    if (!w || (run->on_gpu && !(ref = create(s, B, false, err, sizeof err)))) {
         mc_verify_failed(run, s->name, "batch %lld: the workload cannot be created: %s",
                          (long long)B, err);
-        any_destroy(&w);
+        mc_wl_destroy(w);
         p.failed = true;
         return p;
     }
@@ -138,7 +118,7 @@ static point measure(mc_run *run, const shape *s, int64_t B)
     double *pk = mc_xmalloc((size_t)R * sizeof *pk);
     mc_workload_step_result r, m;
     for (int st = 1; st <= skip + W + R; st++) {
-        if (any_step(&w, &r) != MC_WL_OK) {
+        if (mc_wl_step(w, &r) != MC_WL_OK) {
             p.oom = true;
             break;
         }
@@ -154,7 +134,7 @@ static point measure(mc_run *run, const shape *s, int64_t B)
         if (run->on_gpu) {
             char what[96];
             snprintf(what, sizeof what, "%s batch %lld step %d", s->name, (long long)B, st);
-            if (any_step(&ref, &m) != MC_WL_OK || !isfinite(r.loss))
+            if (mc_wl_step(ref, &m) != MC_WL_OK || !isfinite(r.loss))
                 mc_verify_failed(run, what, "the host model ran out of memory, or the GPU's loss is %g", r.loss);
             else
                 mc_check_gpu_peak(run, what, r.peak_allocated, m.peak_allocated,
@@ -174,8 +154,8 @@ static point measure(mc_run *run, const shape *s, int64_t B)
         p.share = p.cat[K_ACT] / (double)r.peak_allocated;
     }
     free(pk);
-    any_destroy(&w);
-    any_destroy(&ref);
+    mc_wl_destroy(w);
+    mc_wl_destroy(ref);
     return p;
 }
 

@@ -7,17 +7,12 @@
 #include "check.h"
 #include "steady.h"
 
-static mc_wl_status model_step(mc_wl_model *m, mc_workload_step_result *r)
-{
-    return m->mlp ? mc_workload_step(m->mlp, r) : mc_tfm_step(m->tfm, r);
-}
-
-mc_wl_steady mc_wl_measure_steady(mc_run *run, mc_wl_model m, const char *what, int warm, int reps)
+mc_wl_steady mc_wl_measure_steady(mc_run *run, mc_wl *m, const char *what, int warm, int reps)
 {
     mc_wl_steady f = {.t = mc_xmalloc((size_t)reps * sizeof(double)), .steady = true};
     for (int s = 0; s < warm + reps; s++) {
         mc_workload_step_result r;
-        if (model_step(&m, &r) != MC_WL_OK) {
+        if (mc_wl_step(m, &r) != MC_WL_OK) {
             f.oom = true;
             break;
         }
@@ -31,13 +26,11 @@ mc_wl_steady mc_wl_measure_steady(mc_run *run, mc_wl_model m, const char *what, 
         f.t[f.n++] = r.step_time_s;
     }
     char err[256];
-    const ca_allocator *a = m.mlp ? mc_workload_allocator(m.mlp) : mc_tfm_allocator(m.tfm);
-    if (ca_check_invariants(a, err, sizeof err) != 0)
+    if (ca_check_invariants(mc_wl_allocator(m), err, sizeof err) != 0)
         mc_verify_failed(run, what, "allocator invariants: %s", err);
     if (!f.oom && !f.steady)
         mc_verify_failed(run, what, "the peak differs between measured steps (not a steady state)");
-    if (m.mlp) mc_workload_destroy(m.mlp);
-    else mc_tfm_destroy(m.tfm);
+    mc_wl_destroy(m);
     return f;
 }
 
@@ -45,8 +38,8 @@ bool mc_wl_measure_tfm(mc_run *run, const mc_tfm_config *c, const char *what, in
                        mc_wl_steady *f, char *why, size_t why_len)
 {
     char err[256];
-    mc_wl_model m = {.tfm = mc_tfm_create(c, run->on_gpu, NULL, err, sizeof err)};
-    if (!m.tfm) {
+    mc_wl *m = mc_tfm_handle(mc_tfm_create(c, run->on_gpu, NULL, err, sizeof err));
+    if (!m) {
         mc_verify_failed(run, what, "the Transformer workload cannot run here: %s", err);
         snprintf(why, why_len, "%s", err);
         return false;

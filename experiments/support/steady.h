@@ -8,14 +8,9 @@
 #include <stdint.h>
 
 #include "experiment.h"
+#include "workload/core/wl_handle.h"
 #include "workload/transformer/tfm.h"
 #include "workload/mlp/mlp.h"
-
-/* One of the two workloads behind the same step interface: mlp or tfm. */
-typedef struct {
-    mc_workload *mlp;
-    mc_tfm *tfm;
-} mc_wl_model;
 
 typedef struct {
     bool oom;
@@ -30,7 +25,7 @@ typedef struct {
  * model. Verification failures go to run, named `what`: a loss that is not
  * finite (GPU), the allocator's invariants, a peak that moves between the
  * measured steps. An OOM ends the steps and sets oom. */
-mc_wl_steady mc_wl_measure_steady(mc_run *run, mc_wl_model m, const char *what, int warm, int reps);
+mc_wl_steady mc_wl_measure_steady(mc_run *run, mc_wl *m, const char *what, int warm, int reps);
 
 /* The Transformer of c made (on the GPU when run->on_gpu) and measured as
  * above, into *f. false when it cannot run here (a head size the GPU's

@@ -134,6 +134,9 @@ void mc_tfm_destroy(mc_tfm *t);
 const ca_allocator *mc_tfm_allocator(const mc_tfm *t);
 /* Live bytes of each category now (they sum to memory_allocated). */
 void mc_tfm_live_by_category(const mc_tfm *t, uint64_t out[MC_WL_NCAT]);
+/* The model behind core/wl_handle.h's handle, as mc_workload_handle. */
+typedef struct mc_wl mc_wl;
+mc_wl *mc_tfm_handle(mc_tfm *t);
 
 #ifdef __cplusplus
 }
