@@ -23,6 +23,7 @@
 #include "experiment.h"
 #include "stats.h"
 #include "verdict.h"
+#include "support/steady.h"
 #include "workload/core/wl_handle.h"
 #include "workload/transformer/tfm.h"
 #include "workload/mlp/mlp.h"
@@ -272,36 +273,14 @@ static fig run_point(mc_run *run, const shape *sh, int64_t B, int prec, int warm
         f.failed = true;
         return f;
     }
-    double *t = (double *)mc_xmalloc((size_t)reps * sizeof *t);
-    int n = 0;
-    bool steady = true;
-    for (int s = 0; s < warm + reps; s++) {
-        mc_workload_step_result r;
-        if (mc_wl_step(w, &r) != MC_WL_OK) {
-            f.oom = true;
-            break;
-        }
-        if (run->on_gpu && !isfinite(r.loss))
-            mc_verify_failed(run, what, "step %d: loss %g is not finite", r.step, r.loss);
-        if (s < warm) continue;
-        if (n == 0) memcpy(f.cat, r.peak_by_category, sizeof f.cat);
-        else if (r.peak_allocated != f.peak) steady = false;
-        if (r.peak_allocated > f.peak) f.peak = r.peak_allocated;
-        if (r.peak_reserved > f.reserved) f.reserved = r.peak_reserved;
-        t[n++] = r.step_time_s;
-    }
-    uint64_t sum = 0;
-    for (int k = 0; k < MC_WL_NCAT; k++) sum += f.cat[k];
-    if (!f.oom && n > 0 && steady && sum != f.peak)
-        mc_verify_failed(run, what, "the categories sum to %llu B, the peak is %llu B",
-                         (unsigned long long)sum, (unsigned long long)f.peak);
-    char e2[256];
-    if (ca_check_invariants(mc_wl_allocator(w), e2, sizeof e2) != 0)
-        mc_verify_failed(run, what, "allocator invariants: %s", e2);
-    if (!f.oom && !steady) mc_verify_failed(run, what, "the peak differs between measured steps");
-    mc_wl_destroy(w);
-    f.t = mc_stats_of(t, (size_t)n);
-    free(t);
+    const mc_wl_plan plan = {warm, reps, 0, 0, run->on_gpu, false}; /* warm, reps, no timed steps */
+    mc_wl_measured m = mc_wl_measure_run(run, w, what, &plan);
+    f.oom = m.oom;
+    f.peak = m.peak;
+    f.reserved = m.reserved;
+    memcpy(f.cat, m.cat, sizeof f.cat);
+    f.t = m.time;
+    mc_wl_measured_free(&m);
     return f;
 }
 
