@@ -28,6 +28,7 @@
 #include "clock.h"
 #include "experiment.h"
 #include "gate.h"
+#include "units.h"
 
 static uint64_t g_child_bytes = 0; /* set only in a child: the size it measures */
 
@@ -100,15 +101,6 @@ static const char *status[NMETH][NSIZES]; /* NULL: not measured */
 
 /* ------------------------------------------------------------ helpers */
 
-static const char *size_str(uint64_t b, char *buf, size_t len)
-{
-    if (b >= GIB && b % GIB == 0) snprintf(buf, len, "%llu GiB", (unsigned long long)(b >> 30));
-    else if (b >= MIB && b % MIB == 0) snprintf(buf, len, "%llu MiB", (unsigned long long)(b >> 20));
-    else if (b >= KIB && b % KIB == 0) snprintf(buf, len, "%llu KiB", (unsigned long long)(b >> 10));
-    else snprintf(buf, len, "%llu B", (unsigned long long)b);
-    return buf;
-}
-
 /* Seconds in the unit that reads best. */
 static const char *time_str(double s, char *buf, size_t len)
 {
@@ -142,7 +134,7 @@ static void series_str(int m, int n, char *buf, size_t len)
     for (int i = 0; i < n && at < len; i++) {
         if (!status[m][i] || strcmp(status[m][i], "ok") != 0) continue;
         at += (size_t)snprintf(buf + at, len - at, "%s%s %s", at ? ", " : "",
-                               size_str(SIZES[i], sz, sizeof sz), time_str(lat[m][i].median, t, sizeof t));
+                               mc_bytes_str(SIZES[i], MC_UNIT_GIB, sz, sizeof sz), time_str(lat[m][i].median, t, sizeof t));
     }
 }
 
@@ -239,7 +231,7 @@ static void fresh(mc_run *run, const char *self, int i, int reps, int warm, doub
                mc_child_get(out, "drop_bytes", &drop) != 0 || mc_child_get(out, "bad_ptr", &bad) != 0) {
         mc_verify_failed(run, "child", "the fresh child for %s: spawn rc %d, exit %d, signal %d, timed "
                          "out %d, or its output lacks ok/drop_bytes/bad_ptr",
-                         size_str(SIZES[i], sz, sizeof sz), rc, cr.exit_code, cr.signal, cr.timed_out);
+                         mc_bytes_str(SIZES[i], MC_UNIT_GIB, sz, sizeof sz), rc, cr.exit_code, cr.signal, cr.timed_out);
     } else {
         int got = 1;
         for (int r = 0; r < reps && got; r++) {
@@ -250,7 +242,7 @@ static void fresh(mc_run *run, const char *self, int i, int reps, int warm, doub
         }
         if (!got)
             mc_verify_failed(run, "child", "the fresh child for %s printed fewer than %d samples",
-                             size_str(SIZES[i], sz, sizeof sz), reps);
+                             mc_bytes_str(SIZES[i], MC_UNIT_GIB, sz, sizeof sz), reps);
         else if (bad != 0)
             mc_verify_failed(run, "cudaMalloc", "in the fresh child, cudaMalloc of %llu bytes returned "
                              "a null or not 256-B aligned pointer", (unsigned long long)SIZES[i]);
@@ -439,7 +431,7 @@ int main(int argc, char **argv)
             status[MALLOC_LIVE][i] = status[FREE_LIVE][i] = "oom";
             if (bytes <= HIT_MAX_SIZE) status[HIT_MALLOC][i] = status[HIT_FREE][i] = "oom";
             if (pools) status[AMALLOC][i] = status[AFREE][i] = status[AROUND][i] = "oom";
-            mc_log(&run, "%s: skipped, %llu bytes free", size_str(bytes, sz, sizeof sz),
+            mc_log(&run, "%s: skipped, %llu bytes free", mc_bytes_str(bytes, MC_UNIT_GIB, sz, sizeof sz),
                    (unsigned long long)fr);
             continue;
         }
@@ -447,7 +439,7 @@ int main(int argc, char **argv)
         if (bytes <= HIT_MAX_SIZE) cached(&run, i, reps, warm, x1, x2);
         if (pools) pooled(&run, pool, s, i, reps, warm, x1, x2, x3);
         mc_log(&run, "%8s: cudaMalloc %s fresh process, %s small block live; cached hit %s",
-               size_str(bytes, sz, sizeof sz),
+               mc_bytes_str(bytes, MC_UNIT_GIB, sz, sizeof sz),
                ok(MALLOC, i) ? time_str(lat[MALLOC][i].median, t, sizeof t) : "oom",
                ok(MALLOC_LIVE, i) ? time_str(lat[MALLOC_LIVE][i].median, u, sizeof u) : "oom",
                ok(HIT_MALLOC, i) ? time_str(lat[HIT_MALLOC][i].median, note, sizeof note) : "-");
@@ -509,8 +501,8 @@ int main(int argc, char **argv)
                     "512-B block live: %s.", list, list2);
     if (L >= 0 && G >= 0 && L > G)
         mc_emit_finding(&run, "From %s to %s cudaMalloc (small block live) grows by %s per GiB: large "
-                        "blocks are backed by newly mapped pages.", size_str(SIZES[G], sz, sizeof sz),
-                        size_str(SIZES[L], t, sizeof t),
+                        "blocks are backed by newly mapped pages.", mc_bytes_str(SIZES[G], MC_UNIT_GIB, sz, sizeof sz),
+                        mc_bytes_str(SIZES[L], MC_UNIT_GIB, t, sizeof t),
                         time_str((lat[MALLOC_LIVE][L].median - lat[MALLOC_LIVE][G].median) /
                                  ((double)(SIZES[L] - SIZES[G]) / GIB), u, sizeof u));
     /* The two regimes below VERDICT_MIN, where the driver may sub-allocate. */
@@ -548,12 +540,12 @@ int main(int argc, char **argv)
     if (ok(MALLOC, 0))
         mc_emit_finding(&run, "The first cudaMalloc of the process (%s, right after context creation) "
                         "took %s, against a steady %s for %s in a fresh process.",
-                        size_str(SIZES[0], sz, sizeof sz), time_str(first, t, sizeof t),
-                        time_str(lat[MALLOC][0].median, u, sizeof u), size_str(SIZES[0], note, sizeof note));
+                        mc_bytes_str(SIZES[0], MC_UNIT_GIB, sz, sizeof sz), time_str(first, t, sizeof t),
+                        time_str(lat[MALLOC][0].median, u, sizeof u), mc_bytes_str(SIZES[0], MC_UNIT_GIB, note, sizeof note));
     if (c2 >= 0 && ok(HIT_MALLOC, c2))
         mc_emit_finding(&run, "At %s a cached hit costs %s to allocate and %s to free in the model "
                         "(its bookkeeping only), against %s and %s for cudaMalloc and cudaFree: "
-                        "%.0fx and %.0fx.", size_str(SIZES[c2], sz, sizeof sz),
+                        "%.0fx and %.0fx.", mc_bytes_str(SIZES[c2], MC_UNIT_GIB, sz, sizeof sz),
                         time_str(lat[HIT_MALLOC][c2].median, t, sizeof t),
                         time_str(lat[HIT_FREE][c2].median, u, sizeof u),
                         time_str(lat[MALLOC_LIVE][c2].median, list, 64),
@@ -566,7 +558,7 @@ int main(int argc, char **argv)
         mc_emit_finding(&run, "cudaMallocAsync from a pool that keeps its memory, at %s: the host call "
                         "takes %s, cudaFreeAsync %s, and malloc+free+stream sync %s, against %s for "
                         "cudaMalloc: a pool gives a cache's speed without PyTorch's allocator.",
-                        size_str(SIZES[c2], sz, sizeof sz), time_str(lat[AMALLOC][c2].median, t, sizeof t),
+                        mc_bytes_str(SIZES[c2], MC_UNIT_GIB, sz, sizeof sz), time_str(lat[AMALLOC][c2].median, t, sizeof t),
                         time_str(lat[AFREE][c2].median, u, sizeof u),
                         time_str(lat[AROUND][c2].median, list, 64),
                         time_str(lat[MALLOC_LIVE][c2].median, list + 64, 64));
@@ -584,7 +576,7 @@ int main(int argc, char **argv)
                         "%s (claim about 1 ms; band 0.3-3 ms: %s); cudaMalloc / cached hit: %.0fx (median of %d sizes; "
                         ">= 10x: %s); cudaFree of %s %s idle; of 2 MiB %s with a kernel running",
                         nl, time_str(T, sz, sizeof sz), about_1ms ? "inside" : "outside", H, nr,
-                        cache_pays ? "yes" : "no", size_str(SIZES[c2], list, 64),
+                        cache_pays ? "yes" : "no", mc_bytes_str(SIZES[c2], MC_UNIT_GIB, list, 64),
                         time_str(lat[FREE_LIVE][c2].median, t, sizeof t), time_str(busy_f.median, u, sizeof u));
     }
 
