@@ -66,7 +66,7 @@ verify() {
         fi
         local verdict
         verdict=$(awk -v got="$got" -v sum="$sum" -v outcome="$outcome" -v pa="$pa" -v pr="$pr" -v retries="$retries" \
-                      -v ooms="$ooms" -v exact=$([ "$setting" = default ] && echo 1 || echo 0) '
+                      -v ooms="$ooms" -v exact="$([ "$setting" = default ] && echo 1 || echo 0)" '
             function off(g, w) { return (w == 0 ? (g == 0 ? 0 : 1) : (g > w ? g - w : w - g) / w) }
             BEGIN { split(got, g, " "); split(sum, s, " ")
                     ok = (g[1] == outcome)
