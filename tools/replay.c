@@ -9,7 +9,10 @@
  *     --limit BYTES      reserved-memory cap, as set_per_process_memory_fraction
  *                        leaves it (K/M/G, Ki/Mi/Gi); instead of the trace's
  *     --capacity BYTES   the simulated device (same suffixes; default 80 GiB)
- *     --summary          one JSON line (ca_replay_summary) instead of the CSV
+ *     --summary          one JSON line (ca_replay_summary) instead of the CSV;
+ *                        its alloc_retries and ooms stop at the first refused
+ *                        request (PyTorch's figures when its process stops
+ *                        there), after_first_oom holds the rest
  *     --no-addresses     ignore the trace's addresses: the host backend's own
  *                        placement rule decides where segments go
  *     --time             report parse and replay time (CLOCK_MONOTONIC) and
@@ -68,8 +71,13 @@ static void help(FILE *fp)
             "                    it (int(fraction * total)); K/M/G/T, Ki/Mi/Gi/Ti; replaces the trace's\n"
             "  --capacity BYTES  simulated device size (default 80 GiB)\n"
             "  --summary         one JSON object instead of the CSV: steps, peak_allocated,\n"
-            "                    peak_reserved, alloc_retries, ooms, first_oom_step, segments_peak,\n"
-            "                    largest_free_at_peak_reserved, failed, ... (docs/TRACE.md)\n"
+            "                    peak_reserved, alloc_retries, ooms, after_first_oom, first_oom_step,\n"
+            "                    segments_peak, largest_free_at_peak_reserved, failed, ... (docs/TRACE.md).\n"
+            "                    alloc_retries and ooms count up to and including the first refused\n"
+            "                    request, as PyTorch reports them when its process stops at that\n"
+            "                    OutOfMemoryError (the whole run's if none); after_first_oom:\n"
+            "                    {\"alloc_retries\":N,\"ooms\":N}, what the replay counted after it\n"
+            "                    (null if no request was refused)\n"
             "  --no-addresses    ignore the trace's addresses (the host placement rule decides)\n"
             "  --time            timing and operations per second on stderr\n"
             "  --settings        list the allocator settings, one a line, three tab-separated\n"

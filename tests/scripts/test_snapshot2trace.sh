@@ -5,7 +5,9 @@
 # OOM, empty_cache; the replayed figures must equal the ones the generator
 # worked out by hand. Then the three bad inputs (not a snapshot, truncated,
 # a history cut by max_entries), and build/replay's --conf/--limit/--summary
-# on the converted trace.
+# on the converted trace. Then gzip'd snapshots (the fixtures convert as
+# their gunzipped form does) and pickles that would run code (refused, and
+# nothing run), plain and gzip'd.
 #   tests/scripts/test_snapshot2trace.sh BUILD_DIR
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -160,6 +162,60 @@ check_eq "  ... and the rebuilt trace replays" "$?" 0
 check_eq "  ... reaching the same final reserved peak" "$(json_get "$tmp/cut.json" peak_reserved)" 44040192
 s2t --max-entries 15 "$tmp/s1.pickle" > /dev/null 2> "$tmp/e"
 check "exactly --max-entries events: reported as cut" grep -q "max_entries=15" "$tmp/e"
+
+# ------------------------------------------------------------ gzip'd snapshots
+# Told by the magic bytes, not the name: the project's own fixtures are
+# .pickle.gz, and each converts to the trace of its gunzipped form (all but
+# the header line that names the file).
+nfix=0
+for f in "$root"/tests/fixtures/snapshots/*.pickle.gz "$tmp/s1.pickle"; do
+    [ -e "$f" ] || continue
+    n=$(basename "$f"); n=${n%.gz}
+    if [ "$f" = "$tmp/s1.pickle" ]; then # a gzip'd synthetic one too, named without .gz
+        gzip -c "$f" > "$tmp/gz-$n.gzipped"; cp "$f" "$tmp/gz-$n"; f=$tmp/gz-$n.gzipped
+    else
+        gzip -dc "$f" > "$tmp/gz-$n"; nfix=$((nfix + 1))
+    fi
+    s2t "$f" > "$tmp/gz-$n.a.trace" 2> "$tmp/gz-$n.a.err"; rca=$?
+    s2t "$tmp/gz-$n" > "$tmp/gz-$n.b.trace" 2> "$tmp/gz-$n.b.err"; rcb=$?
+    check_eq "$(basename "$f") converts gzip'd and gunzipped (exit 0 both)" "$rca:$rcb" 0:0
+    check "  ... to the trace of its gunzipped form" cmp <(sed 2d "$tmp/gz-$n.a.trace") <(sed 2d "$tmp/gz-$n.b.trace")
+    check_eq "  ... with the same stderr" "$(cat "$tmp/gz-$n.a.err")" "$(cat "$tmp/gz-$n.b.err")"
+    check "  ... and the events in it" grep -q '^alloc ' "$tmp/gz-$n.a.trace"
+done
+[ "$nfix" -gt 0 ] || echo "SKIP: no snapshot fixtures in tests/fixtures/snapshots to convert gzip'd"
+head -c 300 "$tmp/gz-s1.pickle.gzipped" > "$tmp/trunc.gz"
+s2t "$tmp/trunc.gz" > "$tmp/o" 2> "$tmp/e"
+check_eq "a truncated gzip file: exit 2, one line, nothing on stdout" "$?:$(wc -l < "$tmp/e"):$(wc -c < "$tmp/o")" "2:1:0"
+check "  ... saying it is truncated" grep -q "truncated" "$tmp/e"
+printf '\037\213this is not deflate data' > "$tmp/badgz.pickle"
+s2t "$tmp/badgz.pickle" > "$tmp/o" 2> "$tmp/e"
+check_eq "gzip's magic bytes on something else: exit 2, one line, nothing on stdout" "$?:$(wc -l < "$tmp/e"):$(wc -c < "$tmp/o")" "2:1:0"
+
+# ------------------------------------------------------------ pickles that run code
+# evil FILE MARKER: a snapshot-shaped pickle one of whose events, unpickled,
+# calls os.system("touch MARKER").
+evil() {
+    python3 -c 'import os, pickle, sys
+class Evil:
+    def __reduce__(self):
+        return (os.system, ("touch " + sys.argv[2],))
+with open(sys.argv[1], "wb") as f:
+    pickle.dump({"segments": [], "device_traces": [[Evil()]]}, f)' "$1" "$2"
+}
+# The control: an ordinary unpickler does run it (so the test can fail).
+evil "$tmp/control.pickle" "$tmp/CONTROL"
+python3 -c 'import pickle, sys; pickle.load(open(sys.argv[1], "rb"))' "$tmp/control.pickle" 2> /dev/null
+check "an ordinary pickle.load of such a pickle runs its command (the control)" test -e "$tmp/CONTROL"
+evil "$tmp/evil.pickle" "$tmp/MARKER"
+gzip -c "$tmp/evil.pickle" > "$tmp/evil.pickle.gz"
+for f in "$tmp/evil.pickle" "$tmp/evil.pickle.gz"; do
+    s2t "$f" > "$tmp/o" 2> "$tmp/e"; rc=$?
+    check_eq "$(basename "$f"), whose unpickling calls os.system: exit 2, one line, nothing on stdout" \
+        "$rc:$(wc -l < "$tmp/e"):$(wc -c < "$tmp/o")" "2:1:0"
+    check "  ... refused for the class it needs" grep -q "not a PyTorch memory snapshot: it needs the class .*system" "$tmp/e"
+    check "  ... and nothing was run (no MARKER)" test ! -e "$tmp/MARKER"
+done
 
 # ------------------------------------------------------------ build/workload --conf
 wl="$build/workload --layers 3 --in 64 --width 64 --out 8 --batch 16 --steps 2"
