@@ -1,9 +1,10 @@
 # memclaims: one non-recursive Makefile. `make help` lists the targets.
 #
-# Host code (common/*.c, tools/*.c, tests/*.c, experiments/*.c) is built with
-# $(CC) -Wall -Wextra; CUDA code (*.cu) with nvcc for $(CUDA_ARCH). SAN=1 puts
-# every object, CUDA host code included, under AddressSanitizer and
-# UndefinedBehaviorSanitizer in build/san/ (what `make test` runs).
+# Host code (common/*.c, tools/*.c, tools/*/*.c, tests/*.c, experiments/*.c)
+# is built with $(CC) -Wall -Wextra; CUDA code (*.cu) with nvcc for
+# $(CUDA_ARCH). SAN=1 puts every object, CUDA host code included, under
+# AddressSanitizer and UndefinedBehaviorSanitizer in build/san/ (what `make
+# test` runs).
 
 CUDA_HOME ?= /usr/local/cuda
 NVCC      ?= $(CUDA_HOME)/bin/nvcc
@@ -147,7 +148,11 @@ $(BUILD)/c%: $(BUILD)/obj/experiments/c%.o $(SUPPORT_LIB) $(LIB)
 	@$(if $(Q),echo "  LINK  $@")
 	$(Q)$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(BUILD)/%: $(BUILD)/obj/tools/%.o $(LIB)
+# A tool NAME is tools/NAME.c (or .cu) and, where it has any, modules of its
+# own in tools/NAME/*.c, linked into build/NAME only (tools/whatif/). The
+# second expansion lists them once the stem is known ($$* is NAME).
+.SECONDEXPANSION:
+$(BUILD)/%: $(BUILD)/obj/tools/%.o $$(addprefix $(BUILD)/obj/,$$(addsuffix .o,$$(wildcard tools/$$*/*.c))) $(LIB)
 	@$(if $(Q),echo "  LINK  $@")
 	$(Q)$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
 

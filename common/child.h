@@ -8,7 +8,8 @@
  * Child protocol (one record a line, numbers in base units or as named):
  *   KEY VALUE                                   e.g. "entry_to_context_s 0.143"
  *   stage NAME CALL_S USED_MIB PROC_BYTES AUX   see mc_child_stage
- * Unknown figures are written as -1. Plain C (POSIX), no CUDA. */
+ * Unknown figures are written as -1. Plain C (POSIX), no CUDA. Other
+ * programs, with their output in files: subprocess.h. */
 #ifndef MC_CHILD_H
 #define MC_CHILD_H
 

@@ -1,0 +1,77 @@
+/* charts.c: build/whatif's PNG charts, drawn by gnuplot with
+ * plots/whatif_<key>.gp from files of the temporary folder (whatif.h). */
+#define _DEFAULT_SOURCE /* PATH_MAX */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "subprocess.h"
+#include "whatif.h"
+
+static const struct {
+    const char *key, *alt;
+} charts[] = {
+    {"peak_reserved", "Peak reserved per setting"},
+    {"cards", "Fits or OOMs per card and setting"},
+    {"timeline", "Allocated and reserved over the run"},
+};
+_Static_assert(sizeof charts / sizeof charts[0] == WI_N_CHARTS, "WI_N_CHARTS counts the charts");
+
+void wi_draw_charts(const char *root, const ca_whatif_answer *ans, size_t n_ans, const ca_whatif_job *jobs,
+                    size_t n_jobs, const char *best, bool drawn[WI_N_CHARTS])
+{
+    const char *env = getenv("GNUPLOT");
+    const char *gnuplot = env && *env ? env : "gnuplot";
+    char found[PATH_MAX];
+    if (mc_spawn_which(gnuplot, found, sizeof found) != 0) {
+        wi_note("gnuplot not found: charts skipped (make deps); the CSV and WHATIF.md are written");
+        return;
+    }
+    FILE *f = wi_out_open(".answer_plot.tsv");
+    for (size_t i = 0; i < n_ans; i++)
+        fprintf(f, "%zu\t%s\t%lld\t%lld\t%s\n", i, ans[i].set->name, (long long)ans[i].none->res.peak_allocated,
+                (long long)ans[i].none->res.peak_reserved, ans[i].smallest ? ans[i].smallest : "none");
+    wi_out_close(f, ".answer_plot.tsv");
+    f = wi_out_open(".cards_plot.tsv");
+    for (size_t i = 0; i < n_jobs; i++)
+        if (strcmp(jobs[i].card, "none"))
+            fprintf(f, "%s\t%s\t%s\n", jobs[i].set->name, jobs[i].card, ca_whatif_fits(&jobs[i]) ? "yes" : "no");
+    wi_out_close(f, ".cards_plot.tsv");
+    const char *w = wi_work;
+    char *vars[WI_N_CHARTS] = {
+        wi_fmt("data='%s/.answer_plot.tsv'", w),
+        wi_fmt("data='%s/.cards_plot.tsv'; settings='%s/.answer_plot.tsv'", w, w),
+        wi_fmt("default='%s/timeline_default.csv'; best='%s/timeline_%s.csv'; bestname='%s'", w, w, best, best),
+    };
+    pid_t pid[WI_N_CHARTS];
+    char *tmp[WI_N_CHARTS], *log[WI_N_CHARTS];
+    for (size_t k = 0; k < WI_N_CHARTS; k++) {
+        tmp[k] = wi_fmt("%s/.%s.png.tmp", w, charts[k].key);
+        log[k] = wi_fmt("%s/logs/plot-%s.log", w, charts[k].key);
+        char *e = wi_fmt("%s; out='%s'", vars[k], tmp[k]);
+        char *gp = wi_fmt("%s/plots/whatif_%s.gp", root, charts[k].key);
+        char *argv[] = {(char *)gnuplot, "-e", e, gp, NULL};
+        pid[k] = mc_spawn(argv, NULL, log[k]);
+    }
+    for (size_t k = 0; k < WI_N_CHARTS; k++) {
+        int rc = mc_spawn_wait(pid[k]);
+        struct stat st;
+        char *png = wi_fmt("%s/%s.png", w, charts[k].key);
+        drawn[k] = rc == 0 && stat(tmp[k], &st) == 0 && st.st_size > 0 && rename(tmp[k], png) == 0;
+        if (!drawn[k]) {
+            char *head = wi_log_head(log[k]);
+            wi_note("gnuplot failed for %s: %s", charts[k].key, head);
+            unlink(tmp[k]);
+        }
+    }
+    unlink(wi_fmt("%s/.answer_plot.tsv", w));
+    unlink(wi_fmt("%s/.cards_plot.tsv", w));
+}
+
+void wi_chart_links(FILE *f, const bool drawn[WI_N_CHARTS])
+{
+    for (size_t k = 0; k < WI_N_CHARTS; k++)
+        if (drawn[k]) fprintf(f, "![%s](%s.png)\n", charts[k].alt, charts[k].key);
+}

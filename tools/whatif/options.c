@@ -1,0 +1,218 @@
+/* options.c: build/whatif's command line (its --help text beside the
+ * parser) and the CUDA context a card's room leaves out (whatif.h). */
+#define _GNU_SOURCE /* sched_getaffinity */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "results/csv_read.h"
+#include "whatif.h"
+
+#define DEFAULT_CARDS "8,12,16,24,32,40,48,80,96,141"
+#define LARGEST_CARD_GIB 141 /* a context at least this large leaves no card any room */
+
+static const char help_text[] =
+    "whatif: replay a PyTorch memory snapshot through the allocator model under\n"
+    "each allocator setting and card size, and answer which card it fits and\n"
+    "which setting helps (make whatif SNAPSHOT=run.pickle [CONTEXT=BYTES]).\n"
+    "\n"
+    "  build/whatif [--context BYTES] [--cards 8,12,...] [--jobs N]\n"
+    "               [--build DIR] [--results DIR] SNAPSHOT\n"
+    "\n"
+    "SNAPSHOT is what torch.cuda.memory._dump_snapshot() wrote (gzipped or not).\n"
+    "It is converted once (scripts/snapshot2trace) and parsed once, then replayed\n"
+    "as build/replay --summary would for each setting (default, expandable\n"
+    "segments, max_split_size_mb, roundup_power2_divisions,\n"
+    "garbage_collection_threshold) without a size limit and on each card\n"
+    "(capacity = card GiB minus the CUDA context), N threads at a time (default:\n"
+    "every core). Writes RESULTS/whatif-<UTC time>-<name>/: WHATIF.md (the\n"
+    "answer, one page), whatif.csv (one row per setting and card), answer.csv\n"
+    "(one row per setting: peaks with no card, smallest card that fits, largest\n"
+    "that does not), failed.csv (the first refused requests, at most 10 per\n"
+    "replay), timeline_<setting>.csv for the default and the best setting, PNG\n"
+    "charts, logs/; then points RESULTS/whatif-latest at it. The folder appears\n"
+    "whole or not at all; earlier ones are never touched. Context: --context,\n"
+    "else the C11 figure of the latest run (RESULTS/latest/context_cost.csv),\n"
+    "else the committed H100 reference's. --build DIR is for scripts/whatif (it\n"
+    "runs DIR/whatif); the program ignores it. Progress on stderr. Exit 0; 1 a\n"
+    "tool failed; 2 bad input; 130 interrupted (nothing written).\n";
+
+/* BYTES: digits with an optional fraction, and a K/M/G suffix (KiB/MiB/GiB;
+ * also written KB or KiB), rounded to whole bytes; a fraction needs a suffix.
+ * Returns the value, or -1 for anything else. */
+static double parse_bytes(const char *s)
+{
+    const char *p = s;
+    size_t d = strspn(p, "0123456789");
+    if (d == 0) return -1;
+    p += d;
+    bool frac = *p == '.';
+    if (frac) {
+        size_t f = strspn(p + 1, "0123456789");
+        if (f == 0) return -1;
+        p += 1 + f;
+    }
+    double unit = 1;
+    if (*p == 'K' || *p == 'M' || *p == 'G') {
+        unit = *p == 'K' ? 1024.0 : *p == 'M' ? 1048576.0 : GiB;
+        p++;
+        if (!strcmp(p, "B") || !strcmp(p, "iB")) p += strlen(p);
+    } else if (frac) {
+        return -1;
+    }
+    if (*p) return -1;
+    return rint(strtod(s, NULL) * unit);
+}
+
+/* GiB, comma-separated: "16,24,80" or "12.5,16". */
+static bool cards_valid(const char *s)
+{
+    for (;;) {
+        size_t d = strspn(s, "0123456789");
+        if (d == 0) return false;
+        s += d;
+        if (*s == '.') {
+            d = strspn(s + 1, "0123456789");
+            if (d == 0) return false;
+            s += 1 + d;
+        }
+        if (*s == '\0') return true;
+        if (*s++ != ',') return false;
+    }
+}
+
+static int core_count(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 2;
+}
+
+void wi_parse_args(int argc, char **argv, wi_options *o)
+{
+    *o = (wi_options){.cards = wi_fmt("%s", DEFAULT_CARDS), .jobs = core_count()};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--context")) {
+            if (!v) wi_die(2, "--context needs a number of bytes (K/M/G suffixes allowed)");
+            double b = parse_bytes(v);
+            if (b < 0) wi_die(2, "bad --context '%s' (bytes, e.g. 549453824 or 524M)", v);
+            o->have_context = true;
+            o->context_given = b;
+            i++;
+        } else if (!strcmp(a, "--cards")) {
+            if (!v) wi_die(2, "--cards needs a list of GiB like 16,24,80");
+            if (!cards_valid(v)) wi_die(2, "bad --cards '%s' (GiB, comma-separated, like 16,24,80)", v);
+            o->cards = wi_fmt("%s", v);
+            i++;
+        } else if (!strcmp(a, "--jobs")) {
+            bool ok = v && v[0] >= '1' && v[0] <= '9' &&
+                      (v[1] == '\0' || (v[1] >= '0' && v[1] <= '9' && v[2] == '\0'));
+            if (!ok) wi_die(2, "--jobs needs 1..99");
+            o->jobs = atoi(v);
+            i++;
+        } else if (!strcmp(a, "--build")) {
+            if (!v) wi_die(2, "--build needs a folder");
+            i++;
+        } else if (!strcmp(a, "--results")) {
+            if (!v) wi_die(2, "--results needs a folder");
+            o->results = v;
+            i++;
+        } else if (!strcmp(a, "--help")) {
+            fputs(help_text, stdout);
+            exit(MC_EXIT_OK);
+        } else if (a[0] == '-') {
+            wi_die(2, "unknown option '%s' (see --help)", a);
+        } else {
+            if (o->snapshot && *o->snapshot) wi_die(2, "more than one snapshot given ('%s')", a);
+            o->snapshot = a;
+        }
+    }
+}
+
+/* The first folder above this program's with scripts/snapshot2trace
+ * (build/whatif, build/san/whatif). */
+char *wi_find_root(void)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) wi_die(2, "cannot tell where this program is (/proc/self/exe)");
+    exe[n] = '\0';
+    for (char *slash; (slash = strrchr(exe, '/')) != NULL && slash != exe;) {
+        *slash = '\0';
+        if (access(wi_fmt("%s/scripts/snapshot2trace", exe), F_OK) == 0) return wi_fmt("%s", exe);
+    }
+    wi_die(2, "no scripts/snapshot2trace in any folder above this program: run the whatif of a memclaims checkout");
+}
+
+/* build/replay beside this program (the same build), which snapshot2trace
+ * asks for the allocator settings' names (replay --settings). */
+char *wi_replay_beside(void)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) wi_die(2, "cannot tell where this program is (/proc/self/exe)");
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = '\0';
+    return wi_fmt("%s/replay", exe);
+}
+
+/* ------------------------------------------------------------ context */
+
+/* C11's context figure (nvidia-smi's memory.used after cudaFree(0) minus
+ * before) in a run's context_cost.csv: its text, or NULL. */
+static char *c11_context(const char *csv)
+{
+    FILE *f = fopen(csv, "r");
+    if (!f) return NULL;
+    char *line = NULL, *found = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while (!found && (len = getline(&line, &cap, f)) >= 0) {
+        if (len > 0 && line[len - 1] == '\n') line[len - 1] = '\0';
+        char *c[64];
+        int n = mc_csv_split(line, c, 64);
+        if (n >= 14 && !strcmp(c[0], "C11") && !strcmp(c[2], "lazy") && !strcmp(c[3], "stage") &&
+            !strcmp(c[4], "1") && !strcmp(c[5], "device_used_delta_nvsmi") && !strcmp(c[13], "ok") &&
+            c[8][0] && strspn(c[8], "0123456789") == strlen(c[8]))
+            found = wi_fmt("%s", c[8]);
+    }
+    free(line);
+    fclose(f);
+    return found;
+}
+
+char *wi_find_context(wi_options *o, const char *root)
+{
+    if (o->have_context) {
+        if (o->context_given >= LARGEST_CARD_GIB * GiB)
+            wi_die(2, "context %.0f bytes is larger than any card", o->context_given);
+        o->context = (uint64_t)o->context_given;
+        return wi_fmt("given with --context");
+    }
+    char *csvs[2] = {wi_fmt("%s/latest/context_cost.csv", o->results),
+                     wi_fmt("%s/results/reference-h100/context_cost.csv", root)};
+    char *from = NULL, *text = NULL;
+    for (int i = 0; i < 2 && !text; i++) {
+        if ((text = c11_context(csvs[i])) == NULL) continue;
+        size_t r = strlen(root);
+        const char *shown = !strncmp(csvs[i], root, r) && csvs[i][r] == '/' ? csvs[i] + r + 1 : csvs[i];
+        from = wi_fmt("C11's measured CUDA context (%s)", shown);
+    }
+    if (!text)
+        wi_die(2, "no context figure: no C11 result in %s/latest or results/reference-h100; give --context BYTES",
+               o->results);
+    errno = 0;
+    unsigned long long v = strtoull(text, NULL, 10);
+    if (errno || (double)v >= LARGEST_CARD_GIB * GiB) wi_die(2, "context %s bytes is larger than any card", text);
+    o->context = v;
+    return from;
+}

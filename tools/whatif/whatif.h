@@ -1,0 +1,104 @@
+/* whatif.h: the modules of build/whatif, the .c files of tools/whatif/
+ * (linked into build/whatif only) beside tools/whatif.c (main and its
+ * steps): messages and the temporary folder, options and the context,
+ * charts, the report. The sweep itself is library code:
+ * common/trace/whatif_sweep.h. */
+#ifndef WI_WHATIF_H
+#define WI_WHATIF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "trace/whatif_sweep.h"
+
+#define GiB 1073741824.0
+#define MiB (1ULL << 20)
+
+/* ------------------------------------------------ messages.c: messages, memory, files */
+
+/* The temporary folder the run writes into (NULL: none yet, or published). */
+extern char *wi_work;
+
+/* Exits with code, the temporary folder removed (after a message of its own). */
+void wi_leave(int code) __attribute__((noreturn));
+/* One line "whatif: ..." on stderr, in one write (threads print too). */
+void wi_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* One line, the temporary folder removed, exit code (2: bad input, 1: a tool failed). */
+void wi_die(int code, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
+/* Exits 130, nothing written, once SIGINT or SIGTERM came (mc_spawn_stop_signal). */
+void wi_stop_if_interrupted(void);
+
+/* Memory that lives until exit (paths, names, the job table) is kept
+ * reachable, so that an exit on bad input leaks nothing and the code needs
+ * no free for it; wi_release_kept frees it at the end of a run. wi_keep
+ * returns p; it exits (CHECK) for NULL, out of memory. Thread-safe. */
+void *wi_keep(void *p);
+void *wi_kept_calloc(size_t n, size_t size);
+void wi_release_kept(void);
+/* A kept string, printf-style. */
+char *wi_fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+/* The first bytes of a log (kept), newlines as spaces: for a one-line message. */
+char *wi_log_head(const char *path);
+
+/* rm -r. */
+void wi_remove_tree(const char *path);
+/* mkdir -p: 0, or -1 if path is not a folder after. */
+int wi_mkdir_p(const char *path);
+/* A file of the temporary folder, opened for writing; exits 1 if it cannot be. */
+FILE *wi_out_open(const char *name);
+/* Closes it; exits 1 if it was not all written. */
+void wi_out_close(FILE *f, const char *name);
+
+/* ------------------------------------------------ options.c: the command line, the context */
+
+typedef struct {
+    bool have_context;
+    double context_given; /* --context, bytes */
+    uint64_t context;     /* bytes */
+    char *cards;          /* GiB, comma-separated, as given */
+    int jobs;
+    const char *results;
+    const char *snapshot;
+} wi_options;
+
+/* Parses argv into *o; --help prints and exits 0, bad input exits 2. */
+void wi_parse_args(int argc, char **argv, wi_options *o);
+/* The checkout: the first folder above this program's with scripts/snapshot2trace. */
+char *wi_find_root(void);
+/* build/replay beside this program (the same build). */
+char *wi_replay_beside(void);
+/* Sets o->context (--context, else C11's figure of the latest run, else the
+ * committed H100 reference's); returns where it came from. Exits 2 if none. */
+char *wi_find_context(wi_options *o, const char *root);
+
+/* ------------------------------------------------ charts.c */
+
+#define WI_N_CHARTS 3
+
+/* Draws the charts with ROOT/plots/whatif_<key>.gp into the temporary
+ * folder, all at once; drawn[k] says which made a PNG. A chart gnuplot
+ * cannot draw is noted and left out. */
+void wi_draw_charts(const char *root, const ca_whatif_answer *ans, size_t n_ans, const ca_whatif_job *jobs,
+                    size_t n_jobs, const char *best, bool drawn[WI_N_CHARTS]);
+/* WHATIF.md's links to the charts drawn. */
+void wi_chart_links(FILE *f, const bool drawn[WI_N_CHARTS]);
+
+/* ------------------------------------------------ report.c: WHATIF.md and the CSV files */
+
+typedef struct {
+    const char *snapshot, *cards_top, *context_from;
+    uint64_t context, ops;
+    size_t n_jobs;
+    double seconds;
+} wi_report_info;
+
+/* whatif.csv (a row per replay) and failed.csv (their first refused requests). */
+void wi_write_sweep_csvs(const ca_whatif_job *jobs, size_t n);
+void wi_write_whatif_md(const wi_report_info *ri, const ca_whatif_answer *ans, size_t n_ans, size_t best,
+                        const ca_whatif_job *jobs, size_t n_jobs, const bool drawn[WI_N_CHARTS]);
+/* answer.csv: a row per setting. */
+void wi_write_answer_csv(const ca_whatif_answer *ans, size_t n);
+
+#endif
