@@ -101,8 +101,23 @@ TEST_BIN   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 LIB        := $(BUILD)/libmemclaims.a
 SUPPORT_LIB := $(BUILD)/libsupport.a
 
-.PHONY: all help test test-build test-gpu run-all plots report compare readme whatif bench fuzz deps clean
+.PHONY: all help test test-build test-gpu run-all plots report compare readme whatif bench fuzz deps clean setup
 .DEFAULT_GOAL := all
+
+# ------------------------------------------------------------------ set-up
+
+# Every target the README shows sets itself up before anything is compiled
+# or run: scripts/deps --need looks for the Debian packages those goals need
+# and, as root, installs the missing ones, else stops with one line giving
+# the apt-get command. Objects and these goals wait for `setup` (order-only:
+# it never makes anything out of date). Other goals (single files,
+# test-build, clean) check nothing; sub-makes get SETUP_GOALS= so the check
+# runs once.
+DEPS_CHECK  ?= scripts/deps
+SETUP_GOALS := $(filter all whatif compare bench plots report readme test test-gpu run-all fuzz,$(or $(MAKECMDGOALS),all))
+setup:
+	$(if $(SETUP_GOALS),$(Q)NVCC="$(NVCC)" $(DEPS_CHECK) --need $(SETUP_GOALS))
+all whatif compare bench plots report readme test test-gpu run-all fuzz: | setup
 
 all: $(EXP_BIN) $(TOOL_BIN)
 
@@ -117,18 +132,18 @@ help:
 	@echo "make bench      the allocator model's replay speed;  make fuzz   the trace parser under libFuzzer"
 	@echo "make whatif SNAPSHOT=run.pickle [CONTEXT=BYTES]   replay your PyTorch memory snapshot under each"
 	@echo "                allocator setting and card size: results/whatif-<time>-<name>/WHATIF.md"
-	@echo "make deps       install the Debian packages (test, run-all and fuzz install what they miss)"
+	@echo "make deps       install the Debian packages (every target above installs what it misses)"
 	@echo "Variables: CUDA_ARCH=$(CUDA_ARCH) (make test; make/run-all: this GPU, or all archs) CUDA_HOME=$(CUDA_HOME)"
 	@echo "           NCCL_HOME=$(NCCL_HOME) SAN=1 V=1"
 
 # ------------------------------------------------------------------ build
 
-$(BUILD)/obj/%.c.o: %.c
+$(BUILD)/obj/%.c.o: %.c | setup
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC    $<")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/%.cu.o: %.cu $(ARCH_STAMP)
+$(BUILD)/obj/%.cu.o: %.cu $(ARCH_STAMP) | setup
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  NVCC  $<")
 	$(Q)$(NVCC) $(NVCCFLAGS) -c $< -o $@
@@ -177,26 +192,20 @@ test-build: $(EXP_BIN) $(TOOL_BIN) $(TEST_BIN)
 
 # ------------------------------------------------------------------ tests
 
-# What a target needs, installed when missing (as root) or named in one
-# line with the apt-get command (scripts/deps --need).
-DEPS_CHECK ?= scripts/deps
-
 # Everything that needs no GPU, all host code under ASan+UBSan.
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 test:
-	$(Q)NVCC="$(NVCC)" $(DEPS_CHECK) --need test
-	$(Q)$(MAKE) --no-print-directory -j$(NPROC) SAN=1 test-build
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) SETUP_GOALS= SAN=1 test-build
 	$(Q)scripts/test build/san
 
 test-gpu:
-	$(Q)$(MAKE) --no-print-directory -j$(NPROC) all
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) SETUP_GOALS= all
 	$(Q)scripts/test-gpu build
 
 # ------------------------------------------------------------------ runs
 
 run-all:
-	$(Q)NVCC="$(NVCC)" $(DEPS_CHECK) --need run-all
-	$(Q)$(MAKE) --no-print-directory -j$(NPROC) all
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) SETUP_GOALS= all
 	$(Q)scripts/run-all
 
 RUN ?= results/latest
@@ -219,7 +228,6 @@ bench: $(BUILD)/replay $(BUILD)/gen_trace $(BUILD)/whatif
 	$(Q)scripts/bench $(BUILD)
 
 fuzz:
-	$(Q)$(DEPS_CHECK) --need fuzz
 	$(Q)scripts/fuzz
 
 # make whatif SNAPSHOT=run.pickle [CONTEXT=BYTES]: your run under each

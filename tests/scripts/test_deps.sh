@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/deps --need: what it looks for, what it installs as root (only the
 # missing packages, apt-get update once) and the one line it prints when not
-# root. Every program it may call is a fake on a private PATH, so the system
+# root (stopping for what a target needs, going on without what it only
+# would use). test_setup.sh runs it through make for every target. Every program it may call is a fake on a private PATH, so the system
 # is never touched.
 #   tests/scripts/test_deps.sh [BUILD_DIR]   (BUILD_DIR unused)
 set -u
@@ -103,6 +104,28 @@ reset
 FAKE_UID=0 run --need fuzz
 check_eq "fuzz: only the runtime when clang is there" "$(installs)" "libclang-rt-14-dev"
 
+# What a target only would use: not root, one line naming what it skips,
+# and the target goes on (exit 0); as root it is installed.
+reset; present g++ python3 hyperfine
+: > "$inc/cmocka.h"; : > "$inc/cjson/cJSON.h"
+FAKE_UID=1000 run --need test; check_eq "not root, only gnuplot missing: make test goes on (exit 0)" "$?" 0
+check_eq "... one line naming what it skips and the apt-get command" "$(cat "$tmp/out")" \
+    "deps: make test goes on without gnuplot-nox, skipping charts; for them, run: sudo apt-get update && sudo apt-get install -y gnuplot-nox"
+reset; present g++ python3
+: > "$inc/cjson/cJSON.h"
+FAKE_UID=1000 run --need run-all; check_eq "not root, no gnuplot nor hyperfine: make run-all goes on (exit 0)" "$?" 0
+check "... naming charts and C11's hyperfine timing" \
+    grep -q "without gnuplot-nox hyperfine, skipping charts, C11's hyperfine timing (fork+exec+wait instead);" "$tmp/out"
+FAKE_UID=0 FAKE_APT_FAIL=1 run --need run-all; check_eq "root, apt-get failing for what it only would use: goes on (exit 0)" "$?" 0
+check "... saying apt-get failed" grep -q "apt-get install -y gnuplot-nox hyperfine failed" "$tmp/out"
+reset; present g++ python3 gnuplot
+: > "$inc/cjson/cJSON.h"
+FAKE_UID=1000 run --need plots whatif; check_eq "two targets, all there: exit 0" "$?" 0
+reset; present g++
+FAKE_UID=1000 run --need compare
+check_eq "compare: cJSON needed, gnuplot wanted, no python3" "$(cat "$tmp/out")" \
+    "deps: make compare needs Debian packages libcjson-dev (and would use gnuplot-nox); run: sudo apt-get update && sudo apt-get install -y libcjson-dev gnuplot-nox"
+
 # Failures: apt-get fails; nvcc missing; a bad target.
 reset; present g++ python3 gnuplot hyperfine
 : > "$inc/cjson/cJSON.h"
@@ -118,6 +141,8 @@ check "nvcc missing: one line naming the CUDA toolkit" \
     bash -c "[ \$(wc -l < '$tmp/out') -eq 1 ] && grep -q 'needs nvcc.*CUDA toolkit' '$tmp/out'"
 FAKE_UID=0 run --need fuzz; check_eq "nvcc missing: fuzz does not need it" "$?" 0
 run --need nonsense; check_eq "bad target: exit 2" "$?" 2
+run --need; check_eq "no target: exit 2" "$?" 2
+run --need test nonsense; check_eq "one bad target among good ones: exit 2" "$?" 2
 
 # make deps (no argument) as root installs the whole list.
 reset
