@@ -1,7 +1,7 @@
 /* mlp_internal.h: what the workload's files share (mlp.c: life
  * cycle, tensors, accounting, trace; mlp_seq.c: the request sequence of
  * a step; mlp_segments.c: that of checkpoint_sequential's forward and
- * backward; mlp_gpu.cu: the arithmetic; mlp_verify.c: the GPU check). Not for
+ * backward; wl_gpu.cu: the arithmetic; mlp_verify.c: the GPU check). Not for
  * experiments: they use mlp.h. */
 #ifndef MC_WORKLOAD_INTERNAL_H
 #define MC_WORKLOAD_INTERNAL_H
@@ -12,7 +12,7 @@
 
 #include "alloc/alloc_host.h"
 #include "alloc/alloc_model.h"
-#include "mlp_gpu.h"
+#include "workload/core/wl_gpu.h"
 #include "mlp.h"
 
 #ifdef __cplusplus

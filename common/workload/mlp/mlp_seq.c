@@ -1,6 +1,6 @@
 /* mlp_seq.c: the requests of the training workload, in the order
  * PyTorch 2.11's eager mode makes them, and on a GPU the arithmetic between
- * them (mlp_gpu.h). The rules, from PyTorch's source and confirmed request
+ * them (wl_gpu.h). The rules, from PyTorch's source and confirmed request
  * by request against PyTorch 2.11's own traces on an H100 for every
  * optimizer, precision, accumulation and checkpointing
  * (tests/fixtures/mlp/, tests/scripts/test_mlp_fixtures.sh):

@@ -8,7 +8,7 @@
 
 #include "check.h"
 #include "check_cuda.h"
-#include "mlp_gpu.h"
+#include "workload/core/wl_gpu.h"
 #include "mlp_host_ref.h"
 #include "mlp_internal.h"
 

@@ -18,7 +18,7 @@
  *
  * Model-only (the host backend) requests the blocks and does no arithmetic.
  * On the GPU the same sequence takes real blocks from the CUDA backend and
- * computes in them (tfm_kernels.h, mlp_gpu.h): no device memory outside
+ * computes in them (tfm_kernels.h, wl_gpu.h): no device memory outside
  * what the model requests. How the sequence follows PyTorch, and where it
  * had to assume, is said in tfm_seq.c and tfm_attn.c; how
  * the arithmetic lays out its tensors, in tfm_ops.c. The step

@@ -5,16 +5,16 @@
  * tfm_elementwise.cu, tfm_fused.cu, tfm_adamw.cu; device helpers in
  * tfm_kernels.cuh.
  *
- * Contract, as mlp_gpu.h: every call is asynchronous on the stream of g
+ * Contract, as wl_gpu.h: every call is asynchronous on the stream of g
  * (mc_gpu_stream), every launch is checked (CUDA errors exit MC_EXIT_CUDA),
  * and NOTHING here allocates device memory: outputs and every scratch buffer
  * come from the caller (the allocator model), sized as documented here.
  * Linear layers (GEMMs, bias in the cuBLASLt epilogue), MSE loss and its
- * backward, the casts autocast makes, fills and copies are mlp_gpu.h's
+ * backward, the casts autocast makes, fills and copies are wl_gpu.h's
  * (mc_gpu_linear, mc_gpu_gemm_dx/dw, mc_gpu_bias_grad, mc_gpu_mse,
  * mc_gpu_mse_bwd, mc_gpu_cast): not repeated here.
  *
- * dt: MC_DT_F32 / MC_DT_F16 / MC_DT_BF16 (mlp_gpu.h) of the tensors named;
+ * dt: MC_DT_F32 / MC_DT_F16 / MC_DT_BF16 (wl_gpu.h) of the tensors named;
  * arithmetic in fp32 always. Shapes row-major; n counts elements.
  *
  * Dropout randomness is tfm_rng.h's: element e of a dropout call with
@@ -27,7 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "workload/mlp/mlp_gpu.h"
+#include "workload/core/wl_gpu.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -35,7 +35,7 @@
 
 #include "check.h"
 #include "tfm_internal.h"
-#include "workload/mlp/mlp_gpu.h"
+#include "workload/core/wl_gpu.h"
 
 bool tfm_offload_wants(const mc_tfm *T, const tb *b)
 {

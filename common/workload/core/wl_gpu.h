@@ -1,12 +1,12 @@
-/* mlp_gpu.h: the workload's arithmetic on the GPU (mlp_gpu.cu for the
- * cuBLAS/cuBLASLt calls and the step's stream, mlp_kernels.cu for the
+/* wl_gpu.h: the workload's arithmetic on the GPU (wl_gpu.cu for the
+ * cuBLAS/cuBLASLt calls and the step's stream, wl_kernels.cu for the
  * elementwise and reduction kernels). Every call is asynchronous on one
  * stream; the memory always comes from the caller (the allocator model), so
  * nothing here allocates device memory. Shapes are row-major, as PyTorch's:
  * a [m,n] matrix has n contiguous. dtype: MC_DT_* of the tensor named.
  * CUDA and cuBLAS errors exit MC_EXIT_CUDA. */
-#ifndef MC_MLP_GPU_H
-#define MC_MLP_GPU_H
+#ifndef MC_WL_GPU_H
+#define MC_WL_GPU_H
 
 #include <stdbool.h>
 #include <stdint.h>

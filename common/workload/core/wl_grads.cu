@@ -1,11 +1,11 @@
-/* mlp_grads.cu: the workload's reductions over gradients (mlp_gpu.h): the
+/* wl_grads.cu: the workload's reductions over gradients (wl_gpu.h): the
  * bias gradient's column sum, and the foreach optimizers and GradScaler
  * unscale over many tensors per launch. fp32 accumulation throughout. */
 #include <math.h>
 
 #include "check.h"
 #include "check_cuda.h"
-#include "mlp_kernels.cuh"
+#include "wl_kernels.cuh"
 
 /* ------------------------------------------------------------ bias gradient */
 
