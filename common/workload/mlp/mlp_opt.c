@@ -58,7 +58,7 @@ static int unscale(mc_workload *w, int nt, float **gr, const int64_t *n, bool *i
     if (G) mc_gpu_copy(G, WL_PTR(w->found_c), WL_PTR(w->found), 4);
     A(w->inv_c, 4, MC_WL_OTHER, "inv_scale per device (copy)");
     if (G) mc_gpu_copy(G, WL_PTR(w->inv_c), WL_PTR(w->inv_f), 4);
-    bool inject = w->step == w->c.inject_overflow_step;
+    bool inject = w->ctx.step == w->c.inject_overflow_step;
     if (G) {
         if (inject) mc_gpu_poison(G, gr[0]);
         mc_gpu_unscale(G, nt, gr, n, FP(w->inv_c), FP(w->found_c));
@@ -149,9 +149,9 @@ int wl_seq_optimizer(mc_workload *w, bool *skipped)
             bool first = !w->opt_ready;
             for (int l = 0; l < w->L && first && rc == 0; l++) { /* grad.detach().clone() */
                 wl_layer *y = &w->ly[l];
-                if ((!y->mW.addr && wl_alloc(w, &y->mW, y->W.bytes, MC_WL_OPTIMIZER, true,
+                if ((!y->mW.addr && wl_alloc(&w->ctx, &y->mW, y->W.bytes, MC_WL_OPTIMIZER, true,
                                              "momentum_buffer (weight)")) ||
-                    (!y->mb.addr && wl_alloc(w, &y->mb, y->b.bytes, MC_WL_OPTIMIZER, true,
+                    (!y->mb.addr && wl_alloc(&w->ctx, &y->mb, y->b.bytes, MC_WL_OPTIMIZER, true,
                                              "momentum_buffer (bias)")))
                     rc = -1;
             }
@@ -179,7 +179,7 @@ int wl_seq_optimizer(mc_workload *w, bool *skipped)
 void wl_seq_zero_grad(mc_workload *w)
 {
     for (int l = 0; l < w->L; l++) {
-        wl_free(w, &w->ly[l].gW);
-        wl_free(w, &w->ly[l].gb);
+        F(w->ly[l].gW);
+        F(w->ly[l].gb);
     }
 }

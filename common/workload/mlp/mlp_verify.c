@@ -68,7 +68,7 @@ static void host_free(host_set *h)
 
 static void read_dev(mc_workload *w, host_set *h, double *dst, const wl_t *t, int64_t n)
 {
-    mc_gpu_to_host(w->gpu, h->f, WL_PTR(*t), n, MC_DT_F32);
+    mc_gpu_to_host(w->ctx.gpu, h->f, WL_PTR(*t), n, MC_DT_F32);
     for (int64_t i = 0; i < n; i++) dst[i] = h->f[i];
 }
 

@@ -17,6 +17,7 @@
 
 #include "sharded_internal.h"
 #include "workload/mlp/mlp_internal.h"
+#include "workload/core/reduce_scratch.h"
 
 #define CUBLAS_WS_BYTES (32ULL << 20) /* as mlp_seq.c: getChosenWorkspaceSize on sm_90 */
 #define CUBLASLT_WS_BYTES (1ULL << 20) /* as mlp_seq.c: cuBLASLt workspace */

@@ -18,13 +18,7 @@
 #include <stdint.h>
 
 #include "tfm.h"
-#include "workload/mlp/mlp_internal.h"
-
-/* mlp_internal.h's MLP shorthands are not used here. */
-#undef G
-#undef A
-#undef AK
-#undef F
+#include "workload/core/wl_ctx.h"
 
 /* One storage: a block of the allocator and who holds it. */
 typedef struct tb {
@@ -96,13 +90,12 @@ typedef struct {
 } tgroup;
 
 struct mc_tfm {
-    mc_workload w;             /* accounting, trace, allocator (mlp.c) */
+    wl_ctx ctx;                /* allocator, tensors, accounting, trace (core/wl_ctx.c) */
     mc_tfm_config c;
     int64_t N, L, E, H, hd, T; /* micro-batch, sequence, width, heads, head size, tokens */
     int es;                    /* compute element size: 4, or 2 under autocast */
     bool lowp;
     tb *all;                   /* live buffers */
-    bool oom;
 
     tparam *p;
     int np, cap_p;
@@ -119,7 +112,7 @@ struct mc_tfm {
     int handle;                /* cuBLAS handle: 0 forward thread, 1 backward thread */
 
     tb *mask;                  /* the encoder's causal mask (set-up) */
-    /* GPU arithmetic (T->w.gpu non-NULL; transformer_gpu.c): */
+    /* GPU arithmetic (T->ctx.gpu non-NULL; transformer_gpu.c): */
     int dt;                    /* MC_DT_* of the compute dtype */
     int site;                  /* the dropout site of the op being built (tfm_host_ref.h's order) */
     uint64_t drop_base;        /* this micro-step's first dropout offset */
@@ -143,7 +136,10 @@ struct mc_tfm {
 typedef struct mc_tfm mc_tfm;
 
 /* The GPU, or NULL in model-only runs. */
-#define TG(T) ((T)->w.gpu)
+#define TG(T) ((T)->ctx.gpu)
+/* The context core/wl_ctx.h's shorthands (A, AK, F) act on, in functions
+ * with a `mc_tfm *T`. */
+#define WL_CTX (&T->ctx)
 /* Device address of a tensor: its storage's plus its offset, or a parameter's. */
 uint64_t tv_addr(const mc_tfm *T, tv x);
 #define TVP(T, x) ((void *)(uintptr_t)tv_addr((T), (x)))

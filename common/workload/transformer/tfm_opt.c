@@ -15,14 +15,6 @@
 #include "tfm_internal.h"
 #include "tfm_kernels.h"
 
-#define AO(t, bytes, cat, what, keep)                                                     \
-    do {                                                                                  \
-        if (wl_alloc(&T->w, &(t), (uint64_t)(bytes), (cat), (keep), (what)) != 0) {       \
-            T->oom = true;                                                                \
-            return -1;                                                                    \
-        }                                                                                 \
-    } while (0)
-#define FO(t) wl_free(&T->w, &(t))
 #define FPO(t) ((float *)WL_PTR(t))
 
 #define MOMENTUM 0.9f
@@ -74,17 +66,17 @@ static double lr_of(const mc_tfm *T)
 static int unscale(mc_tfm *T, bool *inf)
 {
     mc_wl_gpu *G = TG(T);
-    AO(T->inv_d, 8, MC_WL_OTHER, "scale.double()", false);
-    AO(T->inv_r, 8, MC_WL_OTHER, ".reciprocal()", false);
-    FO(T->inv_d);
-    AO(T->inv_f, 4, MC_WL_OTHER, ".float(): inv_scale", false);
-    FO(T->inv_r);
+    A(T->inv_d, 8, MC_WL_OTHER, "scale.double()");
+    A(T->inv_r, 8, MC_WL_OTHER, ".reciprocal()");
+    F(T->inv_d);
+    A(T->inv_f, 4, MC_WL_OTHER, ".float(): inv_scale");
+    F(T->inv_r);
     if (G) mc_gpu_inv_scale(G, FPO(T->inv_f), FPO(T->scale));
-    AO(T->found, 4, MC_WL_OTHER, "found_inf", false);
+    A(T->found, 4, MC_WL_OTHER, "found_inf");
     if (G) mc_gpu_fill(G, FPO(T->found), 0.0f, 1);
-    AO(T->found_c, 4, MC_WL_OTHER, "found_inf per device (copy)", false);
+    A(T->found_c, 4, MC_WL_OTHER, "found_inf per device (copy)");
     if (G) mc_gpu_copy(G, WL_PTR(T->found_c), WL_PTR(T->found), 4);
-    AO(T->inv_c, 4, MC_WL_OTHER, "inv_scale per device (copy)", false);
+    A(T->inv_c, 4, MC_WL_OTHER, "inv_scale per device (copy)");
     if (G) {
         lists l;
         mc_gpu_copy(G, WL_PTR(T->inv_c), WL_PTR(T->inv_f), 4);
@@ -92,9 +84,9 @@ static int unscale(mc_tfm *T, bool *inf)
         mc_gpu_unscale(G, T->np, l.g, l.n, FPO(T->inv_c), FPO(T->found_c));
         lists_free(&l);
     }
-    FO(T->inv_c);
-    FO(T->inv_f);
-    FO(T->found);
+    F(T->inv_c);
+    F(T->inv_f);
+    F(T->found);
     *inf = G && mc_gpu_read_scalar(G, FPO(T->found_c)) != 0.0f;
     return 0;
 }
@@ -103,14 +95,14 @@ static int adam(mc_tfm *T)
 {
     mc_wl_gpu *G = TG(T);
     for (int i = 0; i < T->np && !T->opt_ready; i++) { /* Adam._init_group */
-        AO(T->p[i].m, T->p[i].p.bytes, MC_WL_OPTIMIZER, "exp_avg", true);
+        AK(T->p[i].m, T->p[i].p.bytes, MC_WL_OPTIMIZER, "exp_avg");
         if (G) mc_gpu_fill(G, FPO(T->p[i].m), 0.0f, T->p[i].n);
-        AO(T->p[i].v, T->p[i].p.bytes, MC_WL_OPTIMIZER, "exp_avg_sq", true);
+        AK(T->p[i].v, T->p[i].p.bytes, MC_WL_OPTIMIZER, "exp_avg_sq");
         if (G) mc_gpu_fill(G, FPO(T->p[i].v), 0.0f, T->p[i].n);
     }
     T->opt_ready = true;
     for (int i = 0; i < T->np; i++) /* exp_avg_sq_sqrt = torch._foreach_sqrt(...) */
-        AO(T->p[i].s, T->p[i].p.bytes, MC_WL_OPTIMIZER, "_foreach_sqrt", false);
+        A(T->p[i].s, T->p[i].p.bytes, MC_WL_OPTIMIZER, "_foreach_sqrt");
     if (G) { /* one kernel each, needing none of the temporaries */
         lists l;
         lists_make(T, &l);
@@ -121,7 +113,7 @@ static int adam(mc_tfm *T)
                         (float)EPS, T->opt_steps);
         lists_free(&l);
     }
-    for (int i = T->np - 1; i >= 0; i--) FO(T->p[i].s);
+    for (int i = T->np - 1; i >= 0; i--) F(T->p[i].s);
     return 0;
 }
 
@@ -157,7 +149,7 @@ int tfm_optimizer(mc_tfm *T, bool *skipped)
         } else if (T->c.optimizer == MC_WL_MOMENTUM) {
             const bool first = !T->opt_ready;
             for (int i = 0; i < T->np && first; i++) /* grad.detach().clone() */
-                if (!T->p[i].m.addr) AO(T->p[i].m, T->p[i].p.bytes, MC_WL_OPTIMIZER, "momentum_buffer", true);
+                if (!T->p[i].m.addr) AK(T->p[i].m, T->p[i].p.bytes, MC_WL_OPTIMIZER, "momentum_buffer");
             T->opt_ready = true;
             if (G) {
                 lists l;
@@ -178,12 +170,12 @@ int tfm_optimizer(mc_tfm *T, bool *skipped)
             T->growth_tracker = 0;
         }
         if (G) mc_gpu_fill(G, FPO(T->scale), (float)T->scale_host, 1);
-        FO(T->found_c); /* update()'s found_infs list goes */
+        F(T->found_c); /* update()'s found_infs list goes */
     }
     return 0;
 }
 
 void tfm_zero_grad(mc_tfm *T)
 {
-    for (int i = 0; i < T->np; i++) wl_free(&T->w, &T->p[i].g);
+    for (int i = 0; i < T->np; i++) wl_free(&T->ctx, &T->p[i].g);
 }
