@@ -45,10 +45,8 @@ static const char *validate(const mc_options *o)
         return "--max-ranks must be a power of two up to 4096";
     if (gpus_opt < 2 || gpus_opt > MC_SH_MAX_GPUS) return "--gpus must be from 2 to 16";
     if (width_opt > 65536) return "--width must be at most 65536";
-    if (strcmp(optimizer_opt, "sgd") == 0) optimizer = MC_WL_SGD;
-    else if (strcmp(optimizer_opt, "momentum") == 0) optimizer = MC_WL_MOMENTUM;
-    else if (strcmp(optimizer_opt, "adam") == 0) optimizer = MC_WL_ADAM;
-    else return "--optimizer must be sgd, momentum or adam";
+    if (mc_wl_optimizer_parse(optimizer_opt, MC_WL_ADAM, &optimizer) != 0)
+        return "--optimizer must be sgd, momentum or adam";
     return NULL;
 }
 

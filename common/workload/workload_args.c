@@ -136,10 +136,8 @@ int mc_workload_parse_args(mc_workload_cli *cli, int argc, char **argv, char *er
                 else cli->cfg.batch = n;
             }
         if (!strcmp(a, "--optimizer")) {
-            if (!strcmp(v, "sgd")) cli->cfg.optimizer = MC_WL_SGD;
-            else if (!strcmp(v, "momentum")) cli->cfg.optimizer = MC_WL_MOMENTUM;
-            else if (!strcmp(v, "adam")) cli->cfg.optimizer = MC_WL_ADAM;
-            else return bad(err, len, a, "sgd, momentum or adam", v);
+            if (mc_wl_optimizer_parse(v, MC_WL_ADAM, &cli->cfg.optimizer) != 0)
+                return bad(err, len, a, mc_wl_optimizer_words(MC_WL_ADAM), v);
         } else if (!strcmp(a, "--precision")) {
             if (!strcmp(v, "fp32")) cli->cfg.precision = MC_WL_FP32;
             else if (!strcmp(v, "fp16")) cli->cfg.precision = MC_WL_FP16;

@@ -20,11 +20,6 @@
 
 /* ------------------------------------------------------------ names */
 
-const char *mc_wl_optimizer_name(mc_wl_optimizer o)
-{
-    return o == MC_WL_SGD ? "sgd" : o == MC_WL_MOMENTUM ? "momentum" : "adam";
-}
-
 /* ------------------------------------------------------------ configuration */
 
 mc_workload_config mc_workload_config_default(void)
@@ -128,17 +123,24 @@ mc_workload *mc_workload_create(const mc_workload_config *c, bool on_gpu, FILE *
     mc_workload *w = calloc(1, sizeof *w);
     CHECK(w != NULL, "out of host memory");
     w->c = *c;
-    if (w->c.lr == 0) w->c.lr = c->optimizer == MC_WL_ADAM ? 1e-3 : 0.01;
+    if (w->c.lr == 0) w->c.lr = mc_wl_optimizer_default_lr(c->optimizer);
+    wl_optim_init(&w->opt, c->optimizer, w->c.lr, c->precision == MC_WL_FP16);
     w->L = c->layers;
     w->mb = c->batch / c->accum;
     w->es = c->precision == MC_WL_FP32 ? 4 : 2;
-    w->scale_host = 65536.0; /* GradScaler init_scale */
     wl_ctx_open(&w->ctx, &c->alloc, on_gpu, c->host_capacity, c->accum, trace, c->trace_steps);
     w->ly = calloc((size_t)w->L, sizeof *w->ly);
     CHECK(w->ly != NULL, "out of host memory");
+    w->params = calloc((size_t)(2 * w->L), sizeof *w->params);
+    CHECK(w->params != NULL, "out of host memory");
     for (int l = 0; l < w->L; l++) {
-        w->ly[l].in = l == 0 ? c->in : c->width;
-        w->ly[l].out = l == w->L - 1 ? c->out : c->width;
+        wl_layer *y = &w->ly[l];
+        y->in = l == 0 ? c->in : c->width;
+        y->out = l == w->L - 1 ? c->out : c->width;
+        w->params[2 * l] = (wl_opt_param){&y->W, &y->gW, &y->mW, &y->vW, &y->sW, y->out * y->in,
+                                          (uint64_t)(y->out * y->in) * 4, " (weight)"};
+        w->params[2 * l + 1] = (wl_opt_param){&y->b, &y->gb, &y->mb, &y->vb, &y->sb, y->out,
+                                              (uint64_t)y->out * 4, " (bias)"};
     }
     if (c->checkpoint_segments) {
         w->seg = calloc((size_t)(2 * w->L - 1), sizeof *w->seg);
@@ -178,6 +180,7 @@ void mc_workload_destroy(mc_workload *w)
     if (!w) return;
     wl_ctx_close(&w->ctx);
     free(w->ly);
+    free(w->params);
     free(w->seg);
     free(w);
 }
@@ -194,7 +197,7 @@ mc_wl_status mc_workload_step(mc_workload *w, mc_workload_step_result *r)
     if (w->ctx.setup_status != MC_WL_OK) {
         r->status = w->ctx.setup_status;
         wl_fill_stats(&w->ctx, r);
-        r->loss_scale = w->c.precision == MC_WL_FP16 ? w->scale_host : 1.0;
+        r->loss_scale = w->c.precision == MC_WL_FP16 ? w->opt.scale_host : 1.0;
         return r->status;
     }
     wl_trace(&w->ctx, "# step %d", w->ctx.step);
@@ -215,7 +218,7 @@ mc_wl_status mc_workload_step(mc_workload *w, mc_workload_step_result *r)
         if (rc == 0) r->loss = mc_gpu_loss_sum(G, w->c.accum);
     }
     r->skipped = skipped;
-    r->loss_scale = w->c.precision == MC_WL_FP16 ? w->scale_host : 1.0;
+    r->loss_scale = w->c.precision == MC_WL_FP16 ? w->opt.scale_host : 1.0;
     wl_fill_stats(&w->ctx, r);
     wl_trace(&w->ctx, "# end of step %d (after zero_grad)", w->ctx.step);
     if (w->ctx.trace && w->ctx.step == w->c.trace_steps) fflush(w->ctx.trace);

@@ -39,20 +39,19 @@
 #include <stdio.h>
 
 #include "alloc/alloc_model.h"
+#include "workload/core/optimizer.h"
 #include "workload/core/wl_types.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum { MC_WL_SGD, MC_WL_MOMENTUM, MC_WL_ADAM } mc_wl_optimizer;
-
 typedef struct {
     int layers;                 /* L >= 2 Linear layers */
     int64_t in, width, out;     /* D, H, O features (>= 1) */
     int64_t batch;              /* B >= 1 rows per step, divisible by accum */
     int accum;                  /* K >= 1 micro-steps of B/K rows */
-    mc_wl_optimizer optimizer;
+    mc_wl_optimizer optimizer;  /* sgd, momentum or adam */
     mc_wl_precision precision;  /* fp16, bf16: autocast compute, fp32 master weights */
     bool checkpoint;            /* non-reentrant checkpoint of each Linear+ReLU pair */
     int checkpoint_segments;    /* S >= 1: checkpoint_sequential(model, S, x, use_reentrant=False)
@@ -98,7 +97,6 @@ void mc_workload_live_by_category(const mc_workload *w, uint64_t out[MC_WL_NCAT]
 
 /* Analytic figures: parameter count sum(in*out + out), and its fp32 bytes. */
 uint64_t mc_workload_param_count(const mc_workload_config *c);
-const char *mc_wl_optimizer_name(mc_wl_optimizer o); /* "sgd", "momentum", "adam" */
 
 #ifdef __cplusplus
 }

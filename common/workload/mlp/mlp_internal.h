@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "mlp.h"
+#include "workload/core/optimizer_step.h"
 #include "workload/core/wl_ctx.h"
 
 #ifdef __cplusplus
@@ -52,18 +53,15 @@ struct mc_workload {
     wl_layer *ly;
     wl_t x, y, x16, out32, mse, mse_tmp, loss, ones, gmul, gdiv, gout32, gout; /* mse: [b,out] */
     wl_t red_buf, red_sem;     /* reduction scratch (gpu_reduce_kernel) */
-    wl_t scaled, scale, growth;                 /* GradScaler */
-    wl_t inv_d, inv_r, inv_f, found, found_c, inv_c;
+    wl_t scaled;                                /* scaler.scale(loss) */
     wl_t ws_fwd, lt_fwd, ws_bwd, lt_bwd;        /* cuBLAS/cuBLASLt workspaces */
     wl_t x16r, h2, r2;                          /* checkpoint recomputation */
     int *seg;                  /* checkpoint_sequential: each module's segment (2L-1 of them,
                                 * Linear l is 2l, ReLU l is 2l+1), -1 in the plain tail;
                                 * NULL unless cfg.checkpoint_segments */
 
-    bool opt_ready;            /* optimizer state exists */
-    int opt_steps;             /* optimizer steps taken (Adam's step count) */
-    double scale_host;         /* GradScaler scale, mirrored on the host */
-    int growth_tracker;
+    wl_optim opt;              /* the optimizer and its GradScaler (core/optimizer_step.c) */
+    wl_opt_param *params;      /* W0, b0, W1, b1, ...: model.parameters() */
     wl_capture cap;
 };
 

@@ -327,21 +327,16 @@ static int backward(mc_workload *w)
     const bool lp = lowp(w), fp16 = w->c.precision == MC_WL_FP16;
     const int64_t n = w->mb * w->c.out;
     if (fp16) {
-        if (!w->scale.addr) { /* GradScaler._lazy_init_scale_growth_tracker */
-            AK(w->scale, 4, MC_WL_OTHER, "GradScaler scale");
-            if (G) mc_gpu_fill(G, FP(w->scale), (float)w->scale_host, 1);
-            AK(w->growth, 4, MC_WL_OTHER, "GradScaler growth tracker");
-            if (G) mc_gpu_fill(G, FP(w->growth), 0.0f, 1);
-        }
+        if (wl_scaler_lazy_init(&w->ctx, &w->opt)) return -1;
         A(w->scaled, 4, MC_WL_OTHER, "scaler.scale(loss)");
-        if (G) mc_gpu_scalar(G, FP(w->scaled), FP(w->loss), FP(w->scale), 1.0f);
+        if (G) mc_gpu_scalar(G, FP(w->scaled), FP(w->loss), FP(w->opt.scale), 1.0f);
     }
     A(w->ones, 4, MC_WL_OTHER, "backward's ones_like");
     if (G) mc_gpu_fill(G, FP(w->ones), 1.0f, 1);
     const wl_t *g = &w->ones;
     if (fp16) {
         A(w->gmul, 4, MC_WL_OTHER, "MulBackward0");
-        if (G) mc_gpu_scalar(G, FP(w->gmul), FP(w->ones), FP(w->scale), 1.0f);
+        if (G) mc_gpu_scalar(G, FP(w->gmul), FP(w->ones), FP(w->opt.scale), 1.0f);
         g = &w->gmul;
     }
     A(w->gdiv, 4, MC_WL_OTHER, "DivBackward0");

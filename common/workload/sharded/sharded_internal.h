@@ -9,6 +9,7 @@
 
 #include "alloc/alloc_model.h"
 #include "sharded_seq.h"
+#include "workload/core/optimizer_step.h"
 #include "workload/core/wl_ctx.h"
 
 #ifdef __cplusplus
@@ -47,7 +48,8 @@ struct mc_sh_run {
     int *bucket_left;                  /* grads still to arrive, per bucket, this step */
     bool rebuilt;
     int step;
-    bool opt_ready;
+    wl_optim opt;                      /* the optimizer over the local tensors (no GradScaler) */
+    wl_opt_param *params;              /* W0, b0, W1, b1, ... with the rank's local sizes */
 };
 
 /* The context core/wl_ctx.h's shorthands (A, AK, F) act on, in functions

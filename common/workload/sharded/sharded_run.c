@@ -98,6 +98,16 @@ mc_sh_run *mc_sh_create(const mc_sh_config *c, const ca_backend *backend, const 
         r->ly[l].in = l == 0 ? c->wl.in : c->wl.width;
         r->ly[l].out = l == r->L - 1 ? c->wl.out : c->wl.width;
     }
+    wl_optim_init(&r->opt, c->wl.optimizer, c->wl.lr, false);
+    r->params = calloc((size_t)(2 * r->L), sizeof *r->params);
+    CHECK(r->params != NULL, "out of host memory");
+    for (int l = 0; l < r->L; l++) {
+        sh_layer *y = &r->ly[l];
+        r->params[2 * l] = (wl_opt_param){&y->W, &y->gW, &y->mW, &y->vW, &y->sW, y->out * y->in,
+                                          sh_local_bytes(r, l, false), " (weight)"};
+        r->params[2 * l + 1] = (wl_opt_param){&y->b, &y->gb, &y->mb, &y->vb, &y->sb, y->out,
+                                              sh_local_bytes(r, l, true), " (bias)"};
+    }
     r->status = MC_WL_OK;
     if (setup(r) != 0) r->status = MC_WL_OOM;
     return r;
@@ -150,6 +160,7 @@ void mc_sh_destroy(mc_sh_run *r)
     if (!r) return;
     wl_ctx_close(&r->ctx);
     free(r->ly);
+    free(r->params);
     free(r->bucket);
     free(r->bucket_left);
     free(r);

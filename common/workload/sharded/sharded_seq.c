@@ -267,37 +267,14 @@ int sh_seq_micro_step(mc_sh_run *r)
 /* ------------------------------------------------------------ optimizer */
 
 /* torch/optim foreach on the local tensors (DTensor's local shards when
- * sharded): momentum_buffer = grad.clone() at the first step; Adam's
- * exp_avg, exp_avg_sq at the first step and _foreach_sqrt's list, freed last
- * first when _multi_tensor_adam returns. SGD makes no request. */
+ * sharded), core/optimizer_step.c's requests: momentum_buffer =
+ * grad.clone() at the first step; Adam's exp_avg, exp_avg_sq at the first
+ * step and _foreach_sqrt's list, freed last first when _multi_tensor_adam
+ * returns. SGD makes no request. */
 int sh_seq_optimizer(mc_sh_run *r)
 {
-    const mc_wl_optimizer o = r->c.wl.optimizer;
-    if (o == MC_WL_SGD) return 0;
-    for (int l = 0; l < r->L && !r->opt_ready; l++) {
-        sh_layer *y = &r->ly[l];
-        uint64_t w = sh_local_bytes(r, l, false), b = sh_local_bytes(r, l, true);
-        if (o == MC_WL_MOMENTUM) {
-            AK(y->mW, w, MC_WL_OPTIMIZER, "momentum_buffer or exp_avg (weight)");
-            AK(y->mb, b, MC_WL_OPTIMIZER, "momentum_buffer or exp_avg (bias)");
-        } else {
-            AK(y->mW, w, MC_WL_OPTIMIZER, "momentum_buffer or exp_avg (weight)");
-            AK(y->vW, w, MC_WL_OPTIMIZER, "exp_avg_sq (weight)");
-            AK(y->mb, b, MC_WL_OPTIMIZER, "momentum_buffer or exp_avg (bias)");
-            AK(y->vb, b, MC_WL_OPTIMIZER, "exp_avg_sq (bias)");
-        }
-    }
-    r->opt_ready = true;
-    if (o != MC_WL_ADAM) return 0;
-    for (int l = 0; l < r->L; l++) {
-        A(r->ly[l].sW, sh_local_bytes(r, l, false), MC_WL_OPTIMIZER, "_foreach_sqrt (weight)");
-        A(r->ly[l].sb, sh_local_bytes(r, l, true), MC_WL_OPTIMIZER, "_foreach_sqrt (bias)");
-    }
-    for (int l = r->L - 1; l >= 0; l--) {
-        F(r->ly[l].sb);
-        F(r->ly[l].sW);
-    }
-    return 0;
+    bool skipped;
+    return wl_optim_step(&r->ctx, &r->opt, r->params, 2 * r->L, false, NULL, NULL, &skipped);
 }
 
 /* zero_grad(set_to_none=True), parameters in order; sharded grads are views

@@ -59,11 +59,6 @@ mc_tfm_config mc_tfm_seed000_amp(int64_t batch, mc_wl_precision precision)
     return c;
 }
 
-const char *mc_tfm_optimizer_name(int o)
-{
-    return o == MC_TFM_ADAMW ? "adamw" : mc_wl_optimizer_name((mc_wl_optimizer)o);
-}
-
 static int fail(char *err, size_t len, const char *msg)
 {
     snprintf(err, len, "%s", msg);
@@ -109,7 +104,7 @@ int mc_tfm_config_check(const mc_tfm_config *c, char *err, size_t len)
     }
     if (!(c->dropout >= 0 && c->dropout < 1)) return fail(err, len, "dropout must be in [0, 1)");
     if ((unsigned)c->activation > MC_TFM_GELU) return fail(err, len, "unknown activation");
-    if (c->optimizer < 0 || c->optimizer > MC_TFM_ADAMW || (unsigned)c->precision > MC_WL_BF16)
+    if ((unsigned)c->optimizer > MC_WL_ADAMW || (unsigned)c->precision > MC_WL_BF16)
         return fail(err, len, "unknown optimizer or precision");
     if (c->host_capacity == 0 || c->sm_count < 1 || c->trace_steps < 0)
         return fail(err, len, "bad host capacity, SM count or trace steps");

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "tfm.h"
+#include "workload/core/optimizer_step.h"
 #include "workload/core/wl_ctx.h"
 
 /* One storage: a block of the allocator and who holds it. */
@@ -121,17 +122,15 @@ struct mc_tfm {
     mc_tfm_data *data;         /* --verify: src, tgt and parameters from the host (NULL: randn) */
     wl_t ws_fwd, lt_fwd, ws_bwd, lt_bwd;
     wl_t red_buf, red_sem;
-    wl_t scale, growth, scaled, ones, gmul, gdiv, inv_d, inv_r, inv_f, found, found_c, inv_c;
+    wl_t scaled, ones, gmul, gdiv;
     wl_t mse, mse_tmp, loss;
     /* --offload (tfm_offload.c): pinned host buffers, reused across steps */
     struct tfm_pinned { void *p; uint64_t bytes; bool used; } *pin;
     int npin, cap_pin;
     uint64_t host_live, host_peak; /* bytes of saved activations on the host */
     int step;
-    bool opt_ready;
-    int opt_steps;             /* optimizer steps taken (Adam's t) */
-    double scale_host;
-    int growth_tracker;
+    wl_optim opt;              /* the optimizer and its GradScaler (core/optimizer_step.c) */
+    wl_opt_param *params;      /* T->p's tensors, in model.parameters() order */
 };
 typedef struct mc_tfm mc_tfm;
 
@@ -212,7 +211,9 @@ tv op_fused_dropout_add(mc_tfm *T, tv res, tv branch, int64_t rows); /* res + dr
 typedef enum { MC_TFM_SDPA_EFFICIENT, MC_TFM_SDPA_FLASH, MC_TFM_SDPA_CUDNN } mc_tfm_sdpa;
 tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal, int64_t S);
 
-/* tfm_opt.c: the optimizer step and zero_grad over T->p. */
+/* tfm_opt.c: the optimizer step and zero_grad over T->p; the parameter
+ * list of the optimizer (after tfm_build_params). */
+void tfm_opt_params(mc_tfm *T);
 int tfm_optimizer(mc_tfm *T, bool *skipped);
 void tfm_zero_grad(mc_tfm *T);
 

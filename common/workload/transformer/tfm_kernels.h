@@ -1,8 +1,8 @@
 /* tfm_kernels.h: the Transformer workload's arithmetic on the GPU: LayerNorm,
- * fused attention, the elementwise chains (eager and fused), AdamW. Plain C
+ * fused attention, the elementwise chains (eager and fused). Plain C
  * API (extern "C"), callable from .c and .cu files. Kernels are in
  * tfm_layernorm.cu, tfm_attention.cu, tfm_attention_bwd.cu,
- * tfm_elementwise.cu, tfm_fused.cu, tfm_adamw.cu; device helpers in
+ * tfm_elementwise.cu, tfm_fused.cu; device helpers in
  * tfm_kernels.cuh.
  *
  * Contract, as wl_gpu.h: every call is asynchronous on the stream of g
@@ -175,22 +175,6 @@ void tfm_fused_fwd(mc_wl_gpu *g, void *y, int dt_out, uint8_t *bits, const void 
 void tfm_fused_bwd(mc_wl_gpu *g, void *du, const void *dy, int dt_out, const uint8_t *bits,
                    const void *h, const void *bias, int64_t rows, int64_t n_cols, int act,
                    float p, int dt);
-
-/* ================================================================ AdamW */
-
-/* torch.optim.AdamW (foreach, PyTorch defaults lr 1e-3, betas (0.9, 0.999),
- * eps 1e-8, weight_decay 0.01) over nt fp32 tensors at once, step t >= 1:
- *   p *= 1 - lr wd; m = lerp(m, g, 1 - b1); v = b2 v + (1 - b2) g^2;
- *   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
- * One kernel, no intermediate: PyTorch's foreach path allocates
- * exp_avg_sq_sqrt (one tensor per parameter, fp32, the parameters' sizes)
- * for the denominator, which the caller models; this kernel needs none.
- * The hyperparameters are doubles, as torch.optim's Python floats: each
- * scalar the foreach ops get (1 - b1, 1 - b2, 1 - lr wd, the step size) is
- * formed in double and rounded to float once, as they are. */
-void tfm_adamw(mc_wl_gpu *g, int nt, float *const *p, float *const *gr, float *const *m,
-               float *const *v, const int64_t *n, double lr, double beta1, double beta2, double eps,
-               double weight_decay, int step);
 
 #ifdef __cplusplus
 }

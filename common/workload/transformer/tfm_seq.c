@@ -262,21 +262,16 @@ static int loss_and_backward(mc_tfm *T, tv out, tv tgt)
     F(T->mse);
     if (T->lowp) cast_cache_clear(T);
     if (fp16) {
-        if (!T->scale.addr) {
-            AK(T->scale, 4, MC_WL_OTHER, "GradScaler scale");
-            if (G) mc_gpu_fill(G, FPT(T->scale), (float)T->scale_host, 1);
-            AK(T->growth, 4, MC_WL_OTHER, "GradScaler growth tracker");
-            if (G) mc_gpu_fill(G, FPT(T->growth), 0.0f, 1);
-        }
+        if (wl_scaler_lazy_init(&T->ctx, &T->opt)) return -1;
         A(T->scaled, 4, MC_WL_OTHER, "scaler.scale(loss)");
-        if (G) mc_gpu_scalar(G, FPT(T->scaled), FPT(T->loss), FPT(T->scale), 1.0f);
+        if (G) mc_gpu_scalar(G, FPT(T->scaled), FPT(T->loss), FPT(T->opt.scale), 1.0f);
     }
     A(T->ones, 4, MC_WL_OTHER, "backward's ones_like");
     if (G) mc_gpu_fill(G, FPT(T->ones), 1.0f, 1);
     const wl_t *gs = &T->ones;
     if (fp16) {
         A(T->gmul, 4, MC_WL_OTHER, "MulBackward0");
-        if (G) mc_gpu_scalar(G, FPT(T->gmul), FPT(T->ones), FPT(T->scale), 1.0f);
+        if (G) mc_gpu_scalar(G, FPT(T->gmul), FPT(T->ones), FPT(T->opt.scale), 1.0f);
         gs = &T->gmul;
     }
     A(T->gdiv, 4, MC_WL_OTHER, "DivBackward0");
@@ -362,10 +357,11 @@ mc_tfm *mc_tfm_create_with(const mc_tfm_config *c, bool on_gpu, FILE *trace, mc_
                      (c->arch == MC_TFM_TRANSFORMER ? TFM_DEC_DROPOUTS * c->dec_layers : 0));
     T->data = data;
     T->cur_group = -1;
-    T->scale_host = 65536.0;
+    wl_optim_init(&T->opt, c->optimizer, c->lr, c->precision == MC_WL_FP16);
     wl_ctx *w = &T->ctx;
     wl_ctx_open(w, &c->alloc, on_gpu, c->host_capacity, c->accum, trace, c->trace_steps);
     tfm_build_params(T);
+    tfm_opt_params(T);
     wl_trace(w, "# memclaims-trace v1");
     wl_trace(w, "# build/workload's requests: %s d_model=%lld heads=%lld enc=%lld dec=%lld ff=%lld "
                 "dropout=%g %s%s%s%s seq=%lld batch=%lld %s %s accum=%d%s%s%s",
@@ -375,7 +371,7 @@ mc_tfm *mc_tfm_create_with(const mc_tfm_config *c, bool on_gpu, FILE *trace, mc_
              c->dropout, c->activation == MC_TFM_GELU ? "gelu" : "relu",
              c->norm_first ? " norm_first" : "", c->batch_first ? " batch_first" : "",
              c->causal ? " causal" : "", (long long)c->seq, (long long)c->batch,
-             mc_tfm_optimizer_name(c->optimizer), mc_wl_precision_name(c->precision), c->accum,
+             mc_wl_optimizer_name(c->optimizer), mc_wl_precision_name(c->precision), c->accum,
              c->checkpoint ? " checkpoint" : "", c->fused ? " fused" : "", c->offload ? " offload" : "");
     if (c->alloc.limit_bytes != CA_UNLIMITED) wl_trace(w, "set limit %" PRIu64, c->alloc.limit_bytes);
     if (c->alloc.max_split_size != CA_UNLIMITED)
@@ -408,6 +404,7 @@ void mc_tfm_destroy(mc_tfm *T)
     wl_ctx_close(&T->ctx);
     free(T->mask);
     free(T->p);
+    free(T->params);
     free(T->tape);
     free(T->grp);
     free(T);
@@ -421,7 +418,7 @@ mc_wl_status mc_tfm_step(mc_tfm *T, mc_workload_step_result *r)
     w->step = T->step;
     r->step_time_s = NAN;
     r->loss = NAN;
-    r->loss_scale = T->c.precision == MC_WL_FP16 ? T->scale_host : 1.0;
+    r->loss_scale = T->c.precision == MC_WL_FP16 ? T->opt.scale_host : 1.0;
     if (w->setup_status != MC_WL_OK) {
         r->status = w->setup_status;
         wl_fill_stats(&T->ctx, r);
@@ -451,7 +448,7 @@ mc_wl_status mc_tfm_step(mc_tfm *T, mc_workload_step_result *r)
             for (int k = 0; k < T->c.accum; k++) T->data->losses[k] = mc_gpu_slot_loss(TG(T), k);
     }
     r->skipped = skipped;
-    r->loss_scale = T->c.precision == MC_WL_FP16 ? T->scale_host : 1.0;
+    r->loss_scale = T->c.precision == MC_WL_FP16 ? T->opt.scale_host : 1.0;
     wl_fill_stats(&T->ctx, r);
     wl_trace(w, "# end of step %d (after zero_grad)", T->step);
     if (w->trace && T->step == T->c.trace_steps) fflush(w->trace);
