@@ -24,7 +24,7 @@
  *   --arch mlp|transformer|encoder                  default mlp; the Transformer's flags:
  *   --d-model --heads --enc-layers --dec-layers --ff --dropout --activation relu|gelu
  *   --norm-first --batch-first --causal --seq L --batch B --optimizer ...|adamw
- *   (tfm_args.c) */
+ *   (workload_args_tfm.c) */
 #ifndef MC_WORKLOAD_ARGS_H
 #define MC_WORKLOAD_ARGS_H
 
@@ -58,7 +58,7 @@ typedef struct {
 int mc_workload_parse_args(mc_workload_cli *cli, int argc, char **argv, char *err, size_t len);
 void mc_workload_usage(FILE *fp);
 
-/* tfm_args.c: --arch's value (0, or -1 when unknown); one flag of the
+/* workload_args_tfm.c: --arch's value (0, or -1 when unknown); one flag of the
  * Transformer (0 taken, 1 not its flag, MC_EXIT_USAGE with err; took_value:
  * it consumed the next argument); the checks once all flags are read. */
 int mc_workload_parse_arch(const char *v, mc_wl_arch *arch);

@@ -1,4 +1,4 @@
-/* tfm_args.c: build/workload's flags for --arch transformer|encoder
+/* workload_args_tfm.c: build/workload's flags for --arch transformer|encoder
  * (workload_args.h), parsed as strictly as the MLP's. */
 #include <errno.h>
 #include <math.h>
@@ -7,7 +7,7 @@
 
 #include "check.h"
 #include "options.h"
-#include "workload/workload_args.h"
+#include "workload_args.h"
 
 static int bad(char *err, size_t len, const char *flag, const char *what, const char *val)
 {
