@@ -98,7 +98,7 @@ static mc_sh_config config(int64_t width, mc_sh_mode mode, int world)
 {
     mc_sh_config c;
     memset(&c, 0, sizeof c);
-    c.wl = mc_workload_config_default();
+    c.wl = mc_sh_net_default();
     c.wl.layers = layers_opt;
     c.wl.in = c.wl.width = c.wl.out = width;
     c.wl.batch = batch_opt;
@@ -137,7 +137,7 @@ static bool gpu_part(mc_run *run, int64_t width)
     double comm_med[3] = {0, 0, 0}, peak_med[3] = {0, 0, 0};
     for (int m = 0; m < 3; m++) {
         mc_sh_config c = config(width, MODES[m], gpus_opt);
-        c.wl.host_capacity = mc_workload_config_default().host_capacity;
+        c.wl.host_capacity = mc_sh_net_default().host_capacity;
         if (mc_sh_gpu_run(&c, steps, &res[m], err, sizeof err) != 0) mc_run_waive(run, "%s", err);
         mc_sh_gpu_result *r = &res[m];
         if (r->oom) {

@@ -204,3 +204,24 @@ int mc_workload_parse_args(mc_workload_cli *cli, int argc, char **argv, char *er
     if (mc_workload_config_check(&cli->cfg, err, len) != 0) return MC_EXIT_USAGE;
     return 0;
 }
+
+int mc_workload_sharded_net(const mc_workload_config *c, mc_sh_net *net, char *err, size_t len)
+{
+    if (mc_workload_config_check(c, err, len) != 0) return -1;
+    if (c->precision != MC_WL_FP32 || c->accum != 1 || c->checkpoint) {
+        snprintf(err, len, "the sharded model covers fp32, accum 1, no checkpointing only");
+        return -1;
+    }
+    *net = mc_sh_net_default();
+    net->layers = c->layers;
+    net->in = c->in;
+    net->width = c->width;
+    net->out = c->out;
+    net->batch = c->batch;
+    net->optimizer = c->optimizer;
+    net->lr = c->lr;
+    net->alloc = c->alloc;
+    net->host_capacity = c->host_capacity;
+    net->sm_count = c->sm_count;
+    return 0;
+}

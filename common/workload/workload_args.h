@@ -34,6 +34,7 @@
 
 #include "workload/transformer/tfm.h"
 #include "workload/mlp/mlp.h"
+#include "workload/sharded/sharded_seq.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -65,6 +66,12 @@ int mc_workload_parse_arch(const char *v, mc_wl_arch *arch);
 int mc_tfm_parse_flag(mc_workload_cli *cli, const char *a, const char *v, bool *took_value,
                       char *err, size_t len);
 int mc_tfm_finish_args(mc_workload_cli *cli, char *err, size_t len);
+
+/* The sharded model's network from the MLP's configuration (build/sharded_model
+ * takes build/workload's network flags): 0, or -1 with one line in err for
+ * what mc_workload_config_check refuses and for what the sharded model does
+ * not cover (fp16/bf16, accumulation, checkpointing). */
+int mc_workload_sharded_net(const mc_workload_config *c, mc_sh_net *net, char *err, size_t len);
 
 #ifdef __cplusplus
 }

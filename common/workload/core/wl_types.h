@@ -13,6 +13,10 @@
 extern "C" {
 #endif
 
+/* The card the model-only runs simulate unless told otherwise. */
+#define MC_WL_DEFAULT_HOST_CAPACITY (80ULL << 30) /* bytes: an H100 80GB-class card */
+#define MC_WL_DEFAULT_SM_COUNT 132                /* H100 SXM5: PyTorch's reduction scratch */
+
 typedef enum { MC_WL_FP32, MC_WL_FP16, MC_WL_BF16 } mc_wl_precision;
 typedef enum { MC_WL_OK = 0, MC_WL_OOM = 1 } mc_wl_status;
 

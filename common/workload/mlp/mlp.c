@@ -11,11 +11,8 @@
 
 #include "check.h"
 #include "mlp_internal.h"
+#include "workload/core/linear_stack.h"
 
-#define DEFAULT_HOST_CAPACITY (80ULL << 30) /* an H100 80GB-class card */
-#define DEFAULT_SM_COUNT 132                /* H100 SXM5 */
-#define MAX_FEATURES (1LL << 24)            /* keeps every tensor's bytes far from overflow */
-#define MAX_LAYERS 4096
 #define MAX_ACCUM 1024
 
 /* ------------------------------------------------------------ names */
@@ -30,27 +27,17 @@ mc_workload_config mc_workload_config_default(void)
     c.optimizer = MC_WL_SGD;
     c.precision = MC_WL_FP32;
     c.alloc = ca_config_default();
-    c.host_capacity = DEFAULT_HOST_CAPACITY;
+    c.host_capacity = MC_WL_DEFAULT_HOST_CAPACITY;
     c.seed = 0;
-    c.sm_count = DEFAULT_SM_COUNT;
+    c.sm_count = MC_WL_DEFAULT_SM_COUNT;
     c.trace_steps = 2;
     return c;
 }
 
 int mc_workload_config_check(const mc_workload_config *c, char *err, size_t len)
 {
-    if (c->layers < 2 || c->layers > MAX_LAYERS) {
-        snprintf(err, len, "layers must be from 2 to %d, not %d", MAX_LAYERS, c->layers);
+    if (wl_stack_check_shape(c->layers, c->in, c->width, c->out, c->batch, err, len) != 0)
         return -1;
-    }
-    const int64_t sz[4] = {c->in, c->width, c->out, c->batch};
-    const char *nm[4] = {"in", "width", "out", "batch"};
-    for (int i = 0; i < 4; i++)
-        if (sz[i] < 1 || sz[i] > MAX_FEATURES) {
-            snprintf(err, len, "%s must be from 1 to %lld, not %lld", nm[i],
-                     (long long)MAX_FEATURES, (long long)sz[i]);
-            return -1;
-        }
     if (c->accum < 1 || c->accum > MAX_ACCUM) {
         snprintf(err, len, "accum must be from 1 to %d, not %d", MAX_ACCUM, c->accum);
         return -1;
@@ -83,13 +70,7 @@ int mc_workload_config_check(const mc_workload_config *c, char *err, size_t len)
                            "checkpoint_sequential is not modelled)");
         return -1;
     }
-    /* Rows x features below 2^48 elements: every tensor's bytes fit with room. */
-    int64_t widest = c->in > c->width ? c->in : c->width;
-    if (c->out > widest) widest = c->out;
-    if ((double)widest * (double)widest > 0x1p48 || (double)c->batch * (double)widest > 0x1p48) {
-        snprintf(err, len, "tensor sizes too large");
-        return -1;
-    }
+    if (wl_stack_check_bytes(c->in, c->width, c->out, c->batch, err, len) != 0) return -1;
     char e2[200];
     if (ca_config_check(&c->alloc, e2, sizeof e2) != 0) {
         snprintf(err, len, "allocator: %s", e2);

@@ -9,6 +9,7 @@
 #include "check.h"
 #include "sharded_internal.h"
 #include "sharded_plan.h"
+#include "workload/core/linear_stack.h"
 
 static const char *const MODE_NAME[MC_SH_NMODE] = {"plain", "ddp", "zero2", "fsdp"};
 
@@ -27,11 +28,33 @@ int mc_sh_mode_parse(const char *s, mc_sh_mode *m)
     return -1;
 }
 
+mc_sh_net mc_sh_net_default(void)
+{
+    mc_sh_net n;
+    memset(&n, 0, sizeof n);
+    n.optimizer = MC_WL_SGD;
+    n.alloc = ca_config_default();
+    n.host_capacity = MC_WL_DEFAULT_HOST_CAPACITY;
+    n.sm_count = MC_WL_DEFAULT_SM_COUNT;
+    return n;
+}
+
 int mc_sh_config_check(const mc_sh_config *c, char *err, size_t len)
 {
-    if (mc_workload_config_check(&c->wl, err, len) != 0) return -1;
-    if (c->wl.precision != MC_WL_FP32 || c->wl.accum != 1 || c->wl.checkpoint) {
-        snprintf(err, len, "the sharded model covers fp32, accum 1, no checkpointing only");
+    const mc_sh_net *n = &c->wl;
+    if (wl_stack_check_shape(n->layers, n->in, n->width, n->out, n->batch, err, len) != 0) return -1;
+    if ((unsigned)n->optimizer > MC_WL_ADAM) {
+        snprintf(err, len, "the sharded model's optimizers are sgd, momentum and adam");
+        return -1;
+    }
+    if (!(n->lr >= 0) || n->lr > 1e6 || n->host_capacity == 0 || n->sm_count < 1) {
+        snprintf(err, len, "bad lr, host capacity or SM count");
+        return -1;
+    }
+    if (wl_stack_check_bytes(n->in, n->width, n->out, n->batch, err, len) != 0) return -1;
+    char e2[200];
+    if (ca_config_check(&n->alloc, e2, sizeof e2) != 0) {
+        snprintf(err, len, "allocator: %s", e2);
         return -1;
     }
     if (c->mode < 0 || c->mode >= MC_SH_NMODE) {

@@ -6,7 +6,6 @@
 #include "tfm.h"
 #include "tfm_kernels.h"
 
-#define DEFAULT_HOST_CAPACITY (80ULL << 30) /* an H100 80GB-class card */
 #define MAX_WIDTH (1LL << 16)
 #define MAX_LAYERS 1024
 #define MAX_ACCUM 1024
@@ -28,8 +27,8 @@ mc_tfm_config mc_tfm_config_default(void)
     c.optimizer = MC_WL_SGD;
     c.precision = MC_WL_FP32;
     c.alloc = ca_config_default();
-    c.host_capacity = DEFAULT_HOST_CAPACITY;
-    c.sm_count = 132;
+    c.host_capacity = MC_WL_DEFAULT_HOST_CAPACITY;
+    c.sm_count = MC_WL_DEFAULT_SM_COUNT;
     c.trace_steps = 2;
     return c;
 }
