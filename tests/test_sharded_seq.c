@@ -17,9 +17,11 @@
 #include "workload/sharded/sharded_seq.h"
 #include "workload/mlp/mlp.h"
 #include "workload/workload_args.h"
+#include "workload/core/pytorch_consts.h"
 
 #define MIB (1ULL << 20)
-#define WS (32 * MIB + MIB + 32 * MIB) /* cuBLAS forward + cuBLASLt forward + cuBLAS backward */
+/* cuBLAS forward + cuBLASLt forward + cuBLAS backward */
+#define WS (MC_PT_CUBLAS_WS_BYTES + MC_PT_CUBLASLT_WS_BYTES + MC_PT_CUBLAS_WS_BYTES)
 
 static mc_sh_config cfg(int L, int64_t in, int64_t width, int64_t out, int64_t batch,
                         mc_wl_optimizer opt, mc_sh_mode mode, int world, int rank)

@@ -338,8 +338,9 @@ static void adamw_step(void **state)
     assert_near(v[1], 0.001 * 0.09, 1e-15);
 }
 
-/* tfm_adamw.cu's fp32 arithmetic, on the host: each scalar a float made
- * from a double once (how PyTorch's foreach ops get a Python float), or, to
+/* mc_gpu_adamw's fp32 arithmetic (core/optimizer_kernels.cu), on the
+ * host: each scalar a float made from a double once (how PyTorch's foreach
+ * ops get a Python float), or, to
  * show what the tolerance catches, 1 - beta formed in fp32 from fl(beta)
  * (the kernel's first arithmetic) or a bias correction left out. */
 typedef enum { AW_RIGHT, AW_ONE_MINUS_IN_FP32, AW_NO_BC1, AW_NO_BC2 } aw_variant;

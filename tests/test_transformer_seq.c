@@ -20,8 +20,9 @@
 #include "alloc/alloc_model.h"
 #include "test_util.h"
 #include "workload/transformer/tfm.h"
+#include "workload/core/pytorch_consts.h"
 
-#define WS (32ULL << 20)  /* cuBLAS workspace of a handle on sm_90 */
+#define WS MC_PT_CUBLAS_WS_BYTES /* cuBLAS workspace of a handle on sm_90 */
 #define LTWS (1ULL << 20) /* cuBLASLt workspace */
 
 static mc_tfm_config tiny(mc_tfm_arch arch)

@@ -1,4 +1,4 @@
-/* wl_gpu.cu: the workload's GEMMs and its stream (wl_gpu.h). The forward's
+/* wl_gpu.cu: the workloads' GEMMs and its stream (wl_gpu.h). The forward's
  * Linear is addmm's cuBLASLt path with a bias epilogue; the backward's two
  * products are cuBLAS GEMMs, as PyTorch runs them (default math: no TF32
  * for fp32, as allow_tf32 is False by default; fp16/bf16 with fp32

@@ -1,6 +1,7 @@
-/* wl_gpu.h: the workload's arithmetic on the GPU (wl_gpu.cu for the
- * cuBLAS/cuBLASLt calls and the step's stream, wl_kernels.cu for the
- * elementwise and reduction kernels). Every call is asynchronous on one
+/* wl_gpu.h: the workloads' arithmetic on the GPU, shared by the MLP and
+ * the Transformer (wl_gpu.cu for the cuBLAS/cuBLASLt calls and the step's
+ * stream, wl_kernels.cu and wl_grads.cu for the elementwise and reduction
+ * kernels; the optimizers' are optimizer_step.h's). Every call is asynchronous on one
  * stream; the memory always comes from the caller (the allocator model), so
  * nothing here allocates device memory. Shapes are row-major, as PyTorch's:
  * a [m,n] matrix has n contiguous. dtype: MC_DT_* of the tensor named.

@@ -1,6 +1,7 @@
-/* wl_kernels.cuh: device helpers shared by the workload's kernels
- * (wl_kernels.cu: data, elementwise, MSE; wl_grads.cu: the bias gradient
- * and the foreach updates). CUDA C++ only, internal to those two files. */
+/* wl_kernels.cuh: device helpers shared by the workloads' kernels
+ * (wl_kernels.cu: data, elementwise, MSE; wl_grads.cu: the bias gradient;
+ * optimizer_kernels.cu: the foreach updates; the Transformer's through
+ * tfm_kernels.cuh). CUDA C++ only. */
 #ifndef MC_WL_KERNELS_CUH
 #define MC_WL_KERNELS_CUH
 

@@ -1,7 +1,8 @@
-/* mlp_internal.h: what the workload's files share (mlp.c: life
- * cycle, tensors, accounting, trace; mlp_seq.c: the request sequence of
- * a step; mlp_segments.c: that of checkpoint_sequential's forward and
- * backward; wl_gpu.cu: the arithmetic; mlp_verify.c: the GPU check). Not for
+/* mlp_internal.h: what the MLP workload's files share (mlp.c: life
+ * cycle; mlp_seq.c: the request sequence of a step; mlp_segments.c: that of
+ * checkpoint_sequential's forward and backward; mlp_opt.c: the optimizer's
+ * end of the step; mlp_verify.c: the GPU check). Tensors, accounting and
+ * the trace are core/wl_ctx.h's, the arithmetic core/wl_gpu.h's. Not for
  * experiments: they use mlp.h. */
 #ifndef MC_WORKLOAD_INTERNAL_H
 #define MC_WORKLOAD_INTERNAL_H
