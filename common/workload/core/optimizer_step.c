@@ -124,7 +124,8 @@ static int momentum(wl_ctx *x, wl_optim *o, const wl_opt_param *ps, int np)
     if (x->gpu) {
         lists l;
         lists_make(ps, np, &l);
-        mc_gpu_momentum(x->gpu, np, l.p, l.g, l.m, l.n, (float)o->lr, (float)MC_OPT_MOMENTUM, first);
+        mc_gpu_momentum(x->gpu, np, l.p, l.g, l.m, l.n, (float)o->lr, (float)MC_OPT_MOMENTUM,
+                        first);
         lists_free(&l);
     }
     return 0;

@@ -38,7 +38,8 @@ extern "C" {
  * the trace (" (weight)", or ""). */
 typedef struct {
     wl_t *p, *g;               /* the parameter and its .grad */
-    wl_t *m, *v, *s;           /* momentum_buffer or exp_avg; exp_avg_sq; _foreach_sqrt's temporary */
+    wl_t *m, *v;               /* momentum_buffer or exp_avg; exp_avg_sq */
+    wl_t *s;                   /* _foreach_sqrt's temporary */
     int64_t n;                 /* fp32 elements, for the kernels */
     uint64_t bytes;            /* of each state tensor */
     const char *suffix;
@@ -95,8 +96,8 @@ void mc_gpu_adam(mc_wl_gpu *g, int nt, float *const *p, float *const *gr, float 
  * scalar the foreach ops get (1 - b1, 1 - b2, 1 - lr wd, the step size) is
  * formed in double and rounded to float once, as they are. */
 void mc_gpu_adamw(mc_wl_gpu *g, int nt, float *const *p, float *const *gr, float *const *m,
-                  float *const *v, const int64_t *n, double lr, double beta1, double beta2, double eps,
-                  double weight_decay, int step);
+                  float *const *v, const int64_t *n, double lr, double beta1, double beta2,
+                  double eps, double weight_decay, int step);
 
 /* grads *= inv_scale[0]; found[0] = 1 where any is not finite. */
 void mc_gpu_unscale(mc_wl_gpu *g, int nt, float *const *gr, const int64_t *n,
