@@ -198,8 +198,8 @@ RUN ?= results/latest
 plots:
 	$(Q)scripts/plot $(RUN)
 
-report:
-	$(Q)scripts/report $(RUN)
+report: $(BUILD)/report
+	$(Q)scripts/report --build $(BUILD) $(RUN)
 
 # Two runs side by side: COMPARE.md, compare.tsv and compare.png in OUT
 # (default: the current folder). Runs from older commits compare too.
@@ -210,7 +210,7 @@ compare: $(BUILD)/compare
 readme:
 	$(Q)scripts/readme
 
-bench: $(BUILD)/replay $(BUILD)/gen_trace
+bench: $(BUILD)/replay $(BUILD)/gen_trace $(BUILD)/whatif
 	$(Q)scripts/bench $(BUILD)
 
 fuzz:
@@ -218,11 +218,11 @@ fuzz:
 	$(Q)scripts/fuzz
 
 # make whatif SNAPSHOT=run.pickle [CONTEXT=BYTES]: your run under each
-# allocator setting and card size (scripts/whatif --help).
+# allocator setting and card size (build/whatif --help; tools/whatif.c).
 SNAPSHOT ?=
 CONTEXT  ?=
-whatif: $(BUILD)/replay
-	$(Q)scripts/whatif --build $(BUILD) $(if $(CONTEXT),--context "$(CONTEXT)") $(if $(SNAPSHOT),"$(SNAPSHOT)")
+whatif: $(BUILD)/whatif
+	$(Q)$(BUILD)/whatif $(if $(CONTEXT),--context "$(CONTEXT)") $(if $(SNAPSHOT),"$(SNAPSHOT)")
 
 deps:
 	$(Q)scripts/deps

@@ -39,9 +39,12 @@ void mc_print_help(const mc_experiment *e, const char *argv0, FILE *fp)
         else
             fprintf(fp, "  %-14s %s\n", left, x->help);
     }
-    fprintf(fp, "  --list         print this experiment's descriptor as one tab-separated line\n"
-                "  --help         this text\n\n"
-                "Output: CSV (" MC_CSV_HEADER ").\n");
+    fprintf(fp, "  --list         print this experiment's descriptor as one tab-separated line:\n"
+                "                 claim, key, title, seed claim, method, verdict rule and mode\n"
+                "                 (gpu, model-only or host; this one: %s)\n"
+                "  --help         this text\n\n",
+            mc_experiment_mode(e));
+    fprintf(fp, "Output: CSV (" MC_CSV_HEADER ").\n");
     if (e->flags & MC_EXP_NO_GPU)
         fprintf(fp, "Needs no GPU: runs the same with or without one (--device is ignored).\n"
                     "Exit: 0 ran, 1 verification failed, 2 usage, 77 waived (this machine cannot\n"
@@ -50,10 +53,16 @@ void mc_print_help(const mc_experiment *e, const char *argv0, FILE *fp)
         fprintf(fp, "Exit: 0 ran, 1 verification failed, 2 usage, 3 CUDA error, 77 waived (no GPU).\n");
 }
 
+const char *mc_experiment_mode(const mc_experiment *e)
+{
+    if (e->flags & MC_EXP_NO_GPU) return "host";
+    return e->flags & MC_EXP_MODEL_ONLY ? "model-only" : "gpu";
+}
+
 void mc_print_list(const mc_experiment *e, FILE *fp)
 {
-    fprintf(fp, "%s\t%s\t%s\t%s\t%s\t%s\n", e->claim, e->key, e->title, e->seed_claim, e->method,
-            e->verdict_rule);
+    fprintf(fp, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e->claim, e->key, e->title, e->seed_claim, e->method,
+            e->verdict_rule, mc_experiment_mode(e));
 }
 
 /* ----------------------------------------------------------------- rows */

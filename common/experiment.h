@@ -113,8 +113,14 @@ int mc_run_end(mc_run *run);
 
 /* Prints --help text (descriptor, options) to fp. */
 void mc_print_help(const mc_experiment *exp, const char *argv0, FILE *fp);
+/* What the experiment needs, from its flags: "host" (MC_EXP_NO_GPU: runs the
+ * same with or without a GPU), "model-only" (MC_EXP_MODEL_ONLY: a GPU, or
+ * --model-only on the allocator model without one), "gpu" (a GPU, else
+ * waived). */
+const char *mc_experiment_mode(const mc_experiment *exp);
 /* Prints the descriptor as one line: claim, key, title, seed_claim, method,
- * verdict_rule, separated by tabs (the runner's experiments.tsv). */
+ * verdict_rule, mode (mc_experiment_mode), separated by tabs. scripts/run-all
+ * takes the mode from it and writes the first six to experiments.tsv. */
 void mc_print_list(const mc_experiment *exp, FILE *fp);
 
 #ifdef __cplusplus

@@ -59,7 +59,7 @@ typedef struct {
 static outcome run_variant(mc_run *run, int v, bool read_driver)
 {
     mc_probe p;
-    mc_probe_open(&p, run, NULL);
+    mc_probe_open(&p, run->on_gpu, NULL);
     uint64_t addr[STEPS] = {0};
     outcome o = {0};
     double t0 = mc_now_s();
@@ -79,7 +79,8 @@ static outcome run_variant(mc_run *run, int v, bool read_driver)
     }
     o.loop_s = mc_now_s() - t0;
     o.end = mc_probe_snapshot(&p);
-    mc_probe_check(run, &p, VARIANT[v]);
+    const char *broken = mc_probe_check(&p);
+    if (broken) mc_verify_failed(run, VARIANT[v], "%s", broken);
     mc_probe_close(&p);
     return o;
 }

@@ -75,7 +75,7 @@ static model_case model_one(mc_run *run, uint64_t n)
     model_case c = {.request = n, .rounded = ca_round_size(n)};
     c.rule_segment = ca_allocation_size(c.rounded);
     mc_probe p;
-    mc_probe_open(&p, run, NULL);
+    mc_probe_open(&p, run->on_gpu, NULL);
     uint64_t addr = 0;
     if (ca_malloc(p.a, n, &addr) != CA_OK) {
         c.oom = true;
@@ -86,7 +86,8 @@ static model_case model_one(mc_run *run, uint64_t n)
         c.reserved = s.reserved;
         c.segments = s.segments;
     }
-    mc_probe_check(run, &p, "sweep");
+    const char *broken = mc_probe_check(&p);
+    if (broken) mc_verify_failed(run, "sweep", "%s", broken);
     mc_probe_close(&p);
     return c;
 }
@@ -96,7 +97,7 @@ static model_case model_one(mc_run *run, uint64_t n)
 static double model_driver_used(mc_run *run, uint64_t n)
 {
     mc_probe p;
-    mc_probe_open(&p, run, NULL);
+    mc_probe_open(&p, run->on_gpu, NULL);
     uint64_t addr = 0;
     double used = NAN;
     if (ca_malloc(p.a, n, &addr) == CA_OK) used = (double)mc_probe_driver_used(&p);
@@ -276,13 +277,14 @@ int main(int argc, char **argv)
 
     /* --------------------------------------- a second tiny tensor */
     mc_probe p;
-    mc_probe_open(&p, &run, NULL);
+    mc_probe_open(&p, run.on_gpu, NULL);
     uint64_t a1 = 0, a2 = 0;
     CHECK(ca_malloc(p.a, CLAIM_TINY_REQUEST, &a1) == CA_OK, "first 4-byte tensor");
     mc_probe_snap s1 = mc_probe_snapshot(&p);
     CHECK(ca_malloc(p.a, CLAIM_TINY_REQUEST, &a2) == CA_OK, "second 4-byte tensor");
     mc_probe_snap s2 = mc_probe_snapshot(&p);
-    mc_probe_check(&run, &p, "two_small");
+    const char *broken = mc_probe_check(&p);
+    if (broken) mc_verify_failed(&run, "two_small", "%s", broken);
     mc_probe_close(&p);
     mc_emit_value(&run, "two_small", "tensors", 1, "allocated_bytes", "bytes", (double)s1.allocated, "");
     mc_emit_value(&run, "two_small", "tensors", 1, "reserved_bytes", "bytes", (double)s1.reserved, "");

@@ -19,6 +19,7 @@
 #include "gpu.h"
 #include "pattern.h"
 #include "sampler.h"
+#include "units.h"
 
 static uint64_t max_bytes_opt = 0; /* 0: 256 MiB, or 4 MiB with --quick */
 
@@ -210,15 +211,6 @@ static void copy_sample(void *ctx, int i, double *out)
 
 /* ------------------------------------------------------------ helpers */
 
-static const char *size_str(uint64_t bytes, char *buf, size_t len)
-{
-    if (bytes >= GIB && bytes % GIB == 0) snprintf(buf, len, "%llu GiB", (unsigned long long)(bytes >> 30));
-    else if (bytes >= (1ull << 20) && bytes % (1ull << 20) == 0)
-        snprintf(buf, len, "%llu MiB", (unsigned long long)(bytes >> 20));
-    else snprintf(buf, len, "%llu KiB", (unsigned long long)(bytes >> 10));
-    return buf;
-}
-
 /* Relative noise of a ratio of two medians: root-sum-square of theirs. */
 static double ratio_noise(const mc_stats *a, const mc_stats *b)
 {
@@ -285,7 +277,7 @@ int main(int argc, char **argv)
                                      KIND[k], DIR[d], (unsigned long long)bytes,
                                      (unsigned long long)bad);
                 mc_log(&run, "%s %-10s %8s: %6.2f GB/s events, %6.2f GB/s host clock", DIR[d],
-                       KIND[k], size_str(bytes, sz, sizeof sz), bw[d][si][k][EVENTS].median / 1e9,
+                       KIND[k], mc_bytes_str(bytes, MC_UNIT_GIB, sz, sizeof sz), bw[d][si][k][EVENTS].median / 1e9,
                        bw[d][si][k][HOST_CLOCK].median / 1e9);
             }
             free(x);
@@ -338,8 +330,8 @@ int main(int argc, char **argv)
     /* ---- findings ---- */
     int L = nsizes - 1;
     char lo[32], hi[32];
-    size_str(sizes[first_large], lo, sizeof lo);
-    size_str(sizes[L], hi, sizeof hi);
+    mc_bytes_str(sizes[first_large], MC_UNIT_GIB, lo, sizeof lo);
+    mc_bytes_str(sizes[L], MC_UNIT_GIB, hi, sizeof hi);
     for (int d = 0; d < NDIR; d++)
         mc_emit_finding(&run, "%s at %s (host clock, cudaMemcpy + sync; GB/s = 1e9 B/s): pinned %.1f "
                         "GB/s, registered %.1f GB/s, pageable %.1f GB/s; pinned/pageable %.2fx.",
@@ -350,7 +342,7 @@ int main(int argc, char **argv)
     mc_emit_finding(&run, "At %s latency, not bandwidth, dominates: one copy takes %.1f us from pinned "
                     "vs %.1f us from pageable H2D, %.1f us vs %.1f us D2H (host clock, bytes / median "
                     "bandwidth); pinned/pageable %.2fx H2D, %.2fx D2H.",
-                    size_str(sizes[0], sz, sizeof sz), 1e6 * sizes[0] / bw[H2D][0][PINNED][HOST_CLOCK].median,
+                    mc_bytes_str(sizes[0], MC_UNIT_GIB, sz, sizeof sz), 1e6 * sizes[0] / bw[H2D][0][PINNED][HOST_CLOCK].median,
                     1e6 * sizes[0] / bw[H2D][0][PAGEABLE][HOST_CLOCK].median,
                     1e6 * sizes[0] / bw[D2H][0][PINNED][HOST_CLOCK].median,
                     1e6 * sizes[0] / bw[D2H][0][PAGEABLE][HOST_CLOCK].median,
@@ -369,7 +361,7 @@ int main(int argc, char **argv)
                     "Events see only the device side of the driver's staging of pageable data through "
                     "its own pinned buffer, so the verdict uses the host clock, which includes "
                     "everything the program waits for.",
-                    DIR[wd], size_str(sizes[ws], sz, sizeof sz), bw[wd][ws][PAGEABLE][EVENTS].median / 1e9,
+                    DIR[wd], mc_bytes_str(sizes[ws], MC_UNIT_GIB, sz, sizeof sz), bw[wd][ws][PAGEABLE][EVENTS].median / 1e9,
                     bw[wd][ws][PAGEABLE][HOST_CLOCK].median / 1e9, worst,
                     bw[wd][ws][PINNED][EVENTS].median / 1e9, bw[wd][ws][PINNED][HOST_CLOCK].median / 1e9);
     double best[NDIR] = {0, 0};

@@ -23,6 +23,8 @@
 #include "experiment.h"
 #include "stats.h"
 #include "verdict.h"
+#include "support/steady.h"
+#include "workload/core/wl_handle.h"
 #include "workload/transformer/tfm.h"
 #include "workload/mlp/mlp.h"
 
@@ -250,17 +252,6 @@ static mc_workload_config mlp_config(const shape *sh, int64_t B, int prec)
     return c;
 }
 
-/* One workload of either kind, behind the calls the point needs. */
-typedef struct {
-    mc_workload *mlp;
-    mc_tfm *tfm;
-} any_workload;
-
-static mc_wl_status any_step(any_workload *w, mc_workload_step_result *r)
-{
-    return w->tfm ? mc_tfm_step(w->tfm, r) : mc_workload_step(w->mlp, r);
-}
-
 static fig run_point(mc_run *run, const shape *sh, int64_t B, int prec, int warm, int reps)
 {
     char what[96], err[256] = "";
@@ -268,52 +259,28 @@ static fig run_point(mc_run *run, const shape *sh, int64_t B, int prec, int warm
              mc_wl_precision_name((mc_wl_precision)prec));
     fig f;
     memset(&f, 0, sizeof f);
-    any_workload w = {NULL, NULL};
+    mc_wl *w;
     if (sh->tfm) {
         mc_tfm_config c = tfm_config(B, prec);
-        w.tfm = mc_tfm_create(&c, run->on_gpu, NULL, err, sizeof err);
+        w = mc_tfm_handle(mc_tfm_create(&c, run->on_gpu, NULL, err, sizeof err));
     } else {
         mc_workload_config c = mlp_config(sh, B, prec);
-        w.mlp = mc_workload_create(&c, run->on_gpu, NULL, err, sizeof err);
+        w = mc_workload_handle(mc_workload_create(&c, run->on_gpu, NULL, err, sizeof err));
     }
-    if (!w.mlp && !w.tfm) {
+    if (!w) {
         /* Recorded, and the rest of the run goes on (exit code 1). */
         mc_verify_failed(run, what, "the workload cannot be created: %s", err);
         f.failed = true;
         return f;
     }
-    double *t = (double *)mc_xmalloc((size_t)reps * sizeof *t);
-    int n = 0;
-    bool steady = true;
-    for (int s = 0; s < warm + reps; s++) {
-        mc_workload_step_result r;
-        if (any_step(&w, &r) != MC_WL_OK) {
-            f.oom = true;
-            break;
-        }
-        if (run->on_gpu && !isfinite(r.loss))
-            mc_verify_failed(run, what, "step %d: loss %g is not finite", r.step, r.loss);
-        if (s < warm) continue;
-        if (n == 0) memcpy(f.cat, r.peak_by_category, sizeof f.cat);
-        else if (r.peak_allocated != f.peak) steady = false;
-        if (r.peak_allocated > f.peak) f.peak = r.peak_allocated;
-        if (r.peak_reserved > f.reserved) f.reserved = r.peak_reserved;
-        t[n++] = r.step_time_s;
-    }
-    uint64_t sum = 0;
-    for (int k = 0; k < MC_WL_NCAT; k++) sum += f.cat[k];
-    if (!f.oom && n > 0 && steady && sum != f.peak)
-        mc_verify_failed(run, what, "the categories sum to %llu B, the peak is %llu B",
-                         (unsigned long long)sum, (unsigned long long)f.peak);
-    char e2[256];
-    const ca_allocator *a = w.tfm ? mc_tfm_allocator(w.tfm) : mc_workload_allocator(w.mlp);
-    if (ca_check_invariants(a, e2, sizeof e2) != 0)
-        mc_verify_failed(run, what, "allocator invariants: %s", e2);
-    if (!f.oom && !steady) mc_verify_failed(run, what, "the peak differs between measured steps");
-    if (w.tfm) mc_tfm_destroy(w.tfm);
-    else mc_workload_destroy(w.mlp);
-    f.t = mc_stats_of(t, (size_t)n);
-    free(t);
+    const mc_wl_plan plan = {warm, reps, 0, 0, run->on_gpu, false}; /* warm, reps, no timed steps */
+    mc_wl_measured m = mc_wl_measure_run(run, w, what, &plan);
+    f.oom = m.oom;
+    f.peak = m.peak;
+    f.reserved = m.reserved;
+    memcpy(f.cat, m.cat, sizeof f.cat);
+    f.t = m.time;
+    mc_wl_measured_free(&m);
     return f;
 }
 

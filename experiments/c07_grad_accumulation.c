@@ -80,7 +80,7 @@ static const int TFM_K_QUICK[] = {1, 4};
 
 /* ============================================================== one configuration */
 
-typedef mc_wl_steady fig; /* workload/steady.h */
+typedef mc_wl_measured fig; /* workload/core/wl_measure.h */
 
 static uint64_t fixed_part(const uint64_t cat[MC_WL_NCAT])
 {
@@ -100,9 +100,10 @@ static fig run_config(mc_run *run, int64_t batch, int k, int warm, int reps)
     c.precision = MC_WL_FP32;
     char what[64], err[256];
     snprintf(what, sizeof what, "B=%lld k=%d", (long long)batch, k);
-    mc_wl_model m = {.mlp = mc_workload_create(&c, run->on_gpu, NULL, err, sizeof err)};
-    CHECK(m.mlp != NULL, "workload %s: %s", what, err);
-    return mc_wl_measure_steady(run, m, what, warm, reps);
+    mc_wl *m = mc_workload_handle(mc_workload_create(&c, run->on_gpu, NULL, err, sizeof err));
+    CHECK(m != NULL, "workload %s: %s", what, err);
+    const mc_wl_plan p = {.warm = warm, .reps = reps, .on_gpu = run->on_gpu};
+    return mc_wl_measure_run(run, m, what, &p);
 }
 
 /* Seed 000's Transformer at (seq, batch) in k micro-steps of batch/k
@@ -117,7 +118,8 @@ static bool run_tfm(mc_run *run, int64_t seq, int64_t batch, int k, int warm, in
     snprintf(what, sizeof what, "transformer seq=%lld B=%lld k=%d", (long long)seq,
              (long long)batch, k);
     /* its peak settles at step 3 (step 2's differs by a block's placement, in PyTorch too) */
-    return mc_wl_measure_tfm(run, &c, what, warm < 2 ? 2 : warm, reps, f, why, why_len);
+    const mc_wl_plan p = {.warm = warm < 2 ? 2 : warm, .reps = reps, .on_gpu = run->on_gpu};
+    return mc_wl_measure_tfm(run, &c, what, &p, f, why, why_len);
 }
 
 /* The rows of one point: peaks, the fixed and shrinking parts, each category. */
@@ -138,7 +140,7 @@ static void emit_point(mc_run *run, const char *var, double k, const fig *f)
                       "live bytes of this category at the peak");
     }
     if (run->on_gpu)
-        mc_emit(run, var, "accum_steps", k, "step_time", "s", mc_stats_of(f->t, (size_t)f->n), "ok",
+        mc_emit(run, var, "accum_steps", k, "step_time", "s", f->time, "ok",
                 "CUDA events around the step");
 }
 
@@ -170,7 +172,7 @@ static tfm_result run_transformer(mc_run *run, bool quick, int warm, int reps)
         fig f[3];
         for (int j = 0; j < nk; j++)
             if (!run_tfm(run, seq, TFM_BATCH, K[j], warm, reps, &f[j], tr.why, sizeof tr.why)) {
-                for (int p = 0; p < j; p++) free(f[p].t);
+                for (int p = 0; p < j; p++) mc_wl_measured_free(&f[p]);
                 return tr;
             }
         tr.ran = true;
@@ -218,10 +220,10 @@ static tfm_result run_transformer(mc_run *run, bool quick, int warm, int reps)
             if (run->on_gpu && !f[nk - 1].oom)
                 mc_emit_finding(run, "Transformer sequence %lld, time: a step takes %.2f ms in one go "
                                 "and %.2f ms in %d micro-steps (CUDA events, medians).",
-                                (long long)seq, 1e3 * mc_stats_of(f[0].t, (size_t)f[0].n).median,
-                                1e3 * mc_stats_of(f[nk - 1].t, (size_t)f[nk - 1].n).median, K[nk - 1]);
+                                (long long)seq, 1e3 * f[0].time.median,
+                                1e3 * f[nk - 1].time.median, K[nk - 1]);
         }
-        for (int j = 0; j < nk; j++) free(f[j].t);
+        for (int j = 0; j < nk; j++) mc_wl_measured_free(&f[j]);
     }
 
     /* Seed 000's own code: 4 micro-steps of (16, 100, 256) = sequence 16 x
@@ -244,7 +246,7 @@ static tfm_result run_transformer(mc_run *run, bool quick, int warm, int reps)
             mc_emit_value(run, var, "accum_steps", CLAIM_K, "ratio_to_k1", "ratio",
                           seed_code / seed_peak1, "peak / one-step peak at sequence 64 x batch 100");
         }
-        free(f.t);
+        mc_wl_measured_free(&f);
     }
     char code[200] = "";
     if (isfinite(seed_code))
@@ -286,7 +288,7 @@ int main(int argc, char **argv)
     fig fl = run_config(&run, 1, 1, warm, reps);
     CHECK(!fl.oom, "batch 1 ran out of memory");
     const double floor_b = (double)fl.peak;
-    free(fl.t);
+    mc_wl_measured_free(&fl);
     mc_emit_value(&run, "B=1", "", 0, "floor", "bytes", floor_b,
                   "peak allocated of a step at batch 1: what no accumulation can go below");
 
@@ -356,9 +358,9 @@ int main(int argc, char **argv)
         if (run.on_gpu && !f1->oom && !f[nk - 1].oom)
             mc_emit_finding(&run, "B=%lld, time: a step takes %.2f ms in one go and %.2f ms in %d "
                             "micro-steps (CUDA events, medians): smaller GEMMs and more launches.",
-                            (long long)B[i], 1e3 * mc_stats_of(f1->t, (size_t)f1->n).median,
-                            1e3 * mc_stats_of(f[nk - 1].t, (size_t)f[nk - 1].n).median, K[nk - 1]);
-        for (int j = 0; j < nk; j++) free(f[j].t);
+                            (long long)B[i], 1e3 * f1->time.median,
+                            1e3 * f[nk - 1].time.median, K[nk - 1]);
+        for (int j = 0; j < nk; j++) mc_wl_measured_free(&f[j]);
         free(f);
     }
     mc_emit_finding(&run,

@@ -83,7 +83,7 @@ static const int64_t SEQ_QUICK[] = {64};
 
 /* ============================================================== one configuration */
 
-typedef mc_wl_steady fig; /* workload/steady.h */
+typedef mc_wl_measured fig; /* workload/core/wl_measure.h */
 
 /* The MLP at depth L: plain (ckpt false, segments 0), per pair (ckpt), or
  * checkpoint_sequential with `segments` segments. */
@@ -99,9 +99,10 @@ static fig run_mlp(mc_run *run, int layers, bool ckpt, int segments, int warm, i
     c.checkpoint_segments = segments;
     char what[64], err[256];
     snprintf(what, sizeof what, "L=%d %s S=%d", layers, ckpt ? "checkpoint" : "", segments);
-    mc_wl_model m = {.mlp = mc_workload_create(&c, run->on_gpu, NULL, err, sizeof err)};
-    CHECK(m.mlp != NULL, "workload %s: %s", what, err);
-    return mc_wl_measure_steady(run, m, what, warm, reps);
+    mc_wl *m = mc_workload_handle(mc_workload_create(&c, run->on_gpu, NULL, err, sizeof err));
+    CHECK(m != NULL, "workload %s: %s", what, err);
+    const mc_wl_plan p = {.warm = warm, .reps = reps, .on_gpu = run->on_gpu};
+    return mc_wl_measure_run(run, m, what, &p);
 }
 
 /* Seed 000's Transformer at sequence `seq`, plain or every layer
@@ -114,7 +115,8 @@ static bool run_tfm(mc_run *run, int64_t seq, bool ckpt, int warm, int reps, fig
     c.checkpoint = ckpt;
     char what[80];
     snprintf(what, sizeof what, "transformer seq=%lld %s", (long long)seq, ckpt ? "checkpoint" : "plain");
-    return mc_wl_measure_tfm(run, &c, what, warm, reps, f, why, why_len);
+    const mc_wl_plan p = {.warm = warm, .reps = reps, .on_gpu = run->on_gpu};
+    return mc_wl_measure_tfm(run, &c, what, &p, f, why, why_len);
 }
 
 static bool in_band(double x, double lo, double hi)
@@ -155,7 +157,7 @@ static void emit_fig(mc_run *run, const char *var, const char *param, double x, 
     mc_emit_value(run, var, param, x, "peak_activations", "bytes", (double)f->cat[MC_WL_ACTIVATIONS],
                   "activations live at the peak");
     if (run->on_gpu) {
-        *ts = mc_stats_of(f->t, (size_t)f->n);
+        *ts = f->time;
         mc_emit(run, var, param, x, "step_time", "s", *ts, "ok", "CUDA events around the step");
     }
 }
@@ -239,7 +241,7 @@ static void run_mlp_sweep(mc_run *run, bool quick, int warm, int reps, tally *pa
                                        g.peak / MIB, 100 * save_g);
             if (run->on_gpu && isfinite(over_g) && su < sizeof segs)
                 su += (size_t)snprintf(segs + su, sizeof segs - su, ", overhead %+.1f%%", 100 * over_g);
-            free(g.t);
+            mc_wl_measured_free(&g);
         }
         if (!p.oom && !c.oom) {
             double share = (double)p.cat[MC_WL_ACTIVATIONS] / (double)p.peak;
@@ -254,8 +256,8 @@ static void run_mlp_sweep(mc_run *run, bool quick, int warm, int reps, tally *pa
                 "%.1f MiB (saving %.1f%%%s)%s.",
                 D[i], p.peak / MIB, 100 * share, c.peak / MIB, 100 * save_c, ov, segs);
         }
-        free(p.t);
-        free(c.t);
+        mc_wl_measured_free(&p);
+        mc_wl_measured_free(&c);
     }
     if (pair->n > 0)
         mc_emit_finding(run,
@@ -282,7 +284,7 @@ static bool run_tfm_sweep(mc_run *run, bool quick, int warm, int reps, tally *t,
         fig p, c;
         if (!run_tfm(run, S[i], false, warm, reps, &p, why, why_len)) return false;
         if (!run_tfm(run, S[i], true, warm, reps, &c, why, why_len)) {
-            free(p.t);
+            mc_wl_measured_free(&p);
             return false;
         }
         const double x = (double)S[i];
@@ -301,8 +303,8 @@ static bool run_tfm_sweep(mc_run *run, bool quick, int warm, int reps, tally *t,
                 "(saving %.1f%%%s).",
                 (long long)S[i], TFM_BATCH, p.peak / MIB, 100 * share, c.peak / MIB, 100 * saving, ov);
         }
-        free(p.t);
-        free(c.t);
+        mc_wl_measured_free(&p);
+        mc_wl_measured_free(&c);
     }
     mc_emit_finding(run,
         "Why the Transformer saves: a layer keeps many tensors per input for its backward (the "

@@ -15,6 +15,7 @@
 #include "gate.h"
 #include "pattern.h"
 #include "sampler.h"
+#include "units.h"
 
 static int busy_ms_opt = 0;        /* 0: 10 ms, or 2 ms with --quick */
 static uint64_t max_bytes_opt = 0; /* 0: 256 MiB, or 4 MiB with --quick */
@@ -187,13 +188,6 @@ static void copy_sample(void *ctx, int i, double *out)
     one_copy(j->b, j->dir, j->kind, j->bytes, 0.0, full, &ignored, &out[S_ALONE], &j->bad);
 }
 
-static const char *size_str(uint64_t bytes, char *buf, size_t len)
-{
-    if (bytes >= (1ull << 20)) snprintf(buf, len, "%llu MiB", (unsigned long long)(bytes >> 20));
-    else snprintf(buf, len, "%llu KiB", (unsigned long long)(bytes >> 10));
-    return buf;
-}
-
 /* Appends the sizes at which (dir, kind) returned early, or "none". */
 static const char *early_list(int dir, int kind, const uint64_t *sizes, int nsizes, char *buf,
                               size_t len)
@@ -204,7 +198,7 @@ static const char *early_list(int dir, int kind, const uint64_t *sizes, int nsiz
     for (int si = 0; si < nsizes; si++)
         if (R[dir][si][kind].early && used < len)
             used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
-                                     size_str(sizes[si], sz, sizeof sz));
+                                     mc_bytes_str(sizes[si], MC_UNIT_MIB, sz, sizeof sz));
     if (!used) snprintf(buf, len, "none");
     return buf;
 }
@@ -259,7 +253,7 @@ int main(int argc, char **argv)
                     mc_verify_failed(&run, KIND[k], "%s %s copy of %llu bytes: %llu words wrong",
                                      KIND[k], DIR[d], (unsigned long long)bytes, (unsigned long long)bad);
                 mc_log(&run, "%s %-8s %8s: returned after %9.1f us of %8.2f ms (%s)", DIR[d], KIND[k],
-                       size_str(bytes, sz, sizeof sz), 1e6 * r->ret.median, 1e3 * r->total.median,
+                       mc_bytes_str(bytes, MC_UNIT_MIB, sz, sizeof sz), 1e6 * r->ret.median, 1e3 * r->total.median,
                        r->early ? "early" : "blocked");
             }
 
@@ -326,7 +320,7 @@ int main(int argc, char **argv)
     mc_emit_finding(&run, "At %s, H2D: the pinned call returned after %.1f us, the pageable call "
                     "after %.2f ms; the copy alone takes %.2f ms pinned and %.2f ms pageable (host "
                     "clock), so a blocking call costs the kernel's %.0f ms plus the copy.",
-                    size_str(sizes[L], sz, sizeof sz), 1e6 * R[H2D][L][PINNED].ret.median,
+                    mc_bytes_str(sizes[L], MC_UNIT_MIB, sz, sizeof sz), 1e6 * R[H2D][L][PINNED].ret.median,
                     1e3 * R[H2D][L][PAGEABLE].ret.median, 1e3 * R[H2D][L][PINNED].alone.median,
                     1e3 * R[H2D][L][PAGEABLE].alone.median, 1e3 * busy_s);
     mc_verdict v;
@@ -337,7 +331,7 @@ int main(int argc, char **argv)
     mc_emit_verdict(&run, v, "pinned returned early in %d/%d cases; pageable blocked in %d/%d cases "
                     ">= %s and returned early in %d/%d cases (H2D: %s; D2H: %s); early = return < "
                     "10%% of kernel + copy, kernel %.0f ms%s",
-                    p_early, np, l_blocked, nl, size_str(sizes[first_large], sz, sizeof sz), pg_early,
+                    p_early, np, l_blocked, nl, mc_bytes_str(sizes[first_large], MC_UNIT_MIB, sz, sizeof sz), pg_early,
                     np, eh2d, ed2h, 1e3 * busy_s,
                     held ? "" : "; a pinned case took under half the kernel's length");
 

@@ -107,7 +107,7 @@ static outcome run_scenario(mc_run *run, const scenario *s)
 {
     outcome o = {0};
     mc_probe p;
-    mc_probe_open(&p, run, NULL);
+    mc_probe_open(&p, run->on_gpu, NULL);
     uint64_t addr[NREQ] = {0}, block[NREQ] = {0};
     for (int i = 0; i < NREQ && !o.oom; i++) {
         if (ca_malloc(p.a, REQ[i], &addr[i]) != CA_OK) o.oom = true;
@@ -133,7 +133,8 @@ static outcome run_scenario(mc_run *run, const scenario *s)
 
     o.after = mc_probe_snapshot(&p);
     o.cached_after = ca_cached_free_bytes(p.a);
-    mc_probe_check(run, &p, s->name);
+    const char *broken = mc_probe_check(&p);
+    if (broken) mc_verify_failed(run, s->name, "%s", broken);
     for (int i = 0; i < NREQ; i++) {
         if (!kept(s, i)) continue;
         if (ca_block_size(p.a, addr[i]) != block[i]) o.live_lost++;

@@ -90,7 +90,7 @@ static trace run_workload(mc_run *run, int wl, int mix_ops)
     int cap = wl == MIXED ? mix_ops : 2 * LOOP_STEPS;
     trace t = {.s = mc_xmalloc((size_t)cap * sizeof *t.s)};
     mc_probe p;
-    mc_probe_open(&p, run, NULL);
+    mc_probe_open(&p, run->on_gpu, NULL);
     if (wl != MIXED) {
         for (int i = 0; i < LOOP_STEPS; i++) {
             uint64_t a;
@@ -124,7 +124,8 @@ static trace run_workload(mc_run *run, int wl, int mix_ops)
             record(&p, &t);
         }
     }
-    mc_probe_check(run, &p, WL[wl]);
+    const char *broken = mc_probe_check(&p);
+    if (broken) mc_verify_failed(run, WL[wl], "%s", broken);
     mc_probe_close(&p);
 
     bool started = false;

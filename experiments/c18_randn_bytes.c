@@ -74,7 +74,7 @@ static outcome run_dtype(mc_run *run, const dtype *d, const unsigned char *host,
     outcome o = {.requested = (uint64_t)ROWS * COLS * d->elem, .copy_ok = true};
     o.rounded = ca_round_size(o.requested);
     mc_probe p;
-    mc_probe_open(&p, run, NULL);
+    mc_probe_open(&p, run->on_gpu, NULL);
     uint64_t addr = 0;
     if (ca_malloc(p.a, o.requested, &addr) != CA_OK) {
         o.oom = true;
@@ -94,7 +94,8 @@ static outcome run_dtype(mc_run *run, const dtype *d, const unsigned char *host,
     o.reserved = s.reserved;
     o.segments = s.segments;
     o.driver_used = s.driver_used;
-    mc_probe_check(run, &p, d->name);
+    const char *broken = mc_probe_check(&p);
+    if (broken) mc_verify_failed(run, d->name, "%s", broken);
     CHECK(ca_free(p.a, addr) == 0, "free of the %s tensor", d->name);
     mc_probe_close(&p);
     return o;

@@ -12,6 +12,8 @@
 
 #include "check.h"
 #include "experiment.h"
+#include "support/steady.h"
+#include "workload/core/wl_handle.h"
 #include "workload/transformer/tfm.h"
 #include "workload/mlp/mlp.h"
 
@@ -83,39 +85,19 @@ typedef struct {
     double share;     /* activations / peak */
 } point;
 
-/* One workload of either kind. */
-typedef struct {
-    mc_workload *mlp;
-    mc_tfm *tfm;
-} any_workload;
-
-static bool any_create(any_workload *w, const shape *s, int64_t B, bool on_gpu, char *err, size_t len)
+/* The shape's workload at batch B; NULL with the reason in err. */
+static mc_wl *create(const shape *s, int64_t B, bool on_gpu, char *err, size_t len)
 {
-    w->mlp = NULL;
-    w->tfm = NULL;
     if (s->tfm) {
         mc_tfm_config c = mc_tfm_seed000_amp(B, MC_WL_FP32);
-        w->tfm = mc_tfm_create(&c, on_gpu, NULL, err, len);
-        return w->tfm != NULL;
+        return mc_tfm_handle(mc_tfm_create(&c, on_gpu, NULL, err, len));
     }
     mc_workload_config c = mc_workload_config_default();
     c.layers = s->layers;
     c.in = c.width = c.out = s->width;
     c.batch = B;
     c.optimizer = MC_WL_ADAM;
-    w->mlp = mc_workload_create(&c, on_gpu, NULL, err, len);
-    return w->mlp != NULL;
-}
-
-static mc_wl_status any_step(any_workload *w, mc_workload_step_result *r)
-{
-    return w->tfm ? mc_tfm_step(w->tfm, r) : mc_workload_step(w->mlp, r);
-}
-
-static void any_destroy(any_workload *w)
-{
-    if (w->tfm) mc_tfm_destroy(w->tfm);
-    mc_workload_destroy(w->mlp);
+    return mc_workload_handle(mc_workload_create(&c, on_gpu, NULL, err, len));
 }
 
 /* p->failed when a workload cannot be created (recorded as a failed verification). */
@@ -124,58 +106,55 @@ static point measure(mc_run *run, const shape *s, int64_t B)
     point p;
     memset(&p, 0, sizeof p);
     char err[256] = "";
-    any_workload w, ref = {NULL, NULL};
-    if (!any_create(&w, s, B, run->on_gpu, err, sizeof err) ||
-        (run->on_gpu && !any_create(&ref, s, B, false, err, sizeof err))) {
+    mc_wl *w = create(s, B, run->on_gpu, err, sizeof err), *ref = NULL;
+    if (!w || (run->on_gpu && !(ref = create(s, B, false, err, sizeof err)))) {
         mc_verify_failed(run, s->name, "batch %lld: the workload cannot be created: %s",
                          (long long)B, err);
-        any_destroy(&w);
+        mc_wl_destroy(w);
         p.failed = true;
         return p;
     }
     /* Step 1 creates Adam's state; the Transformer's step 2 is a warm-up too. */
     const int skip = s->tfm ? 2 : 1, W = run->opt.warmup, R = run->opt.repeats;
-    double *pk = mc_xmalloc((size_t)R * sizeof *pk);
-    mc_workload_step_result r, m;
-    for (int st = 1; st <= skip + W + R; st++) {
-        if (any_step(&w, &r) != MC_WL_OK) {
-            p.oom = true;
-            break;
-        }
-        uint64_t sum = 0;
-        for (int k = 0; k < MC_WL_NCAT; k++) sum += r.peak_by_category[k];
-        if (sum != r.peak_allocated)
-            mc_verify_failed(run, s->name, "batch %lld step %d: categories sum to %llu B, peak "
-                             "%llu B", (long long)B, st, (unsigned long long)sum,
-                             (unsigned long long)r.peak_allocated);
-        /* the GPU run makes the host model's requests: the model's peak (the MLP's
-         * blocks land where the model's do; the Transformer's may not, at the
-         * befa603 reference runs' batch 64) */
-        if (run->on_gpu) {
-            char what[96];
+    /* the median of the measured peaks: a GPU's may move with a block's placement */
+    const mc_wl_plan plan = {.warm = skip + W, .reps = R, .on_gpu = run->on_gpu, .peak_may_move = true};
+    char what[96];
+    snprintf(what, sizeof what, "%s batch %lld", s->name, (long long)B);
+    mc_wl_measured f = mc_wl_measure_run(run, w, what, &plan);
+    /* the GPU run makes the host model's requests: the model's peak at every
+     * step (the MLP's blocks land where the model's do; the Transformer's may
+     * not, at the befa603 reference runs' batch 64) */
+    if (ref) {
+        const mc_wl_plan host = {.warm = skip + W, .reps = R, .peak_may_move = true};
+        mc_wl_measured h = mc_wl_measure_run(run, ref, what, &host);
+        for (int st = 1; st <= f.n; st++) {
             snprintf(what, sizeof what, "%s batch %lld step %d", s->name, (long long)B, st);
-            if (any_step(&ref, &m) != MC_WL_OK || !isfinite(r.loss))
-                mc_verify_failed(run, what, "the host model ran out of memory, or the GPU's loss is %g", r.loss);
+            if (st > h.n)
+                mc_verify_failed(run, what, "the host model ran out of memory");
             else
-                mc_check_gpu_peak(run, what, r.peak_allocated, m.peak_allocated,
-                                  s->tfm ? MC_PLACEMENT_TOL : 0.0, st == skip + W + R);
+                mc_check_gpu_peak(run, what, f.step[st - 1].peak_allocated,
+                                  h.step[st - 1].peak_allocated, s->tfm ? MC_PLACEMENT_TOL : 0.0,
+                                  st == skip + W + R);
         }
-        if (st > skip + W) pk[st - 1 - skip - W] = (double)r.peak_allocated;
+        mc_wl_measured_free(&h);
     }
+    p.oom = f.oom;
     if (!p.oom) {
+        double *pk = mc_xmalloc((size_t)R * sizeof *pk);
+        for (int i = 0; i < R; i++) pk[i] = (double)f.step[skip + W + i].peak_allocated;
         p.peak = mc_stats_of(pk, (size_t)R);
-        const uint64_t *pc = r.peak_by_category;
+        free(pk);
+        const mc_workload_step_result *r = &f.step[f.n - 1]; /* the last measured step */
+        const uint64_t *pc = r->peak_by_category;
         p.cat[K_WEIGHTS] = (double)pc[MC_WL_WEIGHTS];
         p.cat[K_GRADS] = (double)pc[MC_WL_GRADS];
         p.cat[K_OPT] = (double)pc[MC_WL_OPTIMIZER];
         p.cat[K_ACT] = (double)pc[MC_WL_ACTIVATIONS];
         p.cat[K_WS] = (double)pc[MC_WL_WORKSPACE];
         p.cat[K_OTHER] = (double)(pc[MC_WL_OTHER] + pc[MC_WL_CASTS]);
-        p.share = p.cat[K_ACT] / (double)r.peak_allocated;
+        p.share = p.cat[K_ACT] / (double)r->peak_allocated;
     }
-    free(pk);
-    any_destroy(&w);
-    any_destroy(&ref);
+    mc_wl_measured_free(&f);
     return p;
 }
 

@@ -122,7 +122,7 @@ static loop_fig run_loop(mc_run *run, int loop, int n)
     mc_workload *ref = run->on_gpu ? mc_workload_create(&c, false, NULL, err, sizeof err) : NULL;
     CHECK(w != NULL && (ref != NULL || !run->on_gpu), "workload: %s", err);
     mc_probe leak;              /* the kept blocks' pool */
-    mc_probe_open(&leak, run, NULL);
+    mc_probe_open(&leak, run->on_gpu, NULL);
     /* What a kept graph holds: x [B,in], the L-1 ReLU outputs [B,H], out and y [B,out]. */
     const int nblk = loop == LEAK_GRAPH ? LAYERS + 2 : loop == LEAK_SCALAR ? 1 : 0;
     const uint64_t blk = loop == LEAK_GRAPH ? (uint64_t)BATCH * WIDTH * 4 : SCALAR_BYTES;
@@ -156,7 +156,8 @@ static loop_fig run_loop(mc_run *run, int loop, int n)
         f.v[M_ALLOC][i] = (double)(r.allocated_end + s.allocated);
         f.v[M_RESV][i] = (double)(r.reserved_end + s.reserved);
     }
-    mc_probe_check(run, &leak, LOOP[loop]);
+    const char *broken = mc_probe_check(&leak);
+    if (broken) mc_verify_failed(run, LOOP[loop], "%s", broken);
     char e2[256];
     if (ca_check_invariants(mc_workload_allocator(w), e2, sizeof e2) != 0)
         mc_verify_failed(run, LOOP[loop], "workload allocator: %s", e2);

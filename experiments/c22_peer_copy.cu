@@ -18,6 +18,7 @@
 #include "experiment.h"
 #include "gpu.h"
 #include "pattern.h"
+#include "units.h"
 
 static uint64_t max_bytes_opt = 0; /* 0: 1 GiB, or 4 MiB with --quick */
 
@@ -231,14 +232,6 @@ static void topo_row(char *out, size_t len)
     pclose(p);
 }
 
-static const char *size_str(uint64_t bytes, char *buf, size_t len)
-{
-    if (bytes >= GIB && bytes % GIB == 0) snprintf(buf, len, "%llu GiB", (unsigned long long)(bytes >> 30));
-    else if (bytes >= (1ull << 20)) snprintf(buf, len, "%llu MiB", (unsigned long long)(bytes >> 20));
-    else snprintf(buf, len, "%llu KiB", (unsigned long long)(bytes >> 10));
-    return buf;
-}
-
 static mc_stats bw[NMETH][NDIR][MAX_SIZES];
 static bool measured[NMETH][NDIR];
 
@@ -299,7 +292,7 @@ int main(int argc, char **argv)
                     mc_verify_failed(&run, METH[m], "%s %s of %llu bytes: %llu words wrong", METH[m],
                                      DIRN[d], (unsigned long long)bytes, (unsigned long long)bad);
                 }
-                mc_log(&run, "%-11s %s %8s: %7.2f GB/s", METH[m], DIRN[d], size_str(bytes, sz, sizeof sz),
+                mc_log(&run, "%-11s %s %8s: %7.2f GB/s", METH[m], DIRN[d], mc_bytes_str(bytes, MC_UNIT_GIB, sz, sizeof sz),
                        bw[m][d][si].median / 1e9);
             }
             measured[m][d] = true;
@@ -337,7 +330,7 @@ int main(int argc, char **argv)
 
     /* ---- findings and verdict ---- */
     const int L = nsizes - 1;
-    size_str(sizes[L], sz, sizeof sz);
+    mc_bytes_str(sizes[L], MC_UNIT_GIB, sz, sizeof sz);
     for (int d = 0; d < NDIR; d++)
         mc_emit_finding(&run, "%s at %s (host clock, GB/s = 1e9 B/s): peer access off %.1f, on %s, through "
                         "pinned host memory %.1f.", DIRN[d], sz, bw[PEER_OFF][d][L].median / 1e9,

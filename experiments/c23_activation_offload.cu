@@ -33,6 +33,7 @@
 #include "experiment.h"
 #include "gate.h"
 #include "support/offload_mlp.h"
+#include "support/steady.h"
 #include "workload/transformer/tfm.h"
 
 static int layers_opt = 8;
@@ -223,11 +224,10 @@ static tfig run_tfm(mc_run *run, int64_t B, bool offload, bool on_gpu)
     mc_tfm_config c = mc_tfm_seed000_accum(TFM_SEQ, B);
     c.offload = offload;
     c.seed = 23;
-    tfig f;
-    char err[256];
-    CHECK(mc_tfm_measure(&c, on_gpu, run->opt.warmup, run->opt.repeats, &f, err, sizeof err) == 0,
-          "transformer: %s", err);
-    return f;
+    char what[96];
+    snprintf(what, sizeof what, "transformer_%s B=%lld%s", offload ? "offload" : "keep", (long long)B,
+             on_gpu ? "" : " (host model)");
+    return mc_tfm_measure_run(run, &c, on_gpu, what);
 }
 
 static tfig run_tfm_checked(mc_run *run, int64_t B, bool offload)

@@ -14,6 +14,7 @@
 #include "check.h"
 #include "results/csv_read.h"
 #include "experiment.h"
+#include "support/steady.h"
 #include "workload/transformer/tfm.h"
 
 static const char *pytorch_dir = NULL; /* NULL: tests/fixtures/compile */
@@ -102,11 +103,9 @@ typedef mc_tfm_figures fig;
 static fig run_model(mc_run *run, const model_point *m, bool fused, bool on_gpu)
 {
     const mc_tfm_config c = config_of(m, fused);
-    fig f;
-    char err[256];
-    CHECK(mc_tfm_measure(&c, on_gpu, run->opt.warmup, run->opt.repeats, &f, err, sizeof err) == 0,
-          "transformer: %s", err);
-    return f;
+    char what[96];
+    snprintf(what, sizeof what, "%s %s%s", m->name, fused ? "fused" : "eager", on_gpu ? "" : " (host model)");
+    return mc_tfm_measure_run(run, &c, on_gpu, what);
 }
 
 /* ------------------------------------------------------------ PyTorch's record */

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <string.h>
 
 #include "alloc/alloc_model.h"
@@ -90,6 +91,126 @@ static void format_round_trips(void **state)
     assert_string_equal(text, "");
 }
 
+/* ------------------------------------------------------------ the table */
+
+/* Variant v (0, 1, 2) of a value other than the default, that PyTorch
+ * accepts, for setting s: the ends of each range and one between. */
+static void set_other(ca_config *c, const ca_setting *s, int v)
+{
+    void *f = ca_setting_field(c, s);
+    switch (s->kind) {
+    case CA_SETTING_BYTES: *(uint64_t *)f = 1000 + (uint64_t)v; break;
+    case CA_SETTING_MIB: { /* 21 MiB, 64 MiB, and the most stoi reads */
+        static const uint64_t mib[] = {21, 64, 2147483647};
+        *(uint64_t *)f = mib[v] * MiB;
+        break;
+    }
+    case CA_SETTING_FRACTION: { /* %.17g must bring each back exactly */
+        static const double g[] = {0.1, 0.5, 0.99999999999999989};
+        *(double *)f = g[v];
+        break;
+    }
+    case CA_SETTING_DIVISIONS: /* all alike (the N form), then two lists */
+        for (int i = 0; i < CA_ROUNDUP_INTERVALS; i++)
+            ((uint32_t *)f)[i] = v == 0 ? 4u : v == 1 ? 1u << (i % 5) : i % 3 ? 1u << 30 : 0u;
+        break;
+    case CA_SETTING_BOOL: *(bool *)f = true; break;
+    }
+}
+
+/* ca_conf_format then ca_conf_parse gives back what was formatted; the text
+ * names the keys in the table's order. */
+static void round_trip(const ca_config *c, const char *why)
+{
+    char text[1024], err[512] = "";
+    if (ca_config_check(c, err, sizeof err) != 0) fail_msg("%s: the test's value is refused: %s", why, err);
+    int n = ca_conf_format(c, text, sizeof text);
+    assert_int_equal(n, (int)strlen(text));
+    ca_config back = ca_config_default();
+    if (ca_conf_parse(text, &back, err, sizeof err) != 0) fail_msg("%s: '%s' refused: %s", why, text, err);
+    if (!ca_config_equal(&back, c)) fail_msg("%s: '%s' came back otherwise", why, text);
+    const char *at = text;
+    ca_config def = ca_config_default();
+    for (size_t k = 0; k < CA_N_SETTINGS; k++) {
+        const ca_setting *s = &ca_settings[k];
+        if (!s->conf) continue;
+        char key[96];
+        snprintf(key, sizeof key, "%s:", s->conf);
+        const char *p = strstr(text, key);
+        if (ca_setting_equal(s, c, &def)) {
+            if (p) fail_msg("%s: '%s' names %s, which is at its default", why, text, s->conf);
+            continue;
+        }
+        if (!p || p < at) fail_msg("%s: '%s' lacks %s or names it out of the table's order", why, text, s->conf);
+        at = p;
+    }
+}
+
+static void every_setting_round_trips(void **state)
+{
+    (void)state;
+    char why[128];
+    for (int v = 0; v < 3; v++) {
+        ca_config all = ca_config_default();
+        for (size_t k = 0; k < CA_N_SETTINGS; k++) {
+            if (!ca_settings[k].conf) continue;
+            ca_config one = ca_config_default();
+            set_other(&one, &ca_settings[k], v);
+            set_other(&all, &ca_settings[k], v);
+            snprintf(why, sizeof why, "%s alone, variant %d", ca_settings[k].conf, v);
+            round_trip(&one, why);
+        }
+        snprintf(why, sizeof why, "every key, variant %d", v);
+        round_trip(&all, why);
+    }
+    ca_config def = ca_config_default();
+    round_trip(&def, "the defaults");
+}
+
+/* What the code that reads the table relies on. */
+static void the_table_is_consistent(void **state)
+{
+    (void)state;
+    ca_config def = ca_config_default();
+    char err[256];
+    assert_int_equal(ca_config_check(&def, err, sizeof err), 0);
+    int keys = 0;
+    for (size_t k = 0; k < CA_N_SETTINGS; k++) {
+        const ca_setting *s = &ca_settings[k];
+        assert_non_null(s->trace ? s->trace : s->conf); /* a name to be set by */
+        assert_non_null(s->unit);
+        assert_true(s->unit[0] != '\0' && !strchr(s->unit, '\t'));
+        assert_string_equal(ca_setting_name(s), s->trace ? s->trace : s->conf);
+        if (s->trace) { /* a set line carries bytes; "conf" is the set line of PYTORCH_CUDA_ALLOC_CONF */
+            assert_true(s->kind == CA_SETTING_BYTES || s->kind == CA_SETTING_MIB);
+            assert_string_not_equal(s->trace, "conf");
+        }
+        if (s->conf) {
+            keys++;
+            assert_true(s->kind != CA_SETTING_BYTES); /* no conf form for plain bytes */
+        }
+        for (size_t j = 0; j < k; j++) {
+            const ca_setting *o = &ca_settings[j];
+            assert_true(!s->trace || !o->trace || strcmp(s->trace, o->trace) != 0);
+            assert_true(!s->conf || !o->conf || strcmp(s->conf, o->conf) != 0);
+            assert_true(o->offset != s->offset);
+        }
+        /* a value other than the default differs from it field-wise */
+        ca_config c = def;
+        set_other(&c, s, 0);
+        assert_false(ca_setting_equal(s, &c, &def));
+        assert_false(ca_config_equal(&c, &def));
+    }
+    assert_true(keys > 0);
+    /* the message about an unknown key names every key */
+    ca_config c = def;
+    char msg[512] = "";
+    assert_int_equal(ca_conf_parse("nope:1", &c, msg, sizeof msg), -1);
+    for (size_t k = 0; k < CA_N_SETTINGS; k++)
+        if (ca_settings[k].conf && !strstr(msg, ca_settings[k].conf))
+            fail_msg("'%s' does not name %s", msg, ca_settings[k].conf);
+}
+
 static void refused(const char *s, const char *want)
 {
     ca_config c = ca_config_default();
@@ -142,6 +263,8 @@ int main(void)
         cmocka_unit_test(every_key),
         cmocka_unit_test(roundup_forms),
         cmocka_unit_test(format_round_trips),
+        cmocka_unit_test(every_setting_round_trips),
+        cmocka_unit_test(the_table_is_consistent),
         cmocka_unit_test(bad_keys_and_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

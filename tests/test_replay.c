@@ -81,7 +81,7 @@ static void summary_of_a_v2_trace(void **state)
     assert_int_equal(replay_text(v2_text, o, &out, &res, err, sizeof err), 0);
     assert_string_equal(out,
         "{\"steps\":3,\"peak_allocated\":8000512,\"peak_reserved\":41943040,\"peak_requested\":8000000,"
-        "\"alloc_retries\":1,\"ooms\":1,\"refused\":1,\"first_oom_step\":2,\"first_oom_bytes\":90000000000,"
+        "\"alloc_retries\":1,\"ooms\":1,\"after_first_oom\":{\"alloc_retries\":0,\"ooms\":0},\"refused\":1,\"first_oom_step\":2,\"first_oom_bytes\":90000000000,"
         "\"segments_peak\":2,\"largest_free_at_peak_reserved\":16971264,\"free_at_peak_reserved\":33942528,"
         "\"expected_ooms\":1,\"expected_ooms_granted\":0,\"unexpected_ooms\":0,\"device_allocs\":1,"
         "\"device_frees\":0,\"addr_mismatches\":0,\"skipped_frees\":0,\"conf\":\"\",\"limit\":null,"
@@ -96,6 +96,7 @@ static void summary_of_a_v2_trace(void **state)
     assert_int_equal(res.refused, 0);
     assert_int_equal(res.first_oom_step, 0);
     assert_non_null(strstr(out, "\"first_oom_step\":null,\"first_oom_bytes\":null"));
+    assert_non_null(strstr(out, "\"ooms\":0,\"after_first_oom\":null,"));
     assert_int_equal(res.peak_reserved, 41943040 + 90001375232LL);
     assert_int_equal(res.peak_allocated, 8000512 + 90000000000LL);
 
@@ -111,6 +112,13 @@ static void summary_of_a_v2_trace(void **state)
     assert_int_equal(res.peak_reserved, 20971520);
     assert_int_equal(res.failed[0].id, 1);
     assert_int_equal(res.failed[1].id, 2);
+    /* Each refused request costs one retry (release_cached_blocks, then
+     * alloc_block again) and one OOM: PyTorch's process would stop at the
+     * first, so alloc_retries and ooms count that one; the second is after. */
+    assert_int_equal(res.alloc_retries, 1);
+    assert_int_equal(res.ooms, 1);
+    assert_int_equal(res.after_oom_retries, 1);
+    assert_int_equal(res.after_oom_ooms, 1);
 
     /* What-if: a request the model refuses leaves its later free nothing to
      * do; the row says skipped (under the trace's own settings: an error). */

@@ -100,6 +100,8 @@ static void reads_a_run_folder(void **state)
     assert_string_equal(e->state, "ran");
     assert_string_equal(e->mode, "gpu");
     assert_near(e->seconds, 1.0, 0);
+    assert_string_equal(e->seconds_text, "1.0");
+    assert_false(e->has_chart);
     assert_true(e->has_csv);
     assert_int_equal(e->nrows, 10);
     /* same_exact: param 4096, n 1, figures exact */
@@ -132,6 +134,8 @@ static void tells_an_interrupted_run(void **state)
     assert_int_equal(run.nexp, 3);
     assert_false(run.exp[2].has_csv);       /* randn_bytes left no CSV */
     assert_string_equal(run.exp[2].state, "interrupted");
+    assert_false(run.exp[2].has_seconds);
+    assert_string_equal(run.exp[2].seconds_text, ""); /* REPORT.md gives it as written */
     mc_run_free(&run);
 
     assert_int_equal(mc_run_read(FIXTURES "/model-only", &run, err, sizeof err), 0);
@@ -178,13 +182,36 @@ static char *make_run(const char *csv_body)
 
 static void remove_run(const char *dir)
 {
-    const char *names[] = {"meta.csv", "experiments.tsv", "k.csv"};
+    const char *names[] = {"meta.csv", "experiments.tsv", "k.csv", "k.png"};
     char path[128];
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         unlink(path);
     }
     rmdir(dir);
+}
+
+/* REPORT.md links <key>.png where scripts/plot left one. */
+static void notes_a_chart(void **state)
+{
+    (void)state;
+    char *dir = make_run("claim,experiment,variant,param,param_value,metric,unit,n,median,min,max,mean,stdev,status,note\n"
+                         "C01,k,,,,verdict,,0,,,,,,holds,\n");
+    mc_run_data run;
+    char err[512] = "";
+    assert_int_equal(mc_run_read(dir, &run, err, sizeof err), 0);
+    assert_false(run.exp[0].has_chart);
+    assert_false(run.exp[0].has_run); /* no runs.tsv */
+    mc_run_free(&run);
+    char path[128];
+    snprintf(path, sizeof path, "%s/k.png", dir);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fclose(fp);
+    assert_int_equal(mc_run_read(dir, &run, err, sizeof err), 0);
+    assert_true(run.exp[0].has_chart);
+    mc_run_free(&run);
+    remove_run(dir);
 }
 
 static void malformed_csv_names_file_and_line(void **state)
@@ -228,6 +255,7 @@ int main(void)
         cmocka_unit_test(reads_a_run_folder),
         cmocka_unit_test(tells_an_interrupted_run),
         cmocka_unit_test(not_a_run_is_one_line),
+        cmocka_unit_test(notes_a_chart),
         cmocka_unit_test(malformed_csv_names_file_and_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <string.h>
 
 #include "trace/trace.h"
@@ -199,6 +200,57 @@ static void good_v2_trace(void **state)
     ca_trace_free(&t);
 }
 
+/* The set lines ca_trace_format_settings writes (build/workload's trace
+ * header) read back as the same settings, for each setting with a trace
+ * name alone and all of them together; the defaults write nothing. */
+static void set_lines_round_trip(void **state)
+{
+    (void)state;
+    ca_config def = ca_config_default();
+    char text[1024], err[256] = "";
+    assert_int_equal(ca_trace_format_settings(&def, text, sizeof text), 0);
+    assert_string_equal(text, "");
+    ca_config all = def;
+    int named = 0;
+    for (size_t k = 0; k <= CA_N_SETTINGS; k++) {
+        ca_config c = k < CA_N_SETTINGS ? def : all;
+        if (k < CA_N_SETTINGS) {
+            if (!ca_settings[k].trace) continue;
+            /* a value its check accepts: 64 MiB is a limit and a split size */
+            *(uint64_t *)ca_setting_field(&c, &ca_settings[k]) = 64ULL << 20;
+            *(uint64_t *)ca_setting_field(&all, &ca_settings[k]) = (uint64_t)(40 + 8 * named++) << 20;
+        }
+        int n = ca_trace_format_settings(&c, text, sizeof text);
+        assert_int_equal(n, (int)strlen(text));
+        if (k < CA_N_SETTINGS) {
+            char want[128];
+            snprintf(want, sizeof want, "set %s 67108864", ca_settings[k].trace);
+            assert_string_equal(text, want);
+        } else {
+            int lines = 1;
+            for (const char *p = text; *p; p++) lines += *p == '\n';
+            assert_int_equal(lines, named); /* one line each, none after the last */
+        }
+        strcat(text, "\nalloc 1 5\n");
+        ca_trace t;
+        if (parse(&t, text, err, sizeof err) != 0) fail_msg("'%s' refused: %s", text, err);
+        if (!ca_config_equal(&t.cfg, &c)) fail_msg("'%s' read back differently", text);
+        ca_trace_free(&t);
+    }
+    assert_int_equal(named, 3); /* limit, max_split_size, max_non_split_rounding_size */
+    /* build/workload's header, byte for byte as before the table */
+    ca_config w = def;
+    w.limit_bytes = 1073741823;
+    w.max_split_size = 64ULL << 20;
+    ca_trace_format_settings(&w, text, sizeof text);
+    assert_string_equal(text, "set limit 1073741823\nset max_split_size 67108864");
+    /* settings that only `set conf` carries are not set lines */
+    w = def;
+    w.expandable_segments = true;
+    w.gc_threshold = 0.5;
+    assert_int_equal(ca_trace_format_settings(&w, text, sizeof text), 0);
+}
+
 static void malformed_v2_lines(void **state)
 {
     (void)state;
@@ -216,7 +268,7 @@ static void malformed_v2_lines(void **state)
         {"alloc 1 5 oom\nfree 1", "t:2: free of unknown id 1"},
         {"alloc 1 5\nalloc 1 6 oom", "t:2: id 1 is already live (allocated at line 1)"},
         {"set conf foo:1", "t:1: conf: unknown key 'foo' (known: max_split_size_mb, max_non_split_rounding_mb, "
-                           "roundup_power2_divisions, garbage_collection_threshold, expandable_segments, backend, "
+                           "garbage_collection_threshold, roundup_power2_divisions, expandable_segments, backend, "
                            "release_lock_on_cudamalloc, pinned_*)"},
         {"set conf max_split_size_mb:10", "t:1: conf: max_split_size_mb must be >= 20"},
         {"set conf expandable_segments:True\nset conf expandable_segments:False", "t:2: conf set twice"},
@@ -283,6 +335,7 @@ int main(void)
         cmocka_unit_test(defaults_and_empty_input),
         cmocka_unit_test(malformed_lines),
         cmocka_unit_test(good_v2_trace),
+        cmocka_unit_test(set_lines_round_trip),
         cmocka_unit_test(malformed_v2_lines),
         cmocka_unit_test(nul_bytes_are_malformed_not_the_end),
         cmocka_unit_test(load_reports_unreadable_files),

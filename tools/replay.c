@@ -9,11 +9,17 @@
  *     --limit BYTES      reserved-memory cap, as set_per_process_memory_fraction
  *                        leaves it (K/M/G, Ki/Mi/Gi); instead of the trace's
  *     --capacity BYTES   the simulated device (same suffixes; default 80 GiB)
- *     --summary          one JSON line (ca_replay_summary) instead of the CSV
+ *     --summary          one JSON line (ca_replay_summary) instead of the CSV;
+ *                        its alloc_retries and ooms stop at the first refused
+ *                        request (PyTorch's figures when its process stops
+ *                        there), after_first_oom holds the rest
  *     --no-addresses     ignore the trace's addresses: the host backend's own
  *                        placement rule decides where segments go
  *     --time             report parse and replay time (CLOCK_MONOTONIC) and
  *                        operations per second on stderr (make bench)
+ *   build/replay --settings
+ *                        the allocator settings (CA_SETTINGS), one a line:
+ *                        trace name, conf key, unit, tab-separated
  *     --help
  *
  * Exit 0; 2 for bad usage, a bad --conf, or a malformed trace
@@ -32,26 +38,61 @@
 #include "trace/replay.h"
 #include "trace/trace.h"
 
+/* What a conf value of each kind looks like, for --help. */
+static const char *value_form(ca_setting_kind k)
+{
+    switch (k) {
+    case CA_SETTING_BYTES: return "bytes";
+    case CA_SETTING_MIB: return "whole MiB >= 20";
+    case CA_SETTING_FRACTION: return "a decimal in (0, 1)";
+    case CA_SETTING_DIVISIONS: return "N (a power of two) or [256:1,512:2,>:8] (MiB:N, N 0 or a power of two)";
+    case CA_SETTING_BOOL: return "True or False";
+    }
+    return "";
+}
+
 static void help(FILE *fp)
 {
     fprintf(fp,
             "usage: replay [--conf STRING] [--limit BYTES] [--capacity BYTES] [--summary]\n"
             "              [--no-addresses] [--time] TRACE|-\n"
+            "       replay --settings\n"
             "Replays an allocator trace (memclaims-trace v1/v2) through the caching-allocator\n"
             "model (no GPU) and writes one CSV row per operation:\n  %s\n"
             "  --conf STRING     PYTORCH_CUDA_ALLOC_CONF settings to replay under instead of the\n"
-            "                    trace's: max_split_size_mb, max_non_split_rounding_mb,\n"
-            "                    roundup_power2_divisions (N or [256:1,512:2,>:8]),\n"
-            "                    garbage_collection_threshold (needs a limit), expandable_segments\n"
+            "                    trace's, KEY:VALUE,... (garbage_collection_threshold acts only\n"
+            "                    under a limit):\n",
+            CA_REPLAY_HEADER);
+    for (size_t k = 0; k < CA_N_SETTINGS; k++)
+        if (ca_settings[k].conf)
+            fprintf(fp, "                      %-29s %s\n", ca_settings[k].conf, value_form(ca_settings[k].kind));
+    fprintf(fp,
             "  --limit BYTES     cap on reserved memory, as set_per_process_memory_fraction leaves\n"
             "                    it (int(fraction * total)); K/M/G/T, Ki/Mi/Gi/Ti; replaces the trace's\n"
             "  --capacity BYTES  simulated device size (default 80 GiB)\n"
             "  --summary         one JSON object instead of the CSV: steps, peak_allocated,\n"
-            "                    peak_reserved, alloc_retries, ooms, first_oom_step, segments_peak,\n"
-            "                    largest_free_at_peak_reserved, failed, ... (docs/TRACE.md)\n"
+            "                    peak_reserved, alloc_retries, ooms, after_first_oom, first_oom_step,\n"
+            "                    segments_peak, largest_free_at_peak_reserved, failed, ... (docs/TRACE.md).\n"
+            "                    alloc_retries and ooms count up to and including the first refused\n"
+            "                    request, as PyTorch reports them when its process stops at that\n"
+            "                    OutOfMemoryError (the whole run's if none); after_first_oom:\n"
+            "                    {\"alloc_retries\":N,\"ooms\":N}, what the replay counted after it\n"
+            "                    (null if no request was refused)\n"
             "  --no-addresses    ignore the trace's addresses (the host placement rule decides)\n"
-            "  --time            timing and operations per second on stderr\n",
-            CA_REPLAY_HEADER);
+            "  --time            timing and operations per second on stderr\n"
+            "  --settings        list the allocator settings, one a line, three tab-separated\n"
+            "                    fields: the name of its `set NAME BYTES` trace line, its\n"
+            "                    PYTORCH_CUDA_ALLOC_CONF key, the unit of the key's value (of the\n"
+            "                    set line's for a setting with no key); '-' where it has none\n");
+}
+
+/* --settings: CA_SETTINGS, one row a line (docs/TRACE.md; scripts/snapshot2trace reads it). */
+static void print_settings(FILE *fp)
+{
+    for (size_t k = 0; k < CA_N_SETTINGS; k++) {
+        const ca_setting *s = &ca_settings[k];
+        fprintf(fp, "%s\t%s\t%s\n", s->trace ? s->trace : "-", s->conf ? s->conf : "-", s->unit);
+    }
 }
 
 /* A byte count: digits and an optional binary suffix (K, Ki, KiB = 2^10;
@@ -107,6 +148,9 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--help")) {
             help(stdout);
             return MC_EXIT_OK;
+        } else if (!strcmp(a, "--settings")) {
+            print_settings(stdout);
+            return fflush(stdout) == 0 && !ferror(stdout) ? MC_EXIT_OK : MC_EXIT_USAGE;
         } else if (!strcmp(a, "--no-addresses")) {
             o.use_addresses = false;
         } else if (!strcmp(a, "--time")) {

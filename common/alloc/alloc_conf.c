@@ -3,6 +3,8 @@
  * c10/core/AllocatorConfig.cpp (PyTorch 2.11): the same lexer (lexArgs: the
  * characters , : [ ] are tokens of their own, spaces vanish), the same keys,
  * the same ranges and the same meaning of the roundup_power2_divisions list.
+ * The keys, and the order ca_conf_format writes them in, are CA_SETTINGS'
+ * (alloc_settings.h); here is how each kind of value is read and written.
  * Stricter where PyTorch uses stoi/stod, which read a prefix ("20abc" is 20
  * there): here a value must be a number and nothing more. */
 #include <errno.h>
@@ -116,9 +118,8 @@ static int mib_setting(lexed *x, size_t i, const char *key, uint64_t *out)
  * clamped), B 0 or a power of two; the first item also fills the intervals
  * below it, ">" fills those from the last one named. Returns the index of
  * the last token used, or -1. */
-static long divisions(lexed *x, size_t i, uint32_t *d)
+static long divisions(lexed *x, size_t i, const char *key, uint32_t *d)
 {
-    const char *key = "roundup_power2_divisions";
     if (i >= x->n) return fail(x, "%s needs a value", key);
     if (!is(x, i, "[")) {
         uint64_t v;
@@ -158,6 +159,55 @@ static long divisions(lexed *x, size_t i, uint32_t *d)
     return (long)i;
 }
 
+/* parseGarbageCollectionThreshold: a decimal in (0.0, 1.0) (no hexadecimal,
+ * no nan or inf). */
+static int fraction(lexed *x, size_t i, const char *key, double *out)
+{
+    char *end;
+    errno = 0;
+    double g = i < x->n ? strtod(x->t[i], &end) : 0.0;
+    if (i >= x->n || end == x->t[i] || *end || errno || !isfinite(g) || strchr(x->t[i], 'x') ||
+        strchr(x->t[i], 'X'))
+        return fail(x, "bad value '%s' for %s (a decimal number)", i < x->n ? x->t[i] : "", key);
+    if (!(g > 0.0 && g < 1.0)) return fail(x, "%s must be in (0.0, 1.0), not %s", key, x->t[i]);
+    *out = g;
+    return 0;
+}
+
+/* The value of setting s at token i, into cfg. Returns the index of the last
+ * token used, or -1. */
+static long setting_value(lexed *x, size_t i, const ca_setting *s, ca_config *cfg)
+{
+    void *v = ca_setting_field(cfg, s);
+    int rc = -1;
+    switch (s->kind) {
+    case CA_SETTING_BYTES: rc = fail(x, "%s is not a conf key", s->field); break; /* no row has both */
+    case CA_SETTING_MIB: rc = mib_setting(x, i, s->conf, v); break;
+    case CA_SETTING_FRACTION: rc = fraction(x, i, s->conf, v); break;
+    case CA_SETTING_DIVISIONS: return divisions(x, i, s->conf, v);
+    case CA_SETTING_BOOL: rc = boolean(x, i, s->conf, v); break;
+    }
+    return rc == 0 ? (long)i : -1;
+}
+
+static const ca_setting *conf_key(const char *key)
+{
+    for (size_t k = 0; k < CA_N_SETTINGS; k++)
+        if (ca_settings[k].conf && !strcmp(ca_settings[k].conf, key)) return &ca_settings[k];
+    return NULL;
+}
+
+/* The keys known, for the message about an unknown one: the settings', then
+ * those checked and ignored. */
+static int unknown_key(lexed *x, const char *key)
+{
+    char known[512] = "";
+    size_t n = 0;
+    for (size_t k = 0; k < CA_N_SETTINGS && n < sizeof known; k++)
+        if (ca_settings[k].conf) n += (size_t)snprintf(known + n, sizeof known - n, "%s, ", ca_settings[k].conf);
+    return fail(x, "unknown key '%s' (known: %sbackend, release_lock_on_cudamalloc, pinned_*)", key, known);
+}
+
 int ca_conf_parse(const char *s, ca_config *cfg, char *err, size_t len)
 {
     lexed *x = malloc(sizeof *x);
@@ -181,26 +231,10 @@ int ca_conf_parse(const char *s, ca_config *cfg, char *err, size_t len)
             break;
         }
         ++i;
-        if (!strcmp(key, "max_split_size_mb")) {
-            rc = mib_setting(x, i, key, &cfg->max_split_size);
-        } else if (!strcmp(key, "max_non_split_rounding_mb")) {
-            rc = mib_setting(x, i, key, &cfg->max_non_split_rounding_size);
-        } else if (!strcmp(key, "garbage_collection_threshold")) {
-            char *end;
-            errno = 0;
-            double g = i < x->n ? strtod(x->t[i], &end) : 0.0;
-            if (i >= x->n || end == x->t[i] || *end || errno || !isfinite(g) || strchr(x->t[i], 'x') ||
-                strchr(x->t[i], 'X'))
-                rc = fail(x, "bad value '%s' for %s (a decimal number)", i < x->n ? x->t[i] : "", key);
-            else if (!(g > 0.0 && g < 1.0))
-                rc = fail(x, "%s must be in (0.0, 1.0), not %s", key, x->t[i]);
-            else
-                cfg->gc_threshold = g;
-        } else if (!strcmp(key, "roundup_power2_divisions")) {
-            long j = divisions(x, i, cfg->roundup_divisions);
+        const ca_setting *setting = conf_key(key);
+        if (setting) {
+            long j = setting_value(x, i, setting, cfg);
             if (j < 0) rc = -1; else i = (size_t)j;
-        } else if (!strcmp(key, "expandable_segments")) {
-            rc = boolean(x, i, key, &cfg->expandable_segments);
         } else if (!strcmp(key, "release_lock_on_cudamalloc") ||
                    !strcmp(key, "pinned_use_cuda_host_register") ||
                    !strcmp(key, "pinned_use_background_threads")) {
@@ -215,9 +249,7 @@ int ca_conf_parse(const char *s, ca_config *cfg, char *err, size_t len)
             else if (!is(x, i, "native"))
                 rc = fail(x, "bad value '%s' for backend (native or cudaMallocAsync)", i < x->n ? x->t[i] : "");
         } else {
-            rc = fail(x, "unknown key '%s' (known: max_split_size_mb, max_non_split_rounding_mb, "
-                         "roundup_power2_divisions, garbage_collection_threshold, expandable_segments, "
-                         "backend, release_lock_on_cudamalloc, pinned_*)", key);
+            rc = unknown_key(x, key);
         }
         if (rc == 0 && i + 1 < x->n && expect(x, ++i, ',', "a setting")) rc = -1;
     }
@@ -237,23 +269,57 @@ int ca_conf_format(const ca_config *c, char *out, size_t len)
     char buf[512] = "";
     size_t n = 0;
 #define PUT(...) n += (size_t)snprintf(buf + n, sizeof buf - n, __VA_ARGS__)
-    if (c->max_split_size != CA_UNLIMITED) PUT("%smax_split_size_mb:%llu", n ? "," : "", (unsigned long long)(c->max_split_size / CA_MB));
-    if (c->max_non_split_rounding_size != CA_LARGE_BUFFER)
-        PUT("%smax_non_split_rounding_mb:%llu", n ? "," : "", (unsigned long long)(c->max_non_split_rounding_size / CA_MB));
-    if (c->gc_threshold > 0.0) PUT("%sgarbage_collection_threshold:%.17g", n ? "," : "", c->gc_threshold);
-    bool any = false, same = true;
-    for (int k = 0; k < CA_ROUNDUP_INTERVALS; k++) {
-        any |= c->roundup_divisions[k] != 0;
-        same &= c->roundup_divisions[k] == c->roundup_divisions[0];
+    const ca_config def = ca_config_default();
+    for (size_t k = 0; k < CA_N_SETTINGS; k++) {
+        const ca_setting *s = &ca_settings[k];
+        if (!s->conf || ca_setting_equal(s, c, &def)) continue; /* not a conf key, or unset */
+        const void *v = ca_setting_cfield(c, s);
+        PUT("%s%s:", n ? "," : "", s->conf);
+        switch (s->kind) {
+        case CA_SETTING_BYTES: break; /* no row has both */
+        case CA_SETTING_MIB: PUT("%llu", (unsigned long long)(*(const uint64_t *)v / CA_MB)); break;
+        case CA_SETTING_FRACTION: PUT("%.17g", *(const double *)v); break;
+        case CA_SETTING_BOOL: PUT("%s", *(const bool *)v ? "True" : "False"); break;
+        case CA_SETTING_DIVISIONS: {
+            const uint32_t *d = v;
+            bool same = true;
+            for (int i = 0; i < CA_ROUNDUP_INTERVALS; i++) same &= d[i] == d[0];
+            if (same) {
+                PUT("%u", d[0]);
+            } else { /* every interval named: ">" would also cover the last one named */
+                PUT("[");
+                for (int i = 0; i < CA_ROUNDUP_INTERVALS; i++)
+                    PUT("%llu:%u%s", 1ULL << i, d[i], i + 1 < CA_ROUNDUP_INTERVALS ? "," : "]");
+            }
+            break;
+        }
+        }
     }
-    if (any && same) {
-        PUT("%sroundup_power2_divisions:%u", n ? "," : "", c->roundup_divisions[0]);
-    } else if (any) {
-        PUT("%sroundup_power2_divisions:[", n ? "," : "");
-        for (int k = 0; k < CA_ROUNDUP_INTERVALS; k++) /* every interval named: ">" would also cover the last one named */
-            PUT("%llu:%u%s", 1ULL << k, c->roundup_divisions[k], k + 1 < CA_ROUNDUP_INTERVALS ? "," : "]");
-    }
-    if (c->expandable_segments) PUT("%sexpandable_segments:True", n ? "," : "");
 #undef PUT
     return snprintf(out, len, "%s", buf);
+}
+
+/* ================================================================== presets
+ * The allocator settings build/whatif replays a run under, in the order its
+ * report lists them (alloc_presets.h). Kept apart from the parser above:
+ * this is a list of strings the parser reads, not part of it. */
+
+#include "alloc_presets.h"
+
+static const ca_conf_preset presets[] = {
+    {"default", "", false},
+    {"expandable_segments", "expandable_segments:True", false},
+    {"max_split_64MiB", "max_split_size_mb:64", false},
+    {"max_split_256MiB", "max_split_size_mb:256", false},
+    {"max_split_1024MiB", "max_split_size_mb:1024", false},
+    {"roundup_power2_4", "roundup_power2_divisions:4", false},
+    {"roundup_power2_list", "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", false},
+    /* garbage_collect_cached_blocks runs only under set_per_process_memory_fraction */
+    {"gc_0.6_limit", "garbage_collection_threshold:0.6", true},
+};
+
+const ca_conf_preset *ca_conf_presets(size_t *n)
+{
+    *n = sizeof presets / sizeof presets[0];
+    return presets;
 }

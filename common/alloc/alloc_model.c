@@ -5,10 +5,11 @@
  * garbage_collect_cached_blocks, alloc_found_block, free, free_block,
  * try_merge_blocks. Statistics are updated where and as the reference
  * updates them (same amounts, same order), so peaks and the allocated/freed
- * totals agree too. The size rules (round_size, get_allocation_size) and the
- * configuration's defaults and checks are in alloc_size.c, the data
- * structures in alloc_pool.c, expandable segments in alloc_es.c, the
- * configuration parser in alloc_conf.c, state from before a recording in
+ * totals agree too. The size rules (round_size, get_allocation_size) are in
+ * alloc_size.c, the configuration's defaults and checks in alloc_settings.c
+ * (its fields in alloc_settings.h), the data structures in alloc_pool.c,
+ * expandable segments in alloc_es.c, the configuration parser in
+ * alloc_conf.c, state from before a recording in
  * alloc_preload.c, the invariant check in alloc_check.c. */
 #include "alloc_internal.h"
 

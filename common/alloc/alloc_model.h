@@ -3,11 +3,11 @@
  * (per-stream pools), with the PYTORCH_CUDA_ALLOC_CONF settings that change
  * its accounting: max_split_size_mb, max_non_split_rounding_mb,
  * roundup_power2_divisions, garbage_collection_threshold and
- * expandable_segments (alloc_conf.c parses them). With the defaults its
- * statistics equal PyTorch's memory_stats() for the same sequence of
- * requests, given the addresses of new segments (ALLOCATOR.md; function
- * names below are the reference's; docs/TRACE.md says what the non-default
- * settings simplify).
+ * expandable_segments (declared in alloc_settings.h, parsed in
+ * alloc_conf.c). With the defaults its statistics equal PyTorch's
+ * memory_stats() for the same sequence of requests, given the addresses of
+ * new segments (ALLOCATOR.md; function names below are the reference's;
+ * docs/TRACE.md says what the non-default settings simplify).
  *
  * The model asks a backend for segments: the host backend (alloc_host.h)
  * simulates a device of a given capacity with no GPU; the CUDA backend
@@ -23,6 +23,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "alloc_settings.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -66,26 +68,39 @@ typedef struct {
     uint64_t total_bytes;
 } ca_backend;
 
+/* The model's settings: one field per row of CA_SETTINGS (alloc_settings.h,
+ * which says what each one means and PyTorch's default). */
 typedef struct {
-    /* set_per_process_memory_fraction: reserved bytes may not exceed this
-     * (int(fraction * total_memory)); CA_UNLIMITED when unset. */
-    uint64_t limit_bytes;
-    /* PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:N, in bytes (N << 20, N >= 20);
-     * CA_UNLIMITED when unset. */
-    uint64_t max_split_size;
-    /* max_non_split_rounding_mb:N in bytes (N << 20, N >= 20); default
-     * CA_LARGE_BUFFER. */
-    uint64_t max_non_split_rounding_size;
-    /* garbage_collection_threshold:F, F in (0, 1); 0 when unset. Acts only
-     * under a limit (garbage_collect_cached_blocks needs set_fraction). */
-    double gc_threshold;
-    /* roundup_power2_divisions: divisions for the sizes in [2^(20+i),
-     * 2^(21+i)) (index 0 also below, 15 also above); 0 = plain 512-byte
-     * rounding (AllocatorConfig::roundup_power2_divisions(size)). */
-    uint32_t roundup_divisions[CA_ROUNDUP_INTERVALS];
-    /* expandable_segments:True */
-    bool expandable_segments;
+#define CA_SETTING_FIELD(kind, ctype, field, dims, trace, conf, unit, def) ctype field dims;
+    CA_SETTINGS(CA_SETTING_FIELD)
+#undef CA_SETTING_FIELD
 } ca_config;
+
+/* The rows of CA_SETTINGS as data, in the table's order (alloc_settings.c):
+ * for the parsers and printers, and `build/replay --settings`. */
+typedef struct {
+    ca_setting_kind kind;
+    const char *trace;  /* `set TRACE BYTES` in a trace, or NULL */
+    const char *conf;   /* PYTORCH_CUDA_ALLOC_CONF key, or NULL */
+    const char *unit;   /* of the conf value; of the set line without a conf key */
+    const char *field;  /* the ca_config member's name */
+    size_t offset;      /* offsetof(ca_config, field) */
+} ca_setting;
+enum {
+#define CA_SETTING_COUNT(kind, ctype, field, ...) CA_SETTING_INDEX_##field,
+    CA_SETTINGS(CA_SETTING_COUNT)
+#undef CA_SETTING_COUNT
+    CA_N_SETTINGS
+};
+extern const ca_setting ca_settings[CA_N_SETTINGS];
+/* Its name in messages: the trace name, else the conf key. */
+const char *ca_setting_name(const ca_setting *s);
+/* The setting's field in cfg: a uint64_t (BYTES, MIB), double (FRACTION),
+ * uint32_t[CA_ROUNDUP_INTERVALS] (DIVISIONS) or bool (BOOL). */
+void *ca_setting_field(ca_config *cfg, const ca_setting *s);
+const void *ca_setting_cfield(const ca_config *cfg, const ca_setting *s);
+/* Whether the setting has the same value in x and y. */
+bool ca_setting_equal(const ca_setting *s, const ca_config *x, const ca_config *y);
 
 /* The defaults: no limit, no split limit, 20 MiB non-split rounding, no
  * rounding divisions, no garbage collection, no expandable segments. */

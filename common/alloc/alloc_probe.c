@@ -1,5 +1,6 @@
 #include "alloc_probe.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include <cuda_runtime_api.h>
@@ -28,12 +29,12 @@ static void warm_driver_once(void)
     done = true;
 }
 
-void mc_probe_open(mc_probe *p, const mc_run *run, const ca_config *cfg)
+void mc_probe_open(mc_probe *p, bool on_gpu, const ca_config *cfg)
 {
     memset(p, 0, sizeof *p);
     ca_config def = ca_config_default();
     if (!cfg) cfg = &def;
-    p->on_gpu = run->on_gpu;
+    p->on_gpu = on_gpu;
     ca_backend be;
     if (p->on_gpu) {
         warm_driver_once();
@@ -79,10 +80,10 @@ mc_probe_snap mc_probe_snapshot(const mc_probe *p)
     return r;
 }
 
-int mc_probe_check(mc_run *run, const mc_probe *p, const char *what)
+const char *mc_probe_check(mc_probe *p)
 {
     char err[256];
-    if (ca_check_invariants(p->a, err, sizeof err) == 0) return 0;
-    mc_verify_failed(run, what, "allocator model invariant broken: %s", err);
-    return -1;
+    if (ca_check_invariants(p->a, err, sizeof err) == 0) return NULL;
+    snprintf(p->err, sizeof p->err, "allocator model invariant broken: %s", err);
+    return p->err;
 }

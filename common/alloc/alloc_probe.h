@@ -18,7 +18,6 @@
 
 #include "alloc_host.h"
 #include "alloc_model.h"
-#include "experiment.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,6 +35,7 @@ typedef struct {
     ca_host_device *host;  /* the host backend's device; NULL on a GPU */
     ca_allocator *a;
     uint64_t free0;        /* cudaMemGetInfo free bytes at open (GPU only) */
+    char err[320];         /* mc_probe_check's text */
 } mc_probe;
 
 /* The figures the experiments report, read after an operation. */
@@ -48,11 +48,11 @@ typedef struct {
     int64_t driver_used;                  /* free at open - free now, bytes; 0 in model-only */
 } mc_probe_snap;
 
-/* A fresh allocator with cfg (NULL: ca_config_default()) on run's backend:
- * CUDA when run->on_gpu, else a host device of MC_PROBE_HOST_CAPACITY. On a
+/* A fresh allocator with cfg (NULL: ca_config_default()) on the run's
+ * backend: CUDA when on_gpu, else a host device of MC_PROBE_HOST_CAPACITY. On a
  * GPU, the first open in a process does one untimed cudaMalloc/cudaFree so
  * lazy driver set-up is not charged to the first sequence. */
-void mc_probe_open(mc_probe *p, const mc_run *run, const ca_config *cfg);
+void mc_probe_open(mc_probe *p, bool on_gpu, const ca_config *cfg);
 /* Returns every segment (ca_destroy) and frees the host device. */
 void mc_probe_close(mc_probe *p);
 
@@ -65,9 +65,10 @@ int64_t mc_probe_driver_used(const mc_probe *p);
 /* cudaMemGetInfo's free bytes (GPU only; exits MC_EXIT_CUDA on error). */
 uint64_t mc_driver_free_bytes(void);
 
-/* ca_check_invariants; a broken invariant becomes a verification failure
- * named what (mc_verify_failed). Returns 0, or -1 when broken. */
-int mc_probe_check(mc_run *run, const mc_probe *p, const char *what);
+/* ca_check_invariants: NULL when they hold, else one line saying which is
+ * broken (in p, valid until the next call), for the caller to record as a
+ * failed verification. */
+const char *mc_probe_check(mc_probe *p);
 
 #ifdef __cplusplus
 }

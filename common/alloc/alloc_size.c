@@ -1,13 +1,10 @@
 /* alloc_size.c: the caching allocator's size rules, round_size (with
  * roundup_power2_divisions: roundup_power2_next_division) and
- * get_allocation_size in c10/cuda/CUDACachingAllocator.cpp, and the
- * configuration's defaults and the checks PyTorch's AllocatorConfig applies
- * (alloc_model.h). Pure functions of a size and a ca_config; the rules that
- * use them are in alloc_model.c. */
+ * get_allocation_size in c10/cuda/CUDACachingAllocator.cpp (alloc_model.h).
+ * Pure functions of a size and a ca_config; the rules that use them are in
+ * alloc_model.c, the configuration's defaults and checks in
+ * alloc_settings.c. */
 #include "alloc_internal.h"
-
-#include <stdio.h>
-#include <string.h>
 
 uint64_t ca_round_size(uint64_t bytes)  /* round_size, roundup_power2_divisions off */
 {
@@ -54,52 +51,4 @@ uint64_t ca_allocation_size(uint64_t size)  /* get_allocation_size */
     if (size < CA_MIN_LARGE_ALLOC) return CA_LARGE_BUFFER;
     uint64_t r = size % CA_ROUND_LARGE;
     return r ? size - r + CA_ROUND_LARGE : size;
-}
-
-ca_config ca_config_default(void)
-{
-    ca_config c;
-    memset(&c, 0, sizeof c);
-    c.limit_bytes = CA_UNLIMITED;
-    c.max_split_size = CA_UNLIMITED;
-    c.max_non_split_rounding_size = CA_LARGE_BUFFER;
-    return c;
-}
-
-bool ca_config_equal(const ca_config *x, const ca_config *y)
-{
-    return x->limit_bytes == y->limit_bytes && x->max_split_size == y->max_split_size &&
-           x->max_non_split_rounding_size == y->max_non_split_rounding_size &&
-           x->gc_threshold == y->gc_threshold && x->expandable_segments == y->expandable_segments &&
-           memcmp(x->roundup_divisions, y->roundup_divisions, sizeof x->roundup_divisions) == 0;
-}
-
-int ca_config_check(const ca_config *c, char *err, size_t len)
-{
-    /* parseMaxSplitSize / parseMaxNonSplitRoundingSize: whole MiB, >= kLargeBuffer. */
-    if (c->max_split_size != CA_UNLIMITED &&
-        (c->max_split_size % CA_MB || c->max_split_size < CA_LARGE_BUFFER ||
-         c->max_split_size > CA_MAX_REQUEST)) {
-        snprintf(err, len, "max_split_size must be a whole number of MiB, >= 20 MiB and <= 2^60");
-        return -1;
-    }
-    if (c->max_non_split_rounding_size % CA_MB || c->max_non_split_rounding_size < CA_LARGE_BUFFER ||
-        c->max_non_split_rounding_size > CA_MAX_REQUEST) {
-        snprintf(err, len, "max_non_split_rounding_size must be a whole number of MiB, >= 20 MiB and <= 2^60");
-        return -1;
-    }
-    /* parseGarbageCollectionThreshold: in (0.0, 1.0); 0 here means unset. */
-    if (!(c->gc_threshold == 0.0 || (c->gc_threshold > 0.0 && c->gc_threshold < 1.0))) {
-        snprintf(err, len, "garbage_collection_threshold must be in (0.0, 1.0)");
-        return -1;
-    }
-    /* parseRoundUpPower2Divisions: 0 or a power of two. */
-    for (int i = 0; i < CA_ROUNDUP_INTERVALS; i++) {
-        uint32_t d = c->roundup_divisions[i];
-        if (d & (d - 1)) {
-            snprintf(err, len, "roundup_power2_divisions must be 0 or a power of two, not %u", d);
-            return -1;
-        }
-    }
-    return 0;
 }

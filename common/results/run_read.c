@@ -188,10 +188,12 @@ static int read_runs(const char *dir, mc_run_data *run, char *err, size_t errlen
         if (!e) continue; /* not planned: nothing to attach it to */
         free(e->state);
         free(e->mode);
+        free(e->seconds_text);
         e->has_run = true;
         e->state = xstrdup(f[1]);
         e->exit_code = (int)code;
         e->has_seconds = mc_csv_parse_number(f[3], &e->seconds);
+        e->seconds_text = xstrdup(f[3]);
         e->mode = xstrdup(n == 5 ? f[4] : "");
     }
     free(line);
@@ -230,7 +232,11 @@ static int parse_row(char **f, mc_result_row *r, const char *path, long lineno, 
 
 static int read_csv(const char *dir, mc_run_experiment *e, char *err, size_t errlen)
 {
-    char *path = path_of(dir, e->key, ".csv");
+    struct stat st;
+    char *path = path_of(dir, e->key, ".png");
+    e->has_chart = stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    free(path);
+    path = path_of(dir, e->key, ".csv");
     FILE *fp = fopen(path, "r");
     if (!fp) {
         free(path);
@@ -305,6 +311,7 @@ void mc_run_free(mc_run_data *run)
         free(e->rule);
         free(e->state);
         free(e->mode);
+        free(e->seconds_text);
         for (size_t j = 0; j < e->nrows; j++)
             for (int c = 0; c < MC_COLS; c++) free(e->rows[j].text[c]);
         free(e->rows);

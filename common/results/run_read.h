@@ -2,8 +2,8 @@
  * meta.csv (key,value), experiments.tsv (what was planned: claim, key, title,
  * seed claim, method, verdict rule; one tab-separated line each), runs.tsv
  * (what ran: key, state, exit code, seconds[, mode]) and every <key>.csv the
- * planned experiments left (csv.h's tidy rows). Runs written before runs.tsv
- * had a mode column read as mode "". */
+ * planned experiments left (csv.h's tidy rows), noting which left a <key>.png
+ * chart. Runs written before runs.tsv had a mode column read as mode "". */
 #ifndef MC_RUN_READ_H
 #define MC_RUN_READ_H
 
@@ -41,11 +41,14 @@ typedef struct {
     int exit_code;
     bool has_seconds;
     double seconds;         /* wall time of the program, s */
+    char *seconds_text;     /* the same as written ("" for an interrupted one), for REPORT.md */
     char *mode;             /* "gpu", "model-only", or "" (older runs) */
     /* <key>.csv; has_csv false when the experiment left none */
     bool has_csv;
     size_t nrows;
     mc_result_row *rows;
+    /* <key>.png (scripts/plot's chart) exists as a file */
+    bool has_chart;
 } mc_run_experiment;
 
 typedef struct {

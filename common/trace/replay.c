@@ -177,8 +177,11 @@ static void refused(run *r, const ca_trace_op *op)
 {
     ca_replay_result *s = &r->res;
     if (s->refused++ == 0) {
+        const ca_stats *st = ca_get_stats(r->a); /* this request's retries and OOM included */
         s->first_oom_step = s->steps + 1;
         s->first_oom_bytes = op->bytes;
+        s->alloc_retries = st->num_alloc_retries;
+        s->ooms = st->num_ooms;
     }
     if (!op->expect_oom) s->unexpected_ooms++;
     if (s->n_failed < CA_REPLAY_FAILED_MAX) {
@@ -297,8 +300,13 @@ int ca_replay_summary(FILE *out, const ca_replay_result *x, const ca_config *cfg
     fprintf(out, "{\"steps\":%llu,\"peak_allocated\":%lld,\"peak_reserved\":%lld,\"peak_requested\":%lld",
             (unsigned long long)x->steps, (long long)x->peak_allocated, (long long)x->peak_reserved,
             (long long)x->peak_requested);
-    fprintf(out, ",\"alloc_retries\":%lld,\"ooms\":%lld,\"refused\":%llu", (long long)x->alloc_retries,
-            (long long)x->ooms, (unsigned long long)x->refused);
+    fprintf(out, ",\"alloc_retries\":%lld,\"ooms\":%lld", (long long)x->alloc_retries, (long long)x->ooms);
+    if (x->refused == 0)
+        fprintf(out, ",\"after_first_oom\":null");
+    else
+        fprintf(out, ",\"after_first_oom\":{\"alloc_retries\":%lld,\"ooms\":%lld}",
+                (long long)x->after_oom_retries, (long long)x->after_oom_ooms);
+    fprintf(out, ",\"refused\":%llu", (unsigned long long)x->refused);
     json_u64_or_null(out, "first_oom_step", x->first_oom_step, x->refused == 0);
     json_u64_or_null(out, "first_oom_bytes", x->first_oom_bytes, x->refused == 0);
     fprintf(out, ",\"segments_peak\":%lld,\"largest_free_at_peak_reserved\":%llu,\"free_at_peak_reserved\":%llu",
@@ -383,8 +391,13 @@ int ca_replay(const ca_trace *t, const ca_replay_opts *o, FILE *out, ca_replay_r
         r.res.steps++;
     }
     const ca_stats *st = ca_get_stats(r.a);
-    r.res.alloc_retries = st->num_alloc_retries;
-    r.res.ooms = st->num_ooms;
+    if (r.res.refused == 0) {
+        r.res.alloc_retries = st->num_alloc_retries;
+        r.res.ooms = st->num_ooms;
+    } else { /* alloc_retries, ooms: as at the first refused request (refused) */
+        r.res.after_oom_retries = st->num_alloc_retries - r.res.alloc_retries;
+        r.res.after_oom_ooms = st->num_ooms - r.res.ooms;
+    }
     r.res.device_allocs = (uint64_t)st->num_device_alloc;
     r.res.device_frees = (uint64_t)st->num_device_free;
     r.res.hint_conflicts = ca_host_hint_conflicts(r.dev);

@@ -64,7 +64,13 @@ typedef struct {
     /* Whole-run figures (reset_peak lines do not reset them), taken after
      * each operation: */
     int64_t peak_allocated, peak_reserved, peak_requested, segments_peak;
-    int64_t alloc_retries, ooms;          /* num_alloc_retries, num_ooms at the end */
+    /* num_alloc_retries, num_ooms as PyTorch reports them when its process
+     * stops at the first OutOfMemoryError: up to and including the first
+     * refused request (the whole run's if none was refused) */
+    int64_t alloc_retries, ooms;
+    /* what the replay counted after the first refused request (0 if none):
+     * a program that catches the error and goes on ends with the sums */
+    int64_t after_oom_retries, after_oom_ooms;
     uint64_t first_oom_step;              /* the first refused request's step; 0: none */
     uint64_t first_oom_bytes;             /* its bytes */
     uint64_t refused;                     /* requests refused (oom rows) */

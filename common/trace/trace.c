@@ -83,20 +83,26 @@ int trace_bad(parser *ps, const char *fmt, ...)
     return -1;
 }
 
+/* ------------------------------------------------------------ settings */
+
+/* set NAME BYTES, one line per row of CA_SETTINGS with a trace name, or set
+ * conf STRING (PYTORCH_CUDA_ALLOC_CONF, on top of the others); each at most
+ * once. ps->set_seen has a flag per row, the last one for conf. */
 static int parse_set(parser *ps, const tok *v, size_t n)
 {
-    static const char *names[] = {"limit", "max_split_size", "max_non_split_rounding_size", "conf"};
     char s1[48], s2[48];
     if (ps->t->n_ops > 0) return trace_bad(ps, "set after the first operation");
     if (n < 3) return trace_bad(ps, "set needs a name and a value");
     if (n > 3) return trace_bad(ps, "unexpected '%s' after the value", trace_show(v[3], s1));
     size_t k = 0;
-    while (k < 4 && !tok_is(v[1], names[k])) k++;
-    if (k == 4) return trace_bad(ps, "unknown setting '%s'", trace_show(v[1], s1));
-    if (ps->set_seen[k]) return trace_bad(ps, "%s set twice", names[k]);
+    while (k < CA_N_SETTINGS && !(ca_settings[k].trace && tok_is(v[1], ca_settings[k].trace))) k++;
+    if (k == CA_N_SETTINGS && !tok_is(v[1], "conf"))
+        return trace_bad(ps, "unknown setting '%s'", trace_show(v[1], s1));
+    const char *name = k < CA_N_SETTINGS ? ca_settings[k].trace : "conf";
+    if (ps->set_seen[k]) return trace_bad(ps, "%s set twice", name);
     ps->set_seen[k] = true;
     ca_config *c = &ps->t->cfg;
-    if (k == 3) { /* PYTORCH_CUDA_ALLOC_CONF, on top of the other set lines */
+    if (k == CA_N_SETTINGS) { /* PYTORCH_CUDA_ALLOC_CONF, on top of the other set lines */
         char conf[1024], why[256];
         if (v[2].n >= sizeof conf) return trace_bad(ps, "conf value is too long");
         memcpy(conf, v[2].p, v[2].n);
@@ -106,14 +112,28 @@ static int parse_set(parser *ps, const tok *v, size_t n)
         return 0;
     }
     uint64_t x;
-    if (trace_u64(v[2], true, &x) != 0) return trace_bad(ps, "bad value '%s' for %s", trace_show(v[2], s2), names[k]);
-    if (k == 0) c->limit_bytes = x;
-    if (k == 1) c->max_split_size = x;
-    if (k == 2) c->max_non_split_rounding_size = x;
+    if (trace_u64(v[2], true, &x) != 0) return trace_bad(ps, "bad value '%s' for %s", trace_show(v[2], s2), name);
+    *(uint64_t *)ca_setting_field(c, &ca_settings[k]) = x; /* a byte kind (alloc_settings.c checks) */
     char why[160];
     if (ca_config_check(c, why, sizeof why) != 0) return trace_bad(ps, "%s", why);
     return 0;
 }
+
+int ca_trace_format_settings(const ca_config *cfg, char *out, size_t len)
+{
+    char buf[1024] = "";
+    size_t n = 0;
+    const ca_config def = ca_config_default();
+    for (size_t k = 0; k < CA_N_SETTINGS; k++) {
+        const ca_setting *s = &ca_settings[k];
+        if (!s->trace || ca_setting_equal(s, cfg, &def) || n >= sizeof buf) continue;
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%sset %s %llu", n ? "\n" : "", s->trace,
+                              (unsigned long long)*(const uint64_t *)ca_setting_cfield(cfg, s));
+    }
+    return snprintf(out, len, "%s", buf);
+}
+
+/* ------------------------------------------------------------ operations */
 
 /* Makes room for the next operations: the array doubles when full (realloc
  * moves a large block's pages rather than copying them, so no pass over the

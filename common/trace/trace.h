@@ -18,7 +18,9 @@
  *   # memclaims-trace v1             '#' starts a comment, anywhere on a line
  *   set limit 1073741823             settings, before the first operation:
  *   set max_split_size 67108864        limit, max_split_size and
- *                                      max_non_split_rounding_size (bytes)
+ *                                      max_non_split_rounding_size (bytes;
+ *                                      the rows of CA_SETTINGS with a trace
+ *                                      name, alloc_settings.h)
  *   alloc 1 4000000 0x7f7209a00000   alloc <id> <bytes >= 1> [<address>]
  *   free 1                           free <id>
  *   empty_cache
@@ -93,6 +95,14 @@ int ca_trace_parse(ca_trace *t, const char *name, const char *buf, size_t len, c
  * in err ("PATH: cannot read: ..." or a parse error). */
 int ca_trace_load(ca_trace *t, const char *path, char *err, size_t errlen);
 void ca_trace_free(ca_trace *t);
+
+/* cfg's `set NAME BYTES` lines, for a trace's header: one for each setting
+ * of CA_SETTINGS that has a trace name (limit, max_split_size,
+ * max_non_split_rounding_size) and differs from its default, in the table's
+ * order, separated by newlines (none after the last; "" when all are
+ * defaults). The settings that only `set conf` carries are not written.
+ * Returns the length snprintf would. */
+int ca_trace_format_settings(const ca_config *cfg, char *out, size_t len);
 
 /* "alloc", "free", "empty_cache", "reset_peak". */
 const char *ca_op_name(ca_op_kind k);

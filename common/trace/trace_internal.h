@@ -32,7 +32,7 @@ typedef struct {
     size_t ready_ops; /* operations the array has pages for (prefaulted) */
     size_t cap_segs, cap_lives;
     uint64_t line;
-    bool set_seen[4];
+    bool set_seen[CA_N_SETTINGS + 1]; /* set lines read: one per setting, then conf */
     char *err;
     size_t errlen;
 } parser;

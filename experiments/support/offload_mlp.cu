@@ -233,7 +233,7 @@ void mc_offload_create(mc_offload_mlp *m, mc_run *run, int var, int L, int64_t H
     m->B = B;
     m->act = (uint64_t)B * (uint64_t)m->H * 4;
     m->pinned = pinned;
-    mc_probe_open(&m->p, run, NULL);
+    mc_probe_open(&m->p, run->on_gpu, NULL);
     if (m->gpu) {
         CHECK_CUDA(cudaStreamCreateWithFlags(&m->sc, cudaStreamNonBlocking));
         m->ss = m->sc;
@@ -276,6 +276,7 @@ void mc_offload_destroy(mc_offload_mlp *m)
     }
     for (int l = 0; l < m->L; l++) tfree(m, &m->W[l], MC_OFFLOAD_CAT_W);
     tfree(m, &m->ws, MC_OFFLOAD_CAT_WS);
-    mc_probe_check(m->run, &m->p, mc_offload_variant_name(m->var));
+    const char *broken = mc_probe_check(&m->p);
+    if (broken) mc_verify_failed(m->run, mc_offload_variant_name(m->var), "%s", broken);
     mc_probe_close(&m->p);
 }

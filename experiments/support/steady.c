@@ -1,56 +1,52 @@
-/* steady.c: steady.h's measuring loop, shared by C07 and C08. */
+/* steady.c: steady.h's calls. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "alloc/alloc_model.h"
 #include "check.h"
+
 #include "steady.h"
 
-static mc_wl_status model_step(mc_wl_model *m, mc_workload_step_result *r)
+mc_wl_measured mc_wl_measure_run(mc_run *run, mc_wl *w, const char *what, const mc_wl_plan *p)
 {
-    return m->mlp ? mc_workload_step(m->mlp, r) : mc_tfm_step(m->tfm, r);
-}
-
-mc_wl_steady mc_wl_measure_steady(mc_run *run, mc_wl_model m, const char *what, int warm, int reps)
-{
-    mc_wl_steady f = {.t = mc_xmalloc((size_t)reps * sizeof(double)), .steady = true};
-    for (int s = 0; s < warm + reps; s++) {
-        mc_workload_step_result r;
-        if (model_step(&m, &r) != MC_WL_OK) {
-            f.oom = true;
-            break;
-        }
-        if (run->on_gpu && !isfinite(r.loss))
-            mc_verify_failed(run, what, "step %d: loss %g is not finite", r.step, r.loss);
-        if (s < warm) continue;
-        if (f.n == 0) memcpy(f.cat, r.peak_by_category, sizeof f.cat);
-        else if (r.peak_allocated != f.peak) f.steady = false;
-        if (r.peak_allocated > f.peak) f.peak = r.peak_allocated;
-        if (r.peak_reserved > f.reserved) f.reserved = r.peak_reserved;
-        f.t[f.n++] = r.step_time_s;
-    }
-    char err[256];
-    const ca_allocator *a = m.mlp ? mc_workload_allocator(m.mlp) : mc_tfm_allocator(m.tfm);
-    if (ca_check_invariants(a, err, sizeof err) != 0)
-        mc_verify_failed(run, what, "allocator invariants: %s", err);
-    if (!f.oom && !f.steady)
-        mc_verify_failed(run, what, "the peak differs between measured steps (not a steady state)");
-    if (m.mlp) mc_workload_destroy(m.mlp);
-    else mc_tfm_destroy(m.tfm);
+    mc_wl_measured f = mc_wl_measure(w, p);
+    for (int i = 0; i < mc_wl_problems(&f); i++) mc_verify_failed(run, what, "%s", f.problem[i]);
+    mc_wl_destroy(w);
     return f;
 }
 
-bool mc_wl_measure_tfm(mc_run *run, const mc_tfm_config *c, const char *what, int warm, int reps,
-                       mc_wl_steady *f, char *why, size_t why_len)
+bool mc_wl_measure_tfm(mc_run *run, const mc_tfm_config *c, const char *what, const mc_wl_plan *p,
+                       mc_wl_measured *f, char *why, size_t why_len)
 {
     char err[256];
-    mc_wl_model m = {.tfm = mc_tfm_create(c, run->on_gpu, NULL, err, sizeof err)};
-    if (!m.tfm) {
+    mc_wl *w = mc_tfm_handle(mc_tfm_create(c, run->on_gpu, NULL, err, sizeof err));
+    if (!w) {
         mc_verify_failed(run, what, "the Transformer workload cannot run here: %s", err);
         snprintf(why, why_len, "%s", err);
         return false;
     }
-    *f = mc_wl_measure_steady(run, m, what, warm, reps);
+    *f = mc_wl_measure_run(run, w, what, p);
     return true;
+}
+
+mc_tfm_figures mc_tfm_measure_run(mc_run *run, const mc_tfm_config *c, bool on_gpu, const char *what)
+{
+    char err[256];
+    mc_wl *w = mc_tfm_handle(mc_tfm_create(c, on_gpu, NULL, err, sizeof err));
+    CHECK(w != NULL, "transformer: %s", err);
+    const mc_wl_plan p = {.warm = MC_TFM_STEADY_STEP - 1, .reps = 1, .timed_warm = run->opt.warmup,
+                          .timed_reps = run->opt.repeats, .on_gpu = on_gpu};
+    mc_wl_measured m = mc_wl_measure_run(run, w, what, &p);
+    mc_tfm_figures f;
+    memset(&f, 0, sizeof f);
+    f.oom = m.oom;
+    f.skipped = m.skipped;
+    for (int s = 0; s < m.n && s < MC_TFM_STEADY_STEP; s++) f.loss[s] = m.step[s].loss;
+    if (!m.oom) {
+        f.peak = m.peak;
+        f.peak_act = m.cat[MC_WL_ACTIVATIONS];
+    }
+    f.time = m.time;
+    mc_wl_measured_free(&m);
+    return f;
 }

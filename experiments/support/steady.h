@@ -1,41 +1,50 @@
-/* steady.h: a training workload (the MLP or the Transformer) stepped to its
- * steady state and measured, as an experiment reads it (C07, C08). */
-#ifndef MC_WORKLOAD_STEADY_H
-#define MC_WORKLOAD_STEADY_H
+/* steady.h: an experiment's side of the measuring loop (core/wl_measure.h):
+ * what the loop finds wrong recorded as failed verifications, and seed
+ * 000's Transformer made or the reason it cannot run here said (C07, C08). */
+#ifndef MC_SUPPORT_STEADY_H
+#define MC_SUPPORT_STEADY_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "experiment.h"
+#include "stats.h"
+#include "workload/core/wl_handle.h"
+#include "workload/core/wl_measure.h"
 #include "workload/transformer/tfm.h"
-#include "workload/mlp/mlp.h"
 
-/* One of the two workloads behind the same step interface: mlp or tfm. */
-typedef struct {
-    mc_workload *mlp;
-    mc_tfm *tfm;
-} mc_wl_model;
+#ifdef __cplusplus
+extern "C" {
+#endif
 
-typedef struct {
-    bool oom;
-    uint64_t peak, reserved;  /* max over the measured steps, bytes */
-    uint64_t cat[MC_WL_NCAT]; /* live bytes per category at the first measured step's peak */
-    double *t;                /* step times (CUDA events), s, n of them; GPU only; the caller frees */
-    int n;                    /* measured steps */
-    bool steady;              /* the same peak allocated at every measured step */
-} mc_wl_steady;
-
-/* warm unmeasured steps (>= 1), then reps measured ones; then destroys the
- * model. Verification failures go to run, named `what`: a loss that is not
- * finite (GPU), the allocator's invariants, a peak that moves between the
- * measured steps. An OOM ends the steps and sets oom. */
-mc_wl_steady mc_wl_measure_steady(mc_run *run, mc_wl_model m, const char *what, int warm, int reps);
+/* mc_wl_measure(w, p), each problem it found a failed verification named
+ * `what`; then destroys w. The caller frees the result (mc_wl_measured_free). */
+mc_wl_measured mc_wl_measure_run(mc_run *run, mc_wl *w, const char *what, const mc_wl_plan *p);
 
 /* The Transformer of c made (on the GPU when run->on_gpu) and measured as
  * above, into *f. false when it cannot run here (a head size the GPU's
  * kernels lack): a verification failure named `what`, and the reason in why. */
-bool mc_wl_measure_tfm(mc_run *run, const mc_tfm_config *c, const char *what, int warm, int reps,
-                       mc_wl_steady *f, char *why, size_t why_len);
+bool mc_wl_measure_tfm(mc_run *run, const mc_tfm_config *c, const char *what, const mc_wl_plan *p,
+                       mc_wl_measured *f, char *why, size_t why_len);
 
+/* The figures C23 and C25 read of one Transformer configuration: steps to
+ * MC_TFM_STEADY_STEP (the last one's peak is the steady one: Adam's state
+ * exists and block placement has settled, as in PyTorch), then on a GPU
+ * --warmup + --repeats timed steps. */
+typedef struct {
+    bool oom;                        /* a step ran out of memory (figures unset) */
+    int skipped;                     /* steps GradScaler skipped (an inf or NaN gradient) */
+    uint64_t peak, peak_act;         /* bytes: peak allocated, activations at it, step 3 */
+    double loss[MC_TFM_STEADY_STEP]; /* the first steps' losses (NAN without a GPU) */
+    mc_stats time;                   /* step time, s (NAN without a GPU) */
+} mc_tfm_figures;
+/* The Transformer of c made (on the GPU when on_gpu; one that cannot be made
+ * ends the run) and measured so, the loop's problems failed verifications
+ * named what. */
+mc_tfm_figures mc_tfm_measure_run(mc_run *run, const mc_tfm_config *c, bool on_gpu, const char *what);
+
+#ifdef __cplusplus
+}
+#endif
 #endif

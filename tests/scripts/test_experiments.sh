@@ -64,7 +64,7 @@ two_models() {
 # time (each start of a cuBLAS-linked program under ASan costs about a CPU
 # second), their output printed in order and counted after.
 test_one() {
-    local exe=$1 name key id help rc has_model list fields bad out err
+    local exe=$1 name key id help rc has_model list fields bad out err want
     name=$(basename "$exe")
     key=${name#c[0-9][0-9]_}
     id=$(printf '%s' "$name" | cut -c1-3 | tr c C)
@@ -78,8 +78,14 @@ test_one() {
 
     list=$(ASAN_OPTIONS=$noleak "$exe" --list)
     fields=$(printf '%s' "$list" | awk -F'\t' '{ print NF }')
-    check_eq "$name --list prints 6 tab-separated fields" "$fields" 6
+    check_eq "$name --list prints 7 tab-separated fields" "$fields" 7
     check_eq "$name --list starts with claim and key" "$(printf '%s' "$list" | cut -f1,2)" "$id	$key"
+    # The mode run-all goes by agrees with what --help tells a person.
+    want=gpu
+    [ "$has_model" = 1 ] && want=model-only
+    [ "$no_gpu" = 1 ] && want=host
+    check_eq "$name --list's mode agrees with --help" "$(printf '%s' "$list" | cut -f7)" "$want"
+    check "$name --help names its mode" grep -q "this one: $want)" <<<"$help"
 
     # The parser itself is unit-tested (test_options); here each program is
     # shown to use it, and to stop before writing anything.

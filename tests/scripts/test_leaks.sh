@@ -82,6 +82,10 @@ leakfree "results_json on a folder that is not a run" 2 "$build/results_json" "$
 leakfree "compare two runs with a TSV" 0 "$build/compare" --tsv "$tmp/c.tsv" "$tmp/a" "$runs/labels-b"
 leakfree "compare a run with a newer schema" 2 "$build/compare" "$tmp/a" "$runs/newer-schema"
 leakfree "compare a folder that is not a run" 2 "$build/compare" "$tmp/a" "$tmp"
+leakfree "report writes a run's REPORT.md" 0 "$build/report" "$tmp/b"
+cp -r "$runs/labels-b" "$tmp/bad" && echo 'C90,label_cases,x' >> "$tmp/bad/label_cases.csv"
+leakfree "report on a run with a malformed CSV" 2 "$build/report" "$tmp/bad"
+leakfree "report on a folder that is not a run" 2 "$build/report" "$tmp"
 leakfree "meta --slug without a GPU" 0 "$build/meta" --slug
 leakfree "meta --out without a GPU" 0 "$build/meta" --out "$tmp/m"
 leakfree "meta bad option" 2 "$build/meta" --bogus

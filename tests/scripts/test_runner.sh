@@ -28,11 +28,11 @@ for csv in "$fixtures"/*.csv; do
     key=$(basename "$csv" .csv)
     [ "$key" = meta ] && continue
     exe=$(ls "$build"/c[0-9][0-9]_"$key" 2>/dev/null | head -1)
-    if [ -n "$exe" ]; then ASAN_OPTIONS=$noleak "$exe" --list >> "$run/experiments.tsv"
+    if [ -n "$exe" ]; then ASAN_OPTIONS=$noleak "$exe" --list | cut -f1-6 >> "$run/experiments.tsv" # as run-all writes it
     else printf 'C%s\t%s\tfixture\tseed\tmethod\trule\n' "$(sed -n 2p "$csv" | cut -c2-3)" "$key" >> "$run/experiments.tsv"; fi
 done
 printf 'C98\tplanned_only\tnever ran\tseed text\tmethod\trule\n' >> "$run/experiments.tsv"
-check "report writes REPORT.md from fixtures" "$root/scripts/report" "$run"
+check "report writes REPORT.md from fixtures" "$root/scripts/report" --build "$build" "$run"
 check "report names the GPU from meta.csv" grep -q "^# memclaims report: NVIDIA H100" "$run/REPORT.md"
 for csv in "$fixtures"/*.csv; do
     key=$(basename "$csv" .csv)
@@ -44,7 +44,40 @@ done
 check "report marks a planned experiment without CSV as not run" grep -q "^| C98 | seed text | - | \*\*not run\*\* |$" "$run/REPORT.md"
 check "report counts the experiments without a verdict" grep -q "1 of .* experiments have no verdict" "$run/REPORT.md"
 check_eq "report leaves no temporary file" "$(ls -A "$run" | grep -c tmp)" 0
-check "report refuses a folder that is not a run" bash -c "! '$root/scripts/report' '$tmp'"
+check "report refuses a folder that is not a run" bash -c "! '$root/scripts/report' --build '$build' '$tmp'"
+# An experiment that failed: its state and exit code, and its seconds.
+frun=$tmp/failed-run
+cp -r "$run" "$frun"
+printf 'planned_only\tfailed\t2\t4.0\tgpu\n' > "$frun/runs.tsv"
+"$root/scripts/report" --build "$build" "$frun" > /dev/null
+check "report marks a failed experiment with its exit code" grep -q '^| C98 | seed text | - | \*\*failed (exit 2)\*\* |$' "$frun/REPORT.md"
+check "report gives a finished experiment's CSV, log and seconds" grep -q '^`planned_only.csv`, log `logs/planned_only.log`, 4.0 s.$' "$frun/REPORT.md"
+# Bad input: one line, exit 2, the REPORT.md there untouched.
+cp "$frun/REPORT.md" "$tmp/report.before"
+printf 'C98,planned_only,,,,verdict\n' >> "$frun/randn_bytes.csv"
+err=$("$root/scripts/report" --build "$build" "$frun" 2>&1 >/dev/null); rc=$?
+check_eq "report of a run with a malformed CSV exits 2" "$rc" 2
+check_eq "... with one line naming the file and line" "$(wc -l <<<"$err") $(grep -c 'randn_bytes.csv:[0-9]*: ' <<<"$err")" "1 1"
+check "... and leaves REPORT.md as it was, with no temporary file" \
+    bash -c "cmp -s '$frun/REPORT.md' '$tmp/report.before' && ! ls -A '$frun' | grep -q tmp"
+err=$("$root/scripts/report" --build "$tmp/no-build" "$run" 2>&1 >/dev/null); rc=$?
+check_eq "report without build/report exits 2 with one line" "$rc $(wc -l <<<"$err")" "2 1"
+# Each committed reference run's REPORT.md was written by the report as it
+# was then (scripts/lib/report.awk, before tools/report.c): the report of a
+# copy of its inputs (charts as empty files: only their presence counts) is
+# the same, byte for byte. A deliberate change of the report regenerates them.
+nref=0
+for ref in "$root"/results/reference-*/; do
+    [ -f "$ref/REPORT.md" ] || continue
+    name=$(basename "$ref"); copy=$tmp/ref-$name
+    mkdir -p "$copy"
+    cp "$ref"/*.tsv "$ref"/*.csv "$copy"/
+    for png in "$ref"/*.png; do [ -f "$png" ] && : > "$copy/$(basename "$png")"; done
+    "$root/scripts/report" --build "$build" "$copy" > /dev/null
+    check "report of $name is its committed REPORT.md, byte for byte" cmp "$copy/REPORT.md" "$ref/REPORT.md"
+    nref=$((nref + 1))
+done
+check "found committed reference runs with a REPORT.md ($nref)" test "$nref" -gt 0
 # Two experiments waived for different reasons: the summary line gives each one's.
 wrun=$tmp/waived-run
 cp -r "$run" "$wrun"
@@ -52,7 +85,7 @@ for kr in "randn_bytes:no reason one" "fragmentation:no reason two"; do
     awk -F, -v OFS=, -v why="${kr#*:}" 'NR > 1 && $6 == "verdict" { $14 = "waived"; $15 = why; NF = 15 } { print }' \
         "$wrun/${kr%%:*}.csv" > "$wrun/x.tmp" && mv "$wrun/x.tmp" "$wrun/${kr%%:*}.csv"
 done
-"$root/scripts/report" "$wrun" > /dev/null
+"$root/scripts/report" --build "$build" "$wrun" > /dev/null
 check "report's summary gives each waived experiment's own reason" \
     grep -q '^\*\*2 of .* experiments were waived\*\* (C19: no reason two; C18: no reason one)\.$\|^\*\*2 of .* experiments were waived\*\* (C18: no reason one; C19: no reason two)\.$' "$wrun/REPORT.md"
 
@@ -71,7 +104,7 @@ if command -v gnuplot >/dev/null; then
         [ -f "$run/$key.csv" ] || { failure "plots/$key.gp has a fixture CSV in tests/fixtures/results"; continue; }
         check "plot draws $key.png (a PNG file)" bash -c "head -c 4 '$run/$key.png' | grep -q PNG"
     done
-    "$root/scripts/report" "$run" >/dev/null
+    "$root/scripts/report" --build "$build" "$run" >/dev/null
     check "report links the charts" grep -q '!\[.*\](.*\.png)' "$run/REPORT.md"
 else
     echo "SKIP: gnuplot not installed: charts not drawn (make deps)"
@@ -82,15 +115,16 @@ fake=$tmp/fake-build
 mkdir -p "$fake"
 cp "$build/meta" "$fake/meta"
 cp "$build/results_json" "$fake/results_json"
-# A fake experiment: --list, --help (no --model-only), and --out DIR writes
-# its CSV via a temp + rename after sleeping $2 seconds; the temp file exists
-# while it sleeps.
-make_fake() { # NAME CLAIM SECONDS VERDICT
+cp "$build/report" "$fake/report"
+# A fake experiment: --list (mode gpu, or $5), --help (no --model-only), and
+# --out DIR writes its CSV via a temp + rename after sleeping $3 seconds; the
+# temp file exists while it sleeps.
+make_fake() { # NAME CLAIM SECONDS VERDICT [MODE FIELD]
     cat > "$fake/$1" <<FAKE
 #!/usr/bin/env bash
-[ "\$1" = --list ] && { printf '$2\t${1#c[0-9][0-9]_}\tfake\tseed says $2\tmethod\trule\n'; exit 0; }
+[ "\$1" = --list ] && { printf '$2\t${1#c[0-9][0-9]_}\tfake\tseed says $2\tmethod\trule${5-\tgpu}\n'; exit 0; }
 [ "\$1" = --help ] && { echo "fake $2: options --quick --out DIR"; exit 0; }
-out=\${2:-.}; [ "\$1" = --quick ] && out=\$3
+out=.; while [ \$# -gt 0 ]; do [ "\$1" = --out ] && out=\$2; shift; done
 echo partial > "\$out/.${1#c[0-9][0-9]_}.csv.tmp.\$\$"
 trap 'rm -f "\$out/.${1#c[0-9][0-9]_}.csv.tmp.\$\$"; exit 143' TERM
 sleep $3 & wait
@@ -136,6 +170,28 @@ check "the first run's results.json is complete" grep -q '"state":	"complete"' "
 sum_after=$(cd "$results/$first" && find . -type f -exec md5sum {} + | sort)
 check_eq "the earlier run is untouched" "$sum_after" "$sum_before"
 
+check_eq "run-all's experiments.tsv holds the descriptor's first six fields" \
+    "$(cat "$results/$first/experiments.tsv")" "$(printf 'C01\tfast\tfake\tseed says C01\tmethod\trule')"
+check "runs.tsv gives the fake's mode from its --list (gpu)" grep -q '^fast	.*	gpu$' "$results/$first/runs.tsv"
+# A descriptor's mode decides how it runs without a GPU: host runs as it is,
+# model-only gets --model-only, gpu waives (the fake runs in each case).
+mkdir -p "$tmp/modes"
+for m in host model-only bogus ""; do
+    rm -rf "$fake"/c0[3-9]_*
+    make_fake c03_mode C03 0 holds "$([ -n "$m" ] && printf '\\t%s' "$m")"
+    out=$(CUDA_VISIBLE_DEVICES="" "$root/scripts/run-all" --build "$fake" --results "$tmp/modes" --only C03 2>&1); rc=$?
+    case $m in
+        host|model-only)
+            check_eq "a fake of mode $m: run-all exits 0" "$rc" 0
+            check "  ... and records mode $m without a GPU" grep -q "^mode	.*	$m$" "$tmp/modes/$(readlink "$tmp/modes/latest")/runs.tsv" ;;
+        *)
+            check_eq "a fake whose --list gives ${m:-no} mode: run-all exits 2, one line" "$rc:$(printf '%s\n' "$out" | wc -l)" "2:1"
+            check "  ... naming the experiment" grep -q "c03_mode --list gives no mode" <<<"$out" ;;
+    esac
+done
+check_eq "  ... and writes no run folder for it" "$(ls "$tmp/modes" | grep -vc latest)" 2
+rm -f "$fake"/c03_mode
+
 out=$("$root/scripts/run-all" --build "$fake" --results "$results" --bogus 2>&1); rc=$?
 check_eq "run-all refuses an unknown option with exit 2" "$rc" 2
 out=$("$root/scripts/run-all" --build "$tmp/empty" --results "$results" 2>&1); rc=$?
@@ -175,8 +231,12 @@ for exe in "$build"/c[0-9][0-9]_*; do
 done
 check "found experiments with --model-only ($n_model of $n)" test "$n_model" -gt 0
 check_eq "each experiment: model-only verdict or one waiver line, in the console and the report; charts only from data" "$bad_lines" ""
+# An optional tool's absence (hyperfine for C11, not in this selection) adds
+# no line here, whichever tools this machine has.
 check_eq "one console line per experiment, plus the header lines and the report line" \
     "$(grep -vc '^\[' <<<"$out")" 3
+check "no hyperfine line when C11 is not run (hyperfine $(command -v hyperfine >/dev/null && echo present || echo absent) here)" \
+    bash -c "! grep -q hyperfine <<<'$(printf '%s' "$out" | tr -d "'")'"
 check "the console says up front there is no GPU and what runs on the model" grep -q "^run-all: no usable GPU (.*): $n_model experiments run on the allocator model (--model-only), $n_host need no GPU, $((n - n_model - n_host)) need a GPU and are waived$" <<<"$out"
 printf '%s\n' "$out" > "$tmp/console.txt"
 check "no gnuplot message on the console" bash -c "! grep -qi -e gnuplot -e warning -e 'line [0-9]' '$tmp/console.txt'"

@@ -5,7 +5,9 @@
 # OOM, empty_cache; the replayed figures must equal the ones the generator
 # worked out by hand. Then the three bad inputs (not a snapshot, truncated,
 # a history cut by max_entries), and build/replay's --conf/--limit/--summary
-# on the converted trace.
+# on the converted trace. Then gzip'd snapshots (the fixtures convert as
+# their gunzipped form does) and pickles that would run code (refused, and
+# nothing run), plain and gzip'd.
 #   tests/scripts/test_snapshot2trace.sh BUILD_DIR
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -13,7 +15,8 @@ root=$(cd "$here/../.." && pwd)
 . "$here/lib.sh"
 build=${1:-build/san}
 replay=$build/replay
-s2t=$root/scripts/snapshot2trace
+# snapshot2trace asks this build's replay which conf keys the model knows.
+s2t() { "$root/scripts/snapshot2trace" --replay "$replay" "$@"; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -28,7 +31,7 @@ check "the generator writes the scenarios" python3 "$root/tests/snapshot/make_sy
 json_get() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]; print("null" if v is None else v)' "$1" "$2"; }
 
 # ------------------------------------------------------------ s1: the figures
-"$s2t" "$tmp/s1.pickle" > "$tmp/s1.trace" 2> "$tmp/s1.err"
+s2t "$tmp/s1.pickle" > "$tmp/s1.trace" 2> "$tmp/s1.err"
 check_eq "s1 converts (exit 0)" "$?" 0
 check_eq "s1 converts without a warning" "$(cat "$tmp/s1.err")" ""
 check "s1's trace says v2" grep -qx "# memclaims-trace v2" "$tmp/s1.trace"
@@ -91,25 +94,65 @@ fi
 python3 -c 'import pickle,sys; pickle.dump({"segments": [], "device_traces": [[]], "allocator_settings":
     {"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:64, pinned_use_cuda_host_register:True,roundup_power2_divisions:[256:1,>:4]"}},
     open(sys.argv[1], "wb"))' "$tmp/conf.pickle"
-"$s2t" "$tmp/conf.pickle" > "$tmp/conf.trace"
+s2t "$tmp/conf.pickle" > "$tmp/conf.trace"
 check "the recorded settings the model knows become set conf" \
       grep -qx "set conf max_split_size_mb:64,roundup_power2_divisions:\[256:1,>:4\]" "$tmp/conf.trace"
 check "  ... the others a comment" grep -q "^# PYTORCH_CUDA_ALLOC_CONF also held (not modelled): pinned_use_cuda_host_register:True" "$tmp/conf.trace"
 check "  ... and the trace replays" "$replay" --summary "$tmp/conf.trace"
 
+# ------------------------------------------------------------ replay --settings
+# One line per setting: trace name, conf key, unit ('-' for none); the list
+# snapshot2trace keeps keys by, so it must match what the parsers accept.
+"$replay" --settings > "$tmp/settings" 2> "$tmp/e"
+check_eq "replay --settings: exit 0, nothing on stderr" "$?:$(wc -c < "$tmp/e")" "0:0"
+check_eq "  ... three tab-separated fields on every line" \
+    "$(awk -F'\t' 'NF != 3 || $3 == "" || ($1 == "-" && $2 == "-") { bad++ } END { print (NR > 0 && !bad) }' "$tmp/settings")" 1
+check "  ... --help documents it" sh -c "'$replay' --help | grep -q -- '--settings'"
+check_eq "  ... docs/TRACE.md shows the list as it is" \
+    "$(awk '/^- `--settings`/ { on = 1 } on && /^  ```$/ { n++; next } on && n == 1 { sub(/^  /, ""); print } n == 2 { exit }' "$root/docs/TRACE.md")" \
+    "$(cat "$tmp/settings")"
+bad=""
+while IFS=$'\t' read -r name key _unit; do
+    if [ "$name" != - ]; then # a v1 set line, in bytes
+        printf 'set %s 67108864\nalloc 1 5\n' "$name" | "$replay" --summary - > /dev/null 2>&1 || bad="$bad set:$name"
+    fi
+    if [ "$key" != - ]; then # a conf key the parser knows, and --help names
+        "$replay" --conf "$key:x" "$tmp/s1.trace" 2>&1 >/dev/null | grep -q "unknown key" && bad="$bad conf:$key"
+        "$replay" --help | grep -q "^ *$key " || bad="$bad help:$key"
+    fi
+done < "$tmp/settings"
+check_eq "  ... every trace name is a set line the parser reads, every key one --conf knows" "$bad" ""
+check_eq "  ... the ones snapshot2trace used to hard-code" \
+    "$(cut -f2 "$tmp/settings" | grep -v '^-$' | sort | tr '\n' ' ')" \
+    "expandable_segments garbage_collection_threshold max_non_split_rounding_mb max_split_size_mb roundup_power2_divisions "
+# The keys come from the replay given: one that knows only expandable_segments
+# keeps only that key.
+printf '#!/bin/sh\nprintf -- "-\\texpandable_segments\\tbool\\n"\n' > "$tmp/fake-replay"
+chmod +x "$tmp/fake-replay"
+python3 -c 'import pickle,sys; pickle.dump({"segments": [], "device_traces": [[]], "allocator_settings":
+    {"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:64,expandable_segments:True"}}, open(sys.argv[1], "wb"))' "$tmp/conf2.pickle"
+"$root/scripts/snapshot2trace" --replay "$tmp/fake-replay" "$tmp/conf2.pickle" > "$tmp/conf2.trace"
+check "snapshot2trace keeps the keys replay --settings lists" grep -qx "set conf expandable_segments:True" "$tmp/conf2.trace"
+check "  ... and comments out the others" grep -qx "# PYTORCH_CUDA_ALLOC_CONF also held (not modelled): max_split_size_mb:64" "$tmp/conf2.trace"
+"$root/scripts/snapshot2trace" --replay "$tmp/no-such-replay" "$tmp/conf.pickle" > "$tmp/o" 2> "$tmp/e"
+check_eq "no replay at --replay PATH: exit 2, one line, nothing on stdout" "$?:$(wc -l < "$tmp/e"):$(wc -c < "$tmp/o")" "2:1:0"
+check "  ... saying it is missing" grep -q "no-such-replay is missing" "$tmp/e"
+"$root/scripts/snapshot2trace" --replay /bin/false "$tmp/conf.pickle" > "$tmp/o" 2> "$tmp/e"
+check_eq "a replay whose --settings fails: exit 2, one line" "$?:$(wc -l < "$tmp/e")" "2:1"
+
 # ------------------------------------------------------------ bad inputs
-"$s2t" "$tmp/notsnap.pickle" > "$tmp/o" 2> "$tmp/e"
+s2t "$tmp/notsnap.pickle" > "$tmp/o" 2> "$tmp/e"
 check_eq "a pickle that is not a snapshot: exit 2" "$?" 2
 check_eq "  ... one line" "$(wc -l < "$tmp/e")" 1
 check "  ... saying it is not a snapshot" grep -q "not a PyTorch memory snapshot" "$tmp/e"
-"$s2t" "$tmp/text.pickle" > "$tmp/o" 2> "$tmp/e"
+s2t "$tmp/text.pickle" > "$tmp/o" 2> "$tmp/e"
 check_eq "a text file: exit 2, one line" "$?:$(wc -l < "$tmp/e")" "2:1"
-"$s2t" "$tmp/trunc.pickle" > "$tmp/o" 2> "$tmp/e"
+s2t "$tmp/trunc.pickle" > "$tmp/o" 2> "$tmp/e"
 check_eq "a truncated snapshot: exit 2, one line" "$?:$(wc -l < "$tmp/e")" "2:1"
 check "  ... saying it is truncated" grep -q "truncated" "$tmp/e"
-"$s2t" --device 3 "$tmp/s1.pickle" > "$tmp/o" 2> "$tmp/e"
+s2t --device 3 "$tmp/s1.pickle" > "$tmp/o" 2> "$tmp/e"
 check_eq "a device the snapshot lacks: exit 2" "$?" 2
-"$s2t" "$tmp/cut.pickle" > "$tmp/cut.trace" 2> "$tmp/e"
+s2t "$tmp/cut.pickle" > "$tmp/cut.trace" 2> "$tmp/e"
 check_eq "a history cut by max_entries converts (exit 0)" "$?" 0
 check_eq "  ... with one warning line" "$(wc -l < "$tmp/e")" 1
 check "  ... saying what is missing" grep -q "free_completed at 0x7f0000000000 without its free_requested" "$tmp/e"
@@ -117,8 +160,62 @@ check "  ... and that figures before the cut cannot be trusted" grep -q "cannot 
 "$replay" --summary "$tmp/cut.trace" > "$tmp/cut.json" 2>/dev/null
 check_eq "  ... and the rebuilt trace replays" "$?" 0
 check_eq "  ... reaching the same final reserved peak" "$(json_get "$tmp/cut.json" peak_reserved)" 44040192
-"$s2t" --max-entries 15 "$tmp/s1.pickle" > /dev/null 2> "$tmp/e"
+s2t --max-entries 15 "$tmp/s1.pickle" > /dev/null 2> "$tmp/e"
 check "exactly --max-entries events: reported as cut" grep -q "max_entries=15" "$tmp/e"
+
+# ------------------------------------------------------------ gzip'd snapshots
+# Told by the magic bytes, not the name: the project's own fixtures are
+# .pickle.gz, and each converts to the trace of its gunzipped form (all but
+# the header line that names the file).
+nfix=0
+for f in "$root"/tests/fixtures/snapshots/*.pickle.gz "$tmp/s1.pickle"; do
+    [ -e "$f" ] || continue
+    n=$(basename "$f"); n=${n%.gz}
+    if [ "$f" = "$tmp/s1.pickle" ]; then # a gzip'd synthetic one too, named without .gz
+        gzip -c "$f" > "$tmp/gz-$n.gzipped"; cp "$f" "$tmp/gz-$n"; f=$tmp/gz-$n.gzipped
+    else
+        gzip -dc "$f" > "$tmp/gz-$n"; nfix=$((nfix + 1))
+    fi
+    s2t "$f" > "$tmp/gz-$n.a.trace" 2> "$tmp/gz-$n.a.err"; rca=$?
+    s2t "$tmp/gz-$n" > "$tmp/gz-$n.b.trace" 2> "$tmp/gz-$n.b.err"; rcb=$?
+    check_eq "$(basename "$f") converts gzip'd and gunzipped (exit 0 both)" "$rca:$rcb" 0:0
+    check "  ... to the trace of its gunzipped form" cmp <(sed 2d "$tmp/gz-$n.a.trace") <(sed 2d "$tmp/gz-$n.b.trace")
+    check_eq "  ... with the same stderr" "$(cat "$tmp/gz-$n.a.err")" "$(cat "$tmp/gz-$n.b.err")"
+    check "  ... and the events in it" grep -q '^alloc ' "$tmp/gz-$n.a.trace"
+done
+[ "$nfix" -gt 0 ] || echo "SKIP: no snapshot fixtures in tests/fixtures/snapshots to convert gzip'd"
+head -c 300 "$tmp/gz-s1.pickle.gzipped" > "$tmp/trunc.gz"
+s2t "$tmp/trunc.gz" > "$tmp/o" 2> "$tmp/e"
+check_eq "a truncated gzip file: exit 2, one line, nothing on stdout" "$?:$(wc -l < "$tmp/e"):$(wc -c < "$tmp/o")" "2:1:0"
+check "  ... saying it is truncated" grep -q "truncated" "$tmp/e"
+printf '\037\213this is not deflate data' > "$tmp/badgz.pickle"
+s2t "$tmp/badgz.pickle" > "$tmp/o" 2> "$tmp/e"
+check_eq "gzip's magic bytes on something else: exit 2, one line, nothing on stdout" "$?:$(wc -l < "$tmp/e"):$(wc -c < "$tmp/o")" "2:1:0"
+
+# ------------------------------------------------------------ pickles that run code
+# evil FILE MARKER: a snapshot-shaped pickle one of whose events, unpickled,
+# calls os.system("touch MARKER").
+evil() {
+    python3 -c 'import os, pickle, sys
+class Evil:
+    def __reduce__(self):
+        return (os.system, ("touch " + sys.argv[2],))
+with open(sys.argv[1], "wb") as f:
+    pickle.dump({"segments": [], "device_traces": [[Evil()]]}, f)' "$1" "$2"
+}
+# The control: an ordinary unpickler does run it (so the test can fail).
+evil "$tmp/control.pickle" "$tmp/CONTROL"
+python3 -c 'import pickle, sys; pickle.load(open(sys.argv[1], "rb"))' "$tmp/control.pickle" 2> /dev/null
+check "an ordinary pickle.load of such a pickle runs its command (the control)" test -e "$tmp/CONTROL"
+evil "$tmp/evil.pickle" "$tmp/MARKER"
+gzip -c "$tmp/evil.pickle" > "$tmp/evil.pickle.gz"
+for f in "$tmp/evil.pickle" "$tmp/evil.pickle.gz"; do
+    s2t "$f" > "$tmp/o" 2> "$tmp/e"; rc=$?
+    check_eq "$(basename "$f"), whose unpickling calls os.system: exit 2, one line, nothing on stdout" \
+        "$rc:$(wc -l < "$tmp/e"):$(wc -c < "$tmp/o")" "2:1:0"
+    check "  ... refused for the class it needs" grep -q "not a PyTorch memory snapshot: it needs the class .*system" "$tmp/e"
+    check "  ... and nothing was run (no MARKER)" test ! -e "$tmp/MARKER"
+done
 
 # ------------------------------------------------------------ build/workload --conf
 wl="$build/workload --layers 3 --in 64 --width 64 --out 8 --batch 16 --steps 2"

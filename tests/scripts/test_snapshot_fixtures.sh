@@ -9,7 +9,11 @@
 #   - every other row, replayed with --conf (and --limit): the same outcome
 #     (fits, or runs out of memory) and both peaks within 2% (for a run that
 #     ran out: the peaks up to its first refused request, as memory_stats()
-#     gives them after catching the OutOfMemoryError).
+#     gives them after catching the OutOfMemoryError);
+#   - every row: num_alloc_retries and num_ooms exactly PyTorch's, as
+#     replay --summary gives them (alloc_retries, ooms: up to and including
+#     the first refused request, where PyTorch's process stopped), and equal
+#     to the CSV's counters on that request's row (or the last row).
 # First the check itself is tested on a synthetic fixture whose figures are
 # known by construction (tests/whatif/make_snapshot.py --fixture), and on a
 # copy with wrong figures, which it must reject.
@@ -29,10 +33,10 @@ fixtures=$root/tests/fixtures/snapshots
 verify() {
     local dir=$1 name=$2 trace=$tmp/$2.trace bad=0
     gzip -dc "$dir/$name.pickle.gz" > "$tmp/$name.pickle" || { echo "MISMATCH $name: cannot gunzip"; return 2; }
-    "$root/scripts/snapshot2trace" "$tmp/$name.pickle" > "$trace" 2> "$tmp/$name.convert.err" \
+    "$root/scripts/snapshot2trace" --replay "$replay" "$tmp/$name.pickle" > "$trace" 2> "$tmp/$name.convert.err" \
         || { echo "MISMATCH $name: snapshot2trace: $(head -c 200 "$tmp/$name.convert.err")"; return 2; }
     # '|' not tab: read would merge the empty fields (default conf, no limit).
-    while IFS='|' read -r setting conf limit outcome pa pr _retries _ooms; do
+    while IFS='|' read -r setting conf limit outcome pa pr retries ooms; do
         local args=()
         # The default row replays under the trace's own settings (exact mode).
         [ "$setting" = default ] || args+=(--conf "$conf")
@@ -43,23 +47,37 @@ verify() {
         # replay of a real snapshot under ASan.
         local got checks=0
         [ "$setting" = default ] && checks=1
+        # The CSV: outcome, the peaks and the retry and OOM counters up to
+        # the first refused request (or the end), as PyTorch read them.
         got=$(MEMCLAIMS_MODEL_CHECKS=$checks "$replay" "${args[@]}" "$trace" 2> "$tmp/$name.replay.err" | awk -F, '
-            NR > 1 && $5 == "oom" { print "oom", $8, $9; found = 1; exit }
-            NR > 1 { a = $8; r = $9 }
-            END { if (!found) print "fits", a, r }')
+            NR > 1 && $5 == "oom" { print "oom", $8, $9, $15, $16; found = 1; exit }
+            NR > 1 { a = $8; r = $9; t = $15; o = $16 }
+            END { if (!found) print "fits", a, r, t, o }')
         if [ "${PIPESTATUS[0]:-0}" != 0 ] && [ -z "$got" ]; then
             echo "MISMATCH $name $setting: replay failed: $(head -c 200 "$tmp/$name.replay.err")"; bad=$((bad + 1)); continue
         fi
+        # The summary's alloc_retries and ooms (the figures compared).
+        local sum
+        sum=$(MEMCLAIMS_MODEL_CHECKS=0 "$replay" --summary "${args[@]}" "$trace" 2> "$tmp/$name.replay.err" |
+              python3 -c 'import json, sys; d = json.load(sys.stdin); print(d["alloc_retries"], d["ooms"])' 2>&1)
+        if [ $? != 0 ] || [ "$(wc -w <<< "$sum")" != 2 ]; then
+            echo "MISMATCH $name $setting: replay --summary failed: $(head -c 200 "$tmp/$name.replay.err") ${sum:0:200}"
+            bad=$((bad + 1)); continue
+        fi
         local verdict
-        verdict=$(awk -v got="$got" -v outcome="$outcome" -v pa="$pa" -v pr="$pr" -v exact=$([ "$setting" = default ] && echo 1 || echo 0) '
+        verdict=$(awk -v got="$got" -v sum="$sum" -v outcome="$outcome" -v pa="$pa" -v pr="$pr" -v retries="$retries" \
+                      -v ooms="$ooms" -v exact="$([ "$setting" = default ] && echo 1 || echo 0)" '
             function off(g, w) { return (w == 0 ? (g == 0 ? 0 : 1) : (g > w ? g - w : w - g) / w) }
-            BEGIN { split(got, g, " ")
+            BEGIN { split(got, g, " "); split(sum, s, " ")
                     ok = (g[1] == outcome)
                     if (exact) ok = ok && g[2] == pa && g[3] == pr
                     else ok = ok && off(g[2], pa) <= 0.02 && off(g[3], pr) <= 0.02
-                    printf "%s outcome %s (PyTorch %s), peak allocated %s (PyTorch %s, %+.2f%%), peak reserved %s (PyTorch %s, %+.2f%%)\n",
-                        (ok ? "ok" : "MISMATCH"), g[1], outcome, g[2], pa, 100 * (g[2] - pa) / (pa ? pa : 1),
-                        g[3], pr, 100 * (g[3] - pr) / (pr ? pr : 1) }')
+                    ok = ok && s[1] == retries && s[2] == ooms
+                    same = (s[1] == g[4] && s[2] == g[5])
+                    printf "%s outcome %s (PyTorch %s), peak allocated %s (PyTorch %s, %+.2f%%), peak reserved %s (PyTorch %s, %+.2f%%), alloc retries %s (PyTorch %s), OOMs %s (PyTorch %s)%s\n",
+                        (ok && same ? "ok" : "MISMATCH"), g[1], outcome, g[2], pa, 100 * (g[2] - pa) / (pa ? pa : 1),
+                        g[3], pr, 100 * (g[3] - pr) / (pr ? pr : 1), s[1], retries, s[2], ooms,
+                        (same ? "" : sprintf("; the CSV says %s retries, %s OOMs there", g[4], g[5])) }')
         echo "${verdict%% *} $name $setting${conf:+ [$conf]}${limit:+ limit $limit}: ${verdict#* }"
         case $verdict in ok*) ;; *) bad=$((bad + 1)) ;; esac
     done < <(tail -n +2 "$dir/$name.expected.tsv" | tr '\t' '|')
@@ -93,6 +111,23 @@ awk -F'\t' -v OFS='\t' '$1 == "max_split_64MiB" { $6 = int($6 * 1.015) } { print
     "$syn/synthetic.expected.tsv" > "$tmp/e" && mv "$tmp/e" "$syn/synthetic.expected.tsv"
 verify "$syn" synthetic > "$tmp/syn.out"
 check_eq "a what-if peak 1.5% off is within the 2% allowed" "$?" 0
+# Retries and OOMs must be exact: the replay goes on past the first refused
+# request (the synthetic limit_oom is refused again in later iterations), but
+# PyTorch's process stopped there, with 1 retry and 1 OOM.
+python3 "$root/tests/whatif/make_snapshot.py" --events 4000 --max-live 60 --seed 5 --gzip --fixture \
+    "$syn/synthetic.pickle.gz" > /dev/null
+gzip -dc "$syn/synthetic.pickle.gz" > "$tmp/s.pickle"
+"$root/scripts/snapshot2trace" --replay "$replay" "$tmp/s.pickle" > "$tmp/s.trace"
+MEMCLAIMS_MODEL_CHECKS=0 "$replay" --summary --limit "$(awk -F'\t' '$1 == "limit_oom" { print $3 }' "$syn/synthetic.expected.tsv")" \
+    "$tmp/s.trace" > "$tmp/s.json"
+check_eq "the synthetic limit_oom is refused more than once in the replay, the others counted after the first" \
+    "$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+print(d["refused"] > 1 and d["ooms"] == 1 and d["after_first_oom"]["ooms"] == d["refused"] - 1)' "$tmp/s.json")" True
+awk -F'\t' -v OFS='\t' '$1 == "limit_oom" { $7 += 1 } $1 == "limit_fits" { $8 = 1 } { print }' \
+    "$syn/synthetic.expected.tsv" > "$tmp/e" && mv "$tmp/e" "$syn/synthetic.expected.tsv"
+verify "$syn" synthetic > "$tmp/syn.out"
+check_eq "a retry count one off and an OOM count where there was none are rejected" "$?" 2
+check "  ... saying so" grep -q '^MISMATCH synthetic limit_oom .*alloc retries 1 (PyTorch 2), OOMs 1 (PyTorch 1)$' "$tmp/syn.out"
 
 # ---------------------------------------------------------- PyTorch's runs
 n=0
@@ -104,7 +139,7 @@ for f in "$fixtures"/*.pickle.gz; do
     verify "$fixtures" "$name" > "$tmp/$name.out"
     rc=$?
     sed 's/^/    /' "$tmp/$name.out"
-    check_eq "$name: the model equals PyTorch (default exact, what-if within 2%, same outcome)" "$rc" 0
+    check_eq "$name: the model equals PyTorch (default exact, what-if within 2%, same outcome, retries and OOMs exact)" "$rc" 0
 done
 [ "$n" -gt 0 ] || echo "SKIP: no PyTorch snapshot fixtures yet in tests/fixtures/snapshots (record them on a GPU: tests/torch/make_snapshots.py)"
 

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# make whatif (scripts/whatif) without a GPU: on a synthetic snapshot whose
-# peak is known (tests/whatif/make_snapshot.py) the whole sweep runs, the
-# smallest card that fits is the one the peak and the context imply, the
-# first refused request is the one the generator implies, WHATIF.md, the CSV
-# and the charts are written into a new folder atomically, and bad input
-# exits 2 with one line and writes nothing.
+# make whatif (build/whatif, tools/whatif.c) without a GPU: on a synthetic
+# snapshot whose peak is known (tests/whatif/make_snapshot.py) the whole sweep
+# runs, the smallest card that fits is the one the peak and the context
+# imply, the first refused request is the one the generator implies, every
+# figure of whatif.csv and the timeline are build/replay's for the same
+# setting and card, the threads change nothing, WHATIF.md, the CSV and the
+# charts are written into a new folder atomically (also when interrupted),
+# scripts/whatif still runs it, and bad input exits 2 with one line and
+# writes nothing.
 #   tests/scripts/test_whatif.sh BUILD_DIR
 set -u
-# The script is under test here; the model's invariants on such traces are
+# The program is under test here; the model's invariants on such traces are
 # checked under every setting by test_snapshot2trace.sh.
 export MEMCLAIMS_MODEL_CHECKS=0
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,7 +19,7 @@ root=$(cd "$here/../.." && pwd)
 build=${1:-build/san}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-whatif=$root/scripts/whatif
+whatif=$build/whatif
 GiB=1073741824
 MiB=1048576
 cards="8 12 16 24 32 40 48 80 96 141"
@@ -40,8 +43,7 @@ col() { awk -F, -v s="$2" -v c="$3" -v k="$4" '$1 == s && $(NF - 13) == c { prin
 # ------------------------------------------------------------ a given context
 res=$tmp/results
 ctx=$((3 * GiB + 600 * MiB))     # puts the answer at 16 GiB: 12 GiB - ctx < peak <= 16 GiB - ctx
-"$whatif" --build "$build" --results "$res" --context "$ctx" "$tmp/train run.pickle.gz" \
-    > "$tmp/out" 2> "$tmp/err"
+"$whatif" --results "$res" --context "$ctx" "$tmp/train run.pickle.gz" > "$tmp/out" 2> "$tmp/err"
 check_eq "whatif exits 0 on a synthetic snapshot" "$?" 0
 run=$(ls -d "$res"/whatif-*-train_run 2>/dev/null | head -1)
 check "whatif writes results/whatif-<time>-<name>/" test -d "$run"
@@ -92,6 +94,93 @@ else
     echo "SKIP: gnuplot not installed: charts not drawn (make deps)"
 fi
 
+# ------------------------------------------------------------ the same as build/replay
+# Each row of whatif.csv is what build/replay --summary gives for that
+# setting and card (--conf always: it replaces the trace's settings; the
+# garbage-collection setting also with the card's room as --limit).
+trace=$tmp/run.trace
+gzip -dc "$tmp/train run.pickle.gz" > "$tmp/run.pickle" && "$root/scripts/snapshot2trace" "$tmp/run.pickle" > "$trace"
+# as_replay SETTING CARD: the row's figures, and build/replay's, as two lines
+as_replay() {
+    local row conf cap limit
+    row=$(awk -F, -v s="$1" -v c="$2" '$1 == s && $(NF - 13) == c' "$run/whatif.csv")
+    [ -n "$row" ] || { printf 'no row for %s on %s\n\n' "$1" "$2"; return; }
+    conf=$(sed 's/^[^,]*,"\(.*\)",[^"]*$/\1/' <<<"$row")
+    cap=$(awk -F, '{ print $(NF - 12) }' <<<"$row")
+    limit=$(awk -F, '{ print $(NF - 11) }' <<<"$row")
+    awk -F, '{ for (i = NF - 9; i <= NF; i++) printf "%s%s", $i, (i < NF ? "," : "\n") }' <<<"$row"
+    "$build/replay" --summary --conf "$conf" --capacity "$cap" ${limit:+--limit "$limit"} "$trace" | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+keys = "steps peak_allocated peak_reserved alloc_retries ooms first_oom_step first_oom_bytes segments_peak largest_free_at_peak_reserved free_at_peak_reserved"
+print(",".join("" if s[k] is None else str(s[k]) for k in keys.split()))'
+}
+for pair in "default none" "default $fail" "default $want" "expandable_segments $fail" \
+            "roundup_power2_list none" "gc_0.6_limit $fail" "gc_0.6_limit $want"; do
+    got=$(as_replay $pair)
+    check_eq "whatif.csv's figures for $pair are build/replay --summary's" "$(sed -n 1p <<<"$got")" "$(sed -n 2p <<<"$got")"
+done
+check "the garbage-collection rows have a limit (the card's room)" \
+    awk -F, -v w="$want" '$1 == "gc_0.6_limit" && $(NF - 13) == w && $(NF - 11) == $(NF - 12) { f = 1 } END { exit !f }' "$run/whatif.csv"
+# The timeline: build/replay's CSV with no card, each point the largest
+# allocated and reserved of its stretch of steps (about 2000 stretches).
+"$build/replay" --capacity 1099511627776 --conf "" "$trace" | awk -F, -v n="$(col "$run/whatif.csv" default none 7)" '
+    NR == 1 { print "step,allocated,reserved"; k = int((n + 1999) / 2000); if (k < 1) k = 1; next }
+    { if ($6 + 0 > a) a = $6 + 0; if ($7 + 0 > r) r = $7 + 0; c++
+      if (c == k) { printf "%s,%.0f,%.0f\n", $1, a, r; a = 0; r = 0; c = 0 }; last = $1 }
+    END { if (c > 0) printf "%s,%.0f,%.0f\n", last, a, r }' > "$tmp/timeline.csv"
+check "timeline_default.csv is build/replay's CSV cut to stretches" cmp "$tmp/timeline.csv" "$run/timeline_default.csv"
+
+# ------------------------------------------------------------ threads change nothing
+# One thread and four: the same files, byte for byte (WHATIF.md's run time aside).
+for j in 1 4; do
+    "$whatif" --results "$tmp/jobs$j" --context "$ctx" --cards 8,12,16 --jobs "$j" "$tmp/train run.pickle.gz" \
+        > /dev/null 2> "$tmp/err.jobs$j"
+    check_eq "whatif --jobs $j exits 0" "$?" 0
+done
+check "--jobs 4 says so" grep -q "^whatif: 32 replays (8 settings, each with no card and on 3 cards), 4 at a time$" "$tmp/err.jobs4"
+same=0
+for f in whatif.csv answer.csv failed.csv timeline_default.csv WHATIF.md; do
+    cmp -s <(sed 's/replays in [0-9.]* s\.$//' "$tmp/jobs1/whatif-latest/$f") \
+           <(sed 's/replays in [0-9.]* s\.$//' "$tmp/jobs4/whatif-latest/$f") && same=$((same + 1))
+done
+check_eq "--jobs 1 and --jobs 4 write the same five files" "$same" 5
+
+# ------------------------------------------------------------ no gnuplot, scripts/whatif
+GNUPLOT=$tmp/no-such-gnuplot "$root/scripts/whatif" --build "$build" --results "$tmp/wrapped" --context "$ctx" \
+    --cards 16 "$tmp/train run.pickle.gz" > "$tmp/out" 2> "$tmp/err"
+check_eq "scripts/whatif --build runs BUILD/whatif" "$?" 0
+check "it prints where the answer is" grep -q "^whatif: $tmp/wrapped/whatif-.*-train_run/WHATIF.md (results/whatif-latest)$" "$tmp/out"
+check "without gnuplot it says the charts are skipped" grep -q "^whatif: gnuplot not found: charts skipped" "$tmp/err"
+check_eq "and WHATIF.md links no chart" "$(grep -c '!\[' "$tmp/wrapped/whatif-latest/WHATIF.md")" 0
+check_eq "and draws none" "$(ls "$tmp/wrapped/whatif-latest" | grep -c png)" 0
+check "bad input through scripts/whatif: exit 2" bash -c "'$root/scripts/whatif' --build '$build' --cards x > /dev/null 2>&1; test \$? = 2"
+check "a missing build: exit 2" bash -c "'$root/scripts/whatif' --build '$tmp/nowhere' x > /dev/null 2>&1; test \$? = 2"
+
+# ------------------------------------------------------------ interrupted
+# A gnuplot that waits: SIGTERM while it runs ends the run with 130, and
+# neither the folder nor its temporary one is left.
+printf '#!/bin/sh\ntouch "%s/plotting"\nexec sleep 60\n' "$tmp" > "$tmp/slowplot" && chmod +x "$tmp/slowplot"
+mkdir -p "$tmp/stopped"
+GNUPLOT=$tmp/slowplot "$whatif" --results "$tmp/stopped" --context "$ctx" --cards 16 "$tmp/train run.pickle.gz" \
+    > /dev/null 2> "$tmp/err.stop" &
+pid=$!
+for _ in $(seq 600); do [ -e "$tmp/plotting" ] && break; sleep 0.1; done
+kill -TERM "$pid"
+wait "$pid"
+check_eq "SIGTERM during the charts: exit 130" "$?" 130
+check_eq "it says nothing was written" "$(tail -1 "$tmp/err.stop")" "whatif: interrupted; nothing written"
+check_eq "and nothing was" "$(ls -A "$tmp/stopped")" ""
+
+# ------------------------------------------------------------ leaks
+# make test runs this suite without LeakSanitizer's exit scan; one run with it.
+ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=1:exitcode=23 "$whatif" --results "$tmp/leaks" --context "$ctx" \
+    --cards 16 "$tmp/train run.pickle.gz" > /dev/null 2> "$tmp/err.leaks"
+check_eq "a whole run leaks nothing (LeakSanitizer)" "$?" 0
+ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=1:exitcode=23 "$whatif" --results "$tmp/leaks" --context 1G \
+    "$tmp/nonexistent.pickle" > /dev/null 2>&1
+check_eq "bad input leaks nothing either (exit 2)" "$?" 2
+
 # ------------------------------------------------------------ context from a run
 # No --context: the latest run's C11 figure (here a fake results/latest).
 mkdir -p "$res/20260101T000000Z-fake/"
@@ -101,7 +190,7 @@ ln -sfn 20260101T000000Z-fake "$res/latest"
     > "$res/20260101T000000Z-fake/context_cost.csv"
 before=$(cd "$run" && find . -type f -exec md5sum {} + | sort | md5sum)
 # Three cards around the answer are enough here (the whole sweep ran above).
-"$whatif" --build "$build" --results "$res" --cards 16,24,32 "$tmp/train run.pickle.gz" > /dev/null 2> "$tmp/err"
+"$whatif" --results "$res" --cards 16,24,32 "$tmp/train run.pickle.gz" > /dev/null 2> "$tmp/err"
 check_eq "whatif exits 0 with the context of the latest run" "$?" 0
 check "it says the context came from results/latest" grep -q "context: 5120 MiB.*latest/context_cost.csv" "$tmp/err"
 run2=$(readlink -f "$res/whatif-latest")
@@ -112,7 +201,7 @@ check_eq "the smallest card follows that context" \
 
 # No --context, no latest run: the committed H100 reference's figure.
 rm "$res/latest"
-"$whatif" --build "$build" --results "$res" --cards 16,24 "$tmp/train run.pickle.gz" > /dev/null 2> "$tmp/err"
+"$whatif" --results "$res" --cards 16,24 "$tmp/train run.pickle.gz" > /dev/null 2> "$tmp/err"
 check_eq "whatif exits 0 with the reference's context" "$?" 0
 check "it says the context came from the H100 reference" \
     grep -q "context: [0-9]* MiB ([0-9]* bytes), C11's measured CUDA context (results/reference-h100/context_cost.csv)" "$tmp/err"
@@ -121,7 +210,7 @@ check "it says the context came from the H100 reference" \
 bad() { # WHAT ARGS...: exit 2, one line on stderr, nothing new in the results folder
     local what=$1; shift
     local listing; listing=$(ls -A "$res")
-    "$whatif" --build "$build" --results "$res" "$@" > "$tmp/out" 2> "$tmp/err"
+    "$whatif" --results "$res" "$@" > "$tmp/out" 2> "$tmp/err"
     local rc=$?
     check_eq "$what: exit 2" "$rc" 2
     check_eq "$what: one line on stderr" "$(wc -l < "$tmp/err")" 1

@@ -99,7 +99,8 @@ def s1():
     snap = {"segments": segs, "device_traces": [hist],
             "allocator_settings": {"PYTORCH_CUDA_ALLOC_CONF": ""}}
     expected = {"steps": 12, "peak_allocated": 12001792, "peak_reserved": 44040192,
-                "alloc_retries": 1, "ooms": 1, "first_oom_step": 7, "first_oom_bytes": 100 << 30,
+                "alloc_retries": 1, "ooms": 1, "after_first_oom": {"alloc_retries": 0, "ooms": 0},
+                "first_oom_step": 7, "first_oom_bytes": 100 << 30,
                 "segments_peak": 3, "largest_free_at_peak_reserved": 16971264,
                 "free_at_peak_reserved": 32038400, "expected_ooms": 1, "expected_ooms_granted": 0,
                 "unexpected_ooms": 0, "addr_mismatches": 0}

@@ -9,7 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${1:-$root/build}
 events=${2:-1000000}
-[ -x "$build/replay" ] || { echo "bench_whatif: $build/replay is missing: run make first" >&2; exit 2; }
+[ -x "$build/whatif" ] || { echo "bench_whatif: $build/whatif is missing: run make first" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 python3 "$here/make_snapshot.py" --events "$events" --max-live 600 --gzip "$tmp/bench.pickle.gz" > /dev/null || exit 1

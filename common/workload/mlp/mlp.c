@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "mlp_internal.h"
+#include "trace/trace.h"
 #include "workload/core/linear_stack.h"
 
 #define MAX_ACCUM 1024
@@ -135,10 +136,9 @@ mc_workload *mc_workload_create(const mc_workload_config *c, bool on_gpu, FILE *
              mc_wl_precision_name(c->precision), c->accum, c->checkpoint ? " checkpoint" : "");
     if (c->checkpoint_segments)
         wl_trace(&w->ctx, "# checkpoint_sequential: %d segments", c->checkpoint_segments);
-    if (c->alloc.limit_bytes != CA_UNLIMITED)
-        wl_trace(&w->ctx, "set limit %" PRIu64, c->alloc.limit_bytes);
-    if (c->alloc.max_split_size != CA_UNLIMITED)
-        wl_trace(&w->ctx, "set max_split_size %" PRIu64, c->alloc.max_split_size);
+    char settings[512]; /* the allocator settings' set lines (trace/trace.h) */
+    if (ca_trace_format_settings(&c->alloc, settings, sizeof settings) > 0)
+        wl_trace(&w->ctx, "%s", settings);
     wl_trace(&w->ctx, "# set-up: parameters, optimizer%s",
              c->precision == MC_WL_FP16 ? ", GradScaler" : "");
     if (wl_seq_params(w) != 0) {

@@ -95,6 +95,12 @@ const ca_allocator *mc_workload_allocator(const mc_workload *w);
 /* Bytes now live in each category (they sum to allocated_bytes.current). */
 void mc_workload_live_by_category(const mc_workload *w, uint64_t out[MC_WL_NCAT]);
 
+/* The workload behind core/wl_handle.h's handle, which owns it from then on
+ * (mc_wl_destroy destroys it); NULL for NULL, so a failed create passes
+ * through: mc_workload_handle(mc_workload_create(...)). */
+typedef struct mc_wl mc_wl;
+mc_wl *mc_workload_handle(mc_workload *w);
+
 /* Analytic figures: parameter count sum(in*out + out), and its fp32 bytes. */
 uint64_t mc_workload_param_count(const mc_workload_config *c);
 

@@ -98,21 +98,10 @@ mc_tfm_config mc_tfm_seed000_amp(int64_t batch, mc_wl_precision precision);
 #define MC_TFM_SEED000_AMP_SEQ 100
 #define MC_TFM_SEED000_AMP_BATCH 32
 
-/* An experiment's figures of one configuration (tfm_measure.c):
- * MC_TFM_STEADY_STEP steps (the last one's peak is the steady one: Adam's
- * state exists and block placement has settled, as in PyTorch), then on a
- * GPU warmup + repeats timed steps. */
+/* The first step whose peak is the steady one: Adam's state exists and
+ * block placement has settled (step 2's peak still differs by a block's
+ * placement, in PyTorch too). */
 #define MC_TFM_STEADY_STEP 3
-typedef struct {
-    bool oom;                        /* a step ran out of memory (figures unset) */
-    int skipped;                     /* steps GradScaler skipped (an inf or NaN gradient) */
-    uint64_t peak, peak_act;         /* bytes: peak allocated, activations at it, step 3 */
-    double loss[MC_TFM_STEADY_STEP]; /* the first steps' losses (NAN without a GPU) */
-    mc_stats time;                   /* step time, s (NAN without a GPU) */
-} mc_tfm_figures;
-/* 0, or -1 with err as mc_tfm_create's when the model cannot be made. */
-int mc_tfm_measure(const mc_tfm_config *c, bool on_gpu, int warmup, int repeats, mc_tfm_figures *f,
-                   char *err, size_t len);
 
 /* What the GPU run needs beyond that: a head size its attention kernels
  * take. 0, or -1 with one line in err. */
@@ -132,6 +121,9 @@ void mc_tfm_destroy(mc_tfm *t);
 const ca_allocator *mc_tfm_allocator(const mc_tfm *t);
 /* Live bytes of each category now (they sum to memory_allocated). */
 void mc_tfm_live_by_category(const mc_tfm *t, uint64_t out[MC_WL_NCAT]);
+/* The model behind core/wl_handle.h's handle, as mc_workload_handle. */
+typedef struct mc_wl mc_wl;
+mc_wl *mc_tfm_handle(mc_tfm *t);
 
 #ifdef __cplusplus
 }

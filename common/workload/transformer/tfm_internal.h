@@ -11,6 +11,21 @@
  * in place on later micro-steps). Buffers are reference counted: a block is
  * freed when the last Python variable, saved tensor, cast cache or gradient
  * buffer that holds it lets go, which is when PyTorch frees it. */
+/* Which file calls which (A -> B: A calls functions of B; no file calls
+ * one above it, so there is no circle):
+ *
+ *   tfm_measure.c, tfm_verify_step.c -> tfm_seq.c (tfm.h: life cycle, step)
+ *   tfm_seq.c -> tfm_setup.c, tfm_opt.c, tfm_config.c, tfm_offload.c
+ *                (tfm_offload.h), tfm_attn.c, tfm_fused_ops.c, tfm_ops.c, tfm_tape.c
+ *   tfm_attn.c, tfm_fused_ops.c -> tfm_ops.c -> tfm_tape.c
+ *   tfm_offload.c -> tfm_tape.c
+ *   tfm_tape.c -> the kernels (tfm_kernels.h) only
+ *
+ * The tape calls back up through function pointers alone: each node's
+ * bwd_fn (set by the op that recorded it) and the saved-tensor hooks
+ * (tfm_saved_hooks, which tfm_seq.c installs: its checkpoint's recompute,
+ * tfm_offload.c's pack, unpack, drop and freed). This header declares
+ * nothing of tfm_seq.c or tfm_offload.c, so tfm_tape.c sees neither. */
 #ifndef MC_TRANSFORMER_INTERNAL_H
 #define MC_TRANSFORMER_INTERNAL_H
 
@@ -68,7 +83,8 @@ typedef struct tnode {
     int group;                 /* checkpointed layer (-1: none) */
     int orig_saved;            /* checkpointed: how many the first forward packed */
     bool ran, applied, released;
-    uint64_t host_bytes[MAX_SAVED]; /* --offload: the saved tensor's bytes kept on the host (0: on the device) */
+    bool packed[MAX_SAVED];    /* taken by the pack hook: saved[i] is NULL until its unpack */
+    uint64_t host_bytes[MAX_SAVED]; /* --offload's pack: bytes kept on the host (0: none) */
     int host_slot[MAX_SAVED];  /* ... its pinned buffer in T->pin (GPU only) */
 } tnode;
 
@@ -90,6 +106,31 @@ typedef struct {
     int live_nodes;            /* nodes not yet released (frame dies at 0) */
 } tgroup;
 
+/* Saved-tensor hooks: how the tape reaches what keeps a saved tensor
+ * somewhere else or makes it again, as torch.autograd.graph.
+ * saved_tensors_hooks(pack_hook, unpack_hook) and checkpoint's
+ * recompute-on-unpack do in PyTorch. tfm_seq.c installs them when it makes
+ * the model (--checkpoint: recompute, its own; --offload: tfm_offload.c's
+ * pack, unpack, drop and freed); NULL: none. The tape calls those files
+ * through this table only, so neither is below it and above it at once. */
+typedef struct {
+    /* A tensor is saved as slot i of nd (bytes from device address addr, in
+     * storage b): true when the hook keeps it, and the tape holds no
+     * reference (save_on_cpu's pack_hook). */
+    bool (*pack)(struct mc_tfm *T, struct tnode *nd, int i, const tb *b, uint64_t addr, uint64_t bytes);
+    /* Before nd's backward runs: every packed slot back in nd->saved and
+     * nd->sa (unpack_hook, at the start of apply). 0, or -1 on OOM. */
+    int (*unpack)(struct mc_tfm *T, struct tnode *nd);
+    /* Packed slot i of nd goes (release_variables, or the graph freed). */
+    void (*drop)(struct mc_tfm *T, struct tnode *nd, int i);
+    /* The graph is gone (tape_clear): a check that nothing packed outlives it. */
+    void (*freed)(struct mc_tfm *T);
+    /* Checkpoint: before the first node of group g runs in backward, the
+     * layer's forward again, its saved tensors put in the group's nodes
+     * (non-reentrant checkpoint's unpack_hook). 0, or -1 on OOM. */
+    int (*recompute)(struct mc_tfm *T, int g);
+} tfm_saved_hooks;
+
 struct mc_tfm {
     wl_ctx ctx;                /* allocator, tensors, accounting, trace (core/wl_ctx.c) */
     mc_tfm_config c;
@@ -110,6 +151,7 @@ struct mc_tfm {
     int cur_group;             /* forward: the checkpointed layer being built (-1) */
     bool recomputing, stopped; /* a checkpoint's recomputation; its early stop */
     int rec_target, rec_base;  /* the group being recomputed; its node offset */
+    tfm_saved_hooks hooks;     /* installed by tfm_seq.c at creation */
     int handle;                /* cuBLAS handle: 0 forward thread, 1 backward thread */
 
     tb *mask;                  /* the encoder's causal mask (set-up) */
@@ -139,7 +181,7 @@ typedef struct mc_tfm mc_tfm;
 /* The context core/wl_ctx.h's shorthands (A, AK, F) act on, in functions
  * with a `mc_tfm *T`. */
 #define WL_CTX (&T->ctx)
-/* Device address of a tensor: its storage's plus its offset, or a parameter's. */
+/* tfm_tape.c: the device address of a tensor: its storage's plus its offset, or a parameter's. */
 uint64_t tv_addr(const mc_tfm *T, tv x);
 #define TVP(T, x) ((void *)(uintptr_t)tv_addr((T), (x)))
 #define TBP(b) ((void *)(uintptr_t)((b)->t.addr))
@@ -167,19 +209,6 @@ int reduce_begin(mc_tfm *T, int64_t outputs, int64_t inputs, bool along_rows, in
 void reduce_end(mc_tfm *T);
 int bias_grad(mc_tfm *T, tb *out, tb *g, int64_t rows, int64_t n, int es); /* out = g summed over rows */
 void tfm_unwind(mc_tfm *T);
-
-/* tfm_offload.c: --offload, torch.autograd.graph.save_on_cpu(
- * pin_memory=True) for saved activations. tfm_offload_wants: whether a
- * saved buffer goes to the host; tfm_offload_pack keeps bytes from device
- * address addr on the host for saved slot i of nd; tfm_offload_unpack
- * brings every offloaded slot of nd back into new device blocks (0, or -1
- * on OOM); tfm_offload_drop lets slot i's host copy go; tfm_offload_free
- * frees the pinned pool (mc_tfm_destroy). */
-bool tfm_offload_wants(const mc_tfm *T, const tb *b);
-void tfm_offload_pack(mc_tfm *T, tnode *nd, int i, uint64_t addr, uint64_t bytes);
-int tfm_offload_unpack(mc_tfm *T, tnode *nd);
-void tfm_offload_drop(mc_tfm *T, tnode *nd, int i);
-void tfm_offload_free(mc_tfm *T);
 
 /* tfm_ops.c: forward ops. Each returns its output with one
  * reference (the Python variable), or TV_NONE after an OOM or a
@@ -223,8 +252,5 @@ enum { TFM_ENC_PER = 12, TFM_DEC_PER = 18 };
 void tfm_build_params(mc_tfm *T);
 int tfm_setup(mc_tfm *T);
 void tfm_init_params(mc_tfm *T);
-
-/* tfm_seq.c: the layers; a checkpointed layer's recomputation. */
-int tfm_recompute(mc_tfm *T, int group);
 
 #endif

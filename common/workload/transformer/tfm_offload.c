@@ -34,10 +34,11 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "tfm_internal.h"
+#include "tfm_offload.h"
 #include "workload/core/wl_gpu.h"
 
-bool tfm_offload_wants(const mc_tfm *T, const tb *b)
+/* Whether a saved buffer goes to the host. */
+static bool wants(const mc_tfm *T, const tb *b)
 {
     return T->c.offload && b && b->t.cat == MC_WL_ACTIVATIONS && !T->recomputing &&
            T->cur_group < 0;
@@ -65,8 +66,11 @@ static int pinned_get(mc_tfm *T, uint64_t bytes)
     return T->npin++;
 }
 
-void tfm_offload_pack(mc_tfm *T, tnode *nd, int i, uint64_t addr, uint64_t bytes)
+/* The pack hook: bytes from device address addr kept on the host for
+ * saved slot i of nd. */
+static bool pack(mc_tfm *T, tnode *nd, int i, const tb *b, uint64_t addr, uint64_t bytes)
 {
+    if (!wants(T, b)) return false;
     CHECK(bytes > 0, "transformer: offloading an empty tensor");
     nd->host_bytes[i] = bytes;
     nd->host_slot[i] = -1;
@@ -74,12 +78,15 @@ void tfm_offload_pack(mc_tfm *T, tnode *nd, int i, uint64_t addr, uint64_t bytes
     nd->sa[i] = 0;
     T->host_live += bytes;
     if (T->host_live > T->host_peak) T->host_peak = T->host_live;
-    if (!TG(T)) return;
+    if (!TG(T)) return true;
     nd->host_slot[i] = pinned_get(T, bytes);
     mc_gpu_to_pinned(TG(T), T->pin[nd->host_slot[i]].p, (const void *)(uintptr_t)addr, bytes);
+    return true;
 }
 
-int tfm_offload_unpack(mc_tfm *T, tnode *nd)
+/* The unpack hook: every offloaded slot of nd back in a new device block
+ * (0, or -1 on OOM). */
+static int unpack(mc_tfm *T, tnode *nd)
 {
     for (int i = 0; i < nd->nsaved; i++) {
         if (!nd->host_bytes[i] || nd->saved[i]) continue;
@@ -92,13 +99,30 @@ int tfm_offload_unpack(mc_tfm *T, tnode *nd)
     return 0;
 }
 
-void tfm_offload_drop(mc_tfm *T, tnode *nd, int i)
+/* Slot i's host copy goes: its pinned buffer free for the next pack. */
+static void drop(mc_tfm *T, tnode *nd, int i)
 {
     if (!nd->host_bytes[i]) return;
     T->host_live -= nd->host_bytes[i];
     nd->host_bytes[i] = 0;
     if (nd->host_slot[i] >= 0) T->pin[nd->host_slot[i]].used = false;
     nd->host_slot[i] = -1;
+}
+
+/* The graph is gone: every host copy must have been dropped with it. */
+static void freed(mc_tfm *T)
+{
+    CHECK(T->host_live == 0, "transformer: %llu bytes of offloaded activations outlive the graph",
+          (unsigned long long)T->host_live);
+    for (int i = 0; i < T->npin; i++) CHECK(!T->pin[i].used, "transformer: a pinned buffer outlives the graph");
+}
+
+void tfm_offload_hooks(tfm_saved_hooks *h)
+{
+    h->pack = pack;
+    h->unpack = unpack;
+    h->drop = drop;
+    h->freed = freed;
 }
 
 void tfm_offload_free(mc_tfm *T)

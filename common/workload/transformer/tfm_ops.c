@@ -40,16 +40,6 @@ tv param_tv(mc_tfm *T, int i)
     return (tv){NULL, T->p[i].n, 4, -2 - i, 0, true, 0};
 }
 
-uint64_t tv_addr(const mc_tfm *T, tv x)
-{
-    if (x.b) return x.b->t.addr + (uint64_t)x.off;
-    if (x.node <= -2) return T->p[-2 - x.node].p.addr + (uint64_t)x.off;
-    CHECK(x.node >= 0, "transformer: the address of a tensor that has none");
-    return T->p[T->tape[x.node].a[2]].p.addr + (uint64_t)x.off; /* a split parameter's part */
-}
-
-int tfm_dt(const mc_tfm *T, int es) { return es == 4 ? MC_DT_F32 : T->dt; }
-
 /* ------------------------------------------------------------ casts */
 
 /* ToCopyBackward0 (a: n, the input's element size, the category): the

@@ -39,9 +39,11 @@
 #include <string.h>
 
 #include "alloc/alloc_cuda.h"
+#include "trace/trace.h"
 #include "check.h"
 #include "tfm_internal.h"
 #include "tfm_host_ref.h"
+#include "tfm_offload.h"
 #include "tfm_kernels.h"
 
 /* ------------------------------------------------------------ layers */
@@ -185,7 +187,10 @@ static void layer(mc_tfm *T, int l, tv *x, tv mem)
     *x = y;
 }
 
-int tfm_recompute(mc_tfm *T, int g)
+/* Checkpoint's recompute hook (tfm_saved_hooks): layer g's forward again
+ * on the backward thread, its saved tensors moved into the first
+ * forward's nodes, the recomputation's own graph dropped. */
+static int recompute(mc_tfm *T, int g)
 {
     tgroup *G = &T->grp[g];
     const int handle = T->handle;
@@ -357,6 +362,8 @@ mc_tfm *mc_tfm_create_with(const mc_tfm_config *c, bool on_gpu, FILE *trace, mc_
                      (c->arch == MC_TFM_TRANSFORMER ? TFM_DEC_DROPOUTS * c->dec_layers : 0));
     T->data = data;
     T->cur_group = -1;
+    if (c->checkpoint) T->hooks.recompute = recompute;
+    if (c->offload) tfm_offload_hooks(&T->hooks);
     wl_optim_init(&T->opt, c->optimizer, c->lr, c->precision == MC_WL_FP16);
     wl_ctx *w = &T->ctx;
     wl_ctx_open(w, &c->alloc, on_gpu, c->host_capacity, c->accum, trace, c->trace_steps);
@@ -373,9 +380,8 @@ mc_tfm *mc_tfm_create_with(const mc_tfm_config *c, bool on_gpu, FILE *trace, mc_
              c->causal ? " causal" : "", (long long)c->seq, (long long)c->batch,
              mc_wl_optimizer_name(c->optimizer), mc_wl_precision_name(c->precision), c->accum,
              c->checkpoint ? " checkpoint" : "", c->fused ? " fused" : "", c->offload ? " offload" : "");
-    if (c->alloc.limit_bytes != CA_UNLIMITED) wl_trace(w, "set limit %" PRIu64, c->alloc.limit_bytes);
-    if (c->alloc.max_split_size != CA_UNLIMITED)
-        wl_trace(w, "set max_split_size %" PRIu64, c->alloc.max_split_size);
+    char settings[512]; /* the allocator settings' set lines (trace/trace.h) */
+    if (ca_trace_format_settings(&c->alloc, settings, sizeof settings) > 0) wl_trace(w, "%s", settings);
     wl_trace(w, "# set-up: parameters, optimizer%s", c->precision == MC_WL_FP16 ? ", GradScaler" : "");
     if (tfm_setup(T) != 0) {
         w->setup_status = MC_WL_OOM;

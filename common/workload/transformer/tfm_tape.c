@@ -1,7 +1,9 @@
 /* tfm_tape.c: reference-counted buffers, the autograd tape and its
- * backward run, non-reentrant checkpointing, workspaces and reduction
- * scratch for the Transformer workload (tfm_internal.h says how it
- * follows PyTorch's engine). */
+ * backward run, non-reentrant checkpointing's holders, workspaces and
+ * reduction scratch for the Transformer workload (tfm_internal.h says how
+ * it follows PyTorch's engine). What keeps a saved tensor elsewhere or
+ * makes it again (offload, checkpoint's recomputation) it reaches through
+ * the saved-tensor hooks (tfm_saved_hooks) only. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +66,16 @@ tv tv_view(tv x)
     tb_ref(x.b);
     return x;
 }
+
+uint64_t tv_addr(const mc_tfm *T, tv x)
+{
+    if (x.b) return x.b->t.addr + (uint64_t)x.off;
+    if (x.node <= -2) return T->p[-2 - x.node].p.addr + (uint64_t)x.off;
+    CHECK(x.node >= 0, "transformer: the address of a tensor that has none");
+    return T->p[T->tape[x.node].a[2]].p.addr + (uint64_t)x.off; /* a split parameter's part */
+}
+
+int tfm_dt(const mc_tfm *T, int es) { return es == 4 ? MC_DT_F32 : T->dt; }
 
 /* After an OOM: every buffer goes, as the caught error drops the frames and
  * the graph; the tape is cleared. */
@@ -184,8 +196,8 @@ void tape_edge_view(mc_tfm *T, int node, int k)
 /* A tensor saved for backward (bytes of it from device address addr).
  * Inside a checkpointed layer's first forward only a holder is kept
  * (counted, no reference); the recomputation keeps the real one, and stops
- * once the last one the layer saved is saved again. With --offload a saved
- * activation is kept on the host instead (tfm_offload.c). */
+ * once the last one the layer saved is saved again. A pack hook may keep it
+ * instead (--offload: on the host). */
 static void save(mc_tfm *T, int node, tb *b, uint64_t addr, uint64_t bytes)
 {
     tnode *nd = &T->tape[node];
@@ -195,8 +207,8 @@ static void save(mc_tfm *T, int node, tb *b, uint64_t addr, uint64_t bytes)
         nd->orig_saved = nd->nsaved;
         return;
     }
-    if (tfm_offload_wants(T, b)) {
-        tfm_offload_pack(T, nd, nd->nsaved++, addr, bytes);
+    if (T->hooks.pack && T->hooks.pack(T, nd, nd->nsaved, b, addr, bytes)) {
+        nd->packed[nd->nsaved++] = true;
         return;
     }
     tb_ref(b);
@@ -229,6 +241,14 @@ static void release_group_inputs(mc_tfm *T, tgroup *g)
     tv_drop(T, &g->mem);
 }
 
+/* A packed slot's copy goes, once (the pack hook's own). */
+static void drop_packed(mc_tfm *T, tnode *nd, int i)
+{
+    if (!nd->packed[i]) return;
+    nd->packed[i] = false;
+    T->hooks.drop(T, nd, i);
+}
+
 static void release_saved(mc_tfm *T, tnode *nd)
 {
     if (nd->released) return;
@@ -237,21 +257,21 @@ static void release_saved(mc_tfm *T, tnode *nd)
     for (int i = 0; i < nd->nsaved; i++) {
         tb_unref(T, nd->saved[i]);
         nd->saved[i] = NULL;
-        tfm_offload_drop(T, nd, i); /* release_variables: the host copy goes */
+        drop_packed(T, nd, i); /* release_variables: the packed copy goes */
     }
     held = nd->group >= 0 && nd->orig_saved > 0;
     if (held && --T->grp[nd->group].live_nodes == 0) release_group_inputs(T, &T->grp[nd->group]);
 }
 
-/* apply() returns: unpacked recomputed tensors, or tensors unpacked from
- * the host (its locals, their last owners), go, then the incoming
+/* apply() returns: unpacked recomputed tensors, or tensors an unpack hook
+ * made (its locals, their last owners), go, then the incoming
  * gradients. */
 void tape_apply_return(mc_tfm *T, tnode *nd)
 {
     if (nd->applied) return;
     nd->applied = true;
     for (int i = 0; i < nd->nsaved; i++)
-        if (nd->group >= 0 || nd->host_bytes[i]) {
+        if (nd->group >= 0 || nd->packed[i]) {
             tb_unref(T, nd->saved[i]);
             nd->saved[i] = NULL;
         }
@@ -342,10 +362,12 @@ static int run_backward(mc_tfm *T, int root, tb *grad)
     for (int i = T->nt - 1; i >= 0; i--) {
         tnode *nd = &T->tape[i];
         if (!nd->gin[0] && !nd->gin[1] && !nd->gin[2]) continue;
-        if (nd->group >= 0 && !T->grp[nd->group].recomputed && tfm_recompute(T, nd->group))
-            return -1;
+        if (nd->group >= 0 && !T->grp[nd->group].recomputed) {
+            CHECK(T->hooks.recompute != NULL, "transformer: a checkpointed layer without its recompute hook");
+            if (T->hooks.recompute(T, nd->group)) return -1;
+        }
         nd = &T->tape[i]; /* the recomputation may have moved the tape */
-        if (tfm_offload_unpack(T, nd)) return -1; /* apply's unpack, before its work */
+        if (T->hooks.unpack && T->hooks.unpack(T, nd)) return -1; /* apply's unpack, before its work */
         tb *out[MAX_NEXT] = {NULL, NULL, NULL, NULL};
         if (nd->bwd(T, nd, out)) return -1;
         tape_apply_return(T, nd);
@@ -372,13 +394,11 @@ void tape_clear(mc_tfm *T)
         for (int s = 0; s < 3; s++) tb_unref(T, nd->gin[s]);
         for (int s = 0; s < nd->nsaved; s++) {
             tb_unref(T, nd->saved[s]);
-            tfm_offload_drop(T, nd, s);
+            drop_packed(T, nd, s);
         }
     }
     T->nt = 0;
-    CHECK(T->host_live == 0, "transformer: %llu bytes of offloaded activations outlive the graph",
-          (unsigned long long)T->host_live);
-    for (int i = 0; i < T->npin; i++) CHECK(!T->pin[i].used, "transformer: a pinned buffer outlives the graph");
+    if (T->hooks.freed) T->hooks.freed(T);
     for (int g = 0; g < T->ngrp; g++) release_group_inputs(T, &T->grp[g]);
     T->ngrp = 0;
 }

@@ -1,8 +1,9 @@
 /* tfm_verify_util.h: what the GPU checks of the Transformer kernels
- * (tfm_verify.cu, tfm_verify_attn.cu) share: device buffers, uploads that
- * round the host's values to the dtype first (so the reference sees the
- * same inputs), downloads, the error measure and the per-dtype tolerance,
- * and the one-line report. CUDA C++ (host side) only. */
+ * (tfm_verify.cu, tfm_verify_attn.cu) share, in tfm_verify_util.cu:
+ * device buffers, uploads that round the host's values to the dtype first
+ * (so the reference sees the same inputs), downloads, the error measure and
+ * the per-dtype tolerance, and the one-line report. CUDA C++ (host side)
+ * only. */
 #ifndef MC_TFM_VERIFY_UTIL_H
 #define MC_TFM_VERIFY_UTIL_H
 

@@ -1,0 +1,205 @@
+/* report_write.c: REPORT.md from a run read by run_read.h (report_write.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "report_write.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* gpu_memory_bytes is in bytes; the report gives GiB. */
+#define BYTES_PER_GIB 1073741824.0
+
+static const char *meta(const mc_run_data *run, const char *key)
+{
+    const char *v = mc_run_meta(run, key);
+    return v ? v : "";
+}
+
+static const char *verdict_of(const mc_run_experiment *e)
+{
+    const mc_result_row *v = mc_run_verdict(e);
+    return v ? v->text[MC_COL_STATUS] : NULL;
+}
+
+/* What this run shows for e: its verdict row's note. */
+static const char *shows_of(const mc_run_experiment *e)
+{
+    const mc_result_row *v = mc_run_verdict(e);
+    return v ? v->text[MC_COL_NOTE] : NULL;
+}
+
+static bool is_waived(const mc_run_experiment *e)
+{
+    const char *v = verdict_of(e);
+    return v && !strcmp(v, "waived");
+}
+
+/* A verdict computed on the allocator model (--model-only), not on a GPU. */
+static bool is_model_only(const mc_run_experiment *e)
+{
+    const char *v = verdict_of(e);
+    return v && strcmp(v, "waived") && e->has_run && !strcmp(e->mode, "model-only");
+}
+
+/* What a GPU run would measure here: waived, or left no verdict. */
+static bool needs_gpu(const mc_run_experiment *e)
+{
+    return !is_model_only(e) && (!verdict_of(e) || is_waived(e));
+}
+
+/* A table cell: '|' would end it, so it is escaped. */
+static void put_cell(FILE *fp, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '|') fputc('\\', fp);
+        fputc(*s, fp);
+    }
+}
+
+/* The verdict, or what happened to an experiment that left none. */
+static void put_outcome(FILE *fp, const mc_run_experiment *e)
+{
+    const char *v = verdict_of(e);
+    if (is_model_only(e))
+        fprintf(fp, "%s (computed by the allocator model, no GPU)", v);
+    else if (v)
+        fputs(v, fp);
+    else if (!e->has_run)
+        fputs("not run", fp);
+    else if (!strcmp(e->state, "interrupted"))
+        fputs("interrupted", fp);
+    else
+        fprintf(fp, "%s (exit %d)", e->state, e->exit_code);
+}
+
+/* The claims of the experiments that pass keep, joined by ", ". */
+static void put_claims(FILE *fp, const mc_run_data *run, bool (*keep)(const mc_run_experiment *))
+{
+    const char *sep = "";
+    for (size_t i = 0; i < run->nexp; i++) {
+        if (!keep(&run->exp[i])) continue;
+        fprintf(fp, "%s%s", sep, run->exp[i].claim);
+        sep = ", ";
+    }
+}
+
+static size_t count(const mc_run_data *run, bool (*keep)(const mc_run_experiment *))
+{
+    size_t n = 0;
+    for (size_t i = 0; i < run->nexp; i++) n += keep(&run->exp[i]);
+    return n;
+}
+
+static bool has_no_verdict(const mc_run_experiment *e) { return !verdict_of(e); }
+
+/* ------------------------------------------------------------ the head */
+
+/* Without a GPU: first what a GPU run would add. */
+static void put_gpu_would_add(FILE *fp, const mc_run_data *run)
+{
+    size_t nw = count(run, needs_gpu), nm = count(run, is_model_only);
+    fputs("**What a GPU run would add.**", fp);
+    if (nw > 0) {
+        bool many = nw > 1;
+        fprintf(fp, " %zu claim%s need%s a GPU and %s waived or not run here: ", nw, many ? "s" : "",
+                many ? "" : "s", many ? "were" : "was");
+        put_claims(fp, run, needs_gpu);
+        fprintf(fp, "; a GPU run measures %s and states %s verdict%s.", many ? "them" : "it",
+                many ? "their" : "its", many ? "s" : "");
+    }
+    if (nm > 0) {
+        fprintf(fp, " %zu verdict%s (", nm, nm > 1 ? "s" : "");
+        put_claims(fp, run, is_model_only);
+        fprintf(fp, ") %s computed by the allocator model with no GPU (`--model-only`); on a GPU the same "
+                    "experiments also take real cudaMalloc segments and add the driver's memory figures and "
+                    "the timings.", nm > 1 ? "were" : "was");
+    }
+    fputs("\n\n", fp);
+}
+
+static void put_head(FILE *fp, const mc_run_data *run)
+{
+    const char *gpu = mc_run_meta(run, "gpu_name");
+    fprintf(fp, "# memclaims report: %s\n\n", gpu ? gpu : "no GPU");
+    if (strcmp(meta(run, "gpu_status"), "ok") && run->nexp > 0) put_gpu_would_add(fp, run);
+    if (gpu)
+        fprintf(fp, "%s, %.1f GiB, compute capability %s, driver %s, CUDA runtime %s. ", gpu,
+                strtod(meta(run, "gpu_memory_bytes"), NULL) / BYTES_PER_GIB, meta(run, "compute_capability"),
+                meta(run, "driver_version"), meta(run, "cuda_runtime_version"));
+    else
+        fprintf(fp, "No usable GPU: %s. ", meta(run, "gpu_status"));
+    fprintf(fp, "Run %s on host %s, commit %.12s.\n\n", meta(run, "utc_time"), meta(run, "host"),
+            meta(run, "git_sha"));
+
+    size_t waived = count(run, is_waived), missing = count(run, has_no_verdict);
+    if (run->nexp > 0 && waived == run->nexp) {
+        /* One reason stands for all: the last experiment's. */
+        fprintf(fp, "**Every experiment was waived** (%s): nothing was measured. Run on a machine with a "
+                    "CUDA GPU.\n\n", shows_of(&run->exp[run->nexp - 1]));
+    } else if (waived > 0) {
+        fprintf(fp, "**%zu of %zu experiments were waived** (", waived, run->nexp);
+        const char *sep = "";
+        for (size_t i = 0; i < run->nexp; i++) {
+            if (!is_waived(&run->exp[i])) continue;
+            fprintf(fp, "%s%s: %s", sep, run->exp[i].claim, shows_of(&run->exp[i]));
+            sep = "; ";
+        }
+        fputs(").\n\n", fp);
+    }
+    if (missing > 0)
+        fprintf(fp, "**%zu of %zu experiments have no verdict** (not run, interrupted or failed): see the "
+                    "table and logs/.\n\n", missing, run->nexp);
+}
+
+/* ------------------------------------------------------------ the table */
+
+static void put_table(FILE *fp, const mc_run_data *run)
+{
+    fprintf(fp, "| Claim | What the seeds say | What this %s shows | Verdict |\n",
+            strcmp(meta(run, "gpu_status"), "ok") ? "run" : "GPU");
+    fputs("|---|---|---|---|\n", fp);
+    for (size_t i = 0; i < run->nexp; i++) {
+        const mc_run_experiment *e = &run->exp[i];
+        const char *shows = shows_of(e);
+        fprintf(fp, "| %s | ", e->claim);
+        put_cell(fp, e->seed_claim);
+        fputs(" | ", fp);
+        put_cell(fp, shows ? shows : "-");
+        fputs(" | **", fp);
+        if (is_model_only(e))
+            fprintf(fp, "%s** (computed by the allocator model, no GPU) |\n", verdict_of(e));
+        else {
+            put_outcome(fp, e);
+            fputs("** |\n", fp);
+        }
+    }
+    fputs("\nVerdicts are computed by each experiment from its own figures, by the rule given below; "
+          "every figure is in `<key>.csv` (median, min, max, mean, stdev, n).\n\n",
+          fp);
+}
+
+/* ------------------------------------------------------------ per claim */
+
+static void put_claim(FILE *fp, const mc_run_experiment *e)
+{
+    fprintf(fp, "\n### %s %s: ", e->claim, e->title);
+    put_outcome(fp, e);
+    fprintf(fp, "\n\nMeasured: %s Rule: %s\n\n", e->method, e->rule);
+    for (size_t j = 0; j < e->nrows; j++)
+        if (!strcmp(e->rows[j].text[MC_COL_METRIC], "finding")) fprintf(fp, "- %s\n", e->rows[j].text[MC_COL_NOTE]);
+    for (size_t j = 0; j < e->nrows; j++) {
+        char *const *t = e->rows[j].text;
+        if (!strcmp(t[MC_COL_METRIC], "verification") && !strcmp(t[MC_COL_STATUS], "failed"))
+            fprintf(fp, "- **verification failed**: %s: %s\n", t[MC_COL_VARIANT], t[MC_COL_NOTE]);
+    }
+    if (e->has_chart) fprintf(fp, "\n![%s](%s.png)\n", e->key, e->key);
+    if (e->has_run) fprintf(fp, "\n`%s.csv`, log `logs/%s.log`, %s s.\n", e->key, e->key, e->seconds_text);
+}
+
+void mc_report_write(FILE *fp, const mc_run_data *run)
+{
+    put_head(fp, run);
+    put_table(fp, run);
+    fputs("## Why, claim by claim\n", fp);
+    for (size_t i = 0; i < run->nexp; i++) put_claim(fp, &run->exp[i]);
+}

@@ -1,0 +1,41 @@
+/* wl_handle.c: wl_handle.h's calls, each the model's own through its ops. */
+#include <stdlib.h>
+
+#include "check.h"
+#include "wl_handle.h"
+
+mc_wl *mc_wl_wrap(const mc_wl_ops *ops, void *model)
+{
+    if (!model) return NULL;
+    mc_wl *w = mc_xmalloc(sizeof *w);
+    w->ops = ops;
+    w->model = model;
+    return w;
+}
+
+mc_wl_status mc_wl_step(mc_wl *w, mc_workload_step_result *r)
+{
+    return w->ops->step(w->model, r);
+}
+
+const ca_allocator *mc_wl_allocator(const mc_wl *w)
+{
+    return w->ops->allocator(w->model);
+}
+
+void mc_wl_live_by_category(const mc_wl *w, uint64_t out[MC_WL_NCAT])
+{
+    w->ops->live_by_category(w->model, out);
+}
+
+const char *mc_wl_name(const mc_wl *w)
+{
+    return w->ops->name;
+}
+
+void mc_wl_destroy(mc_wl *w)
+{
+    if (!w) return;
+    w->ops->destroy(w->model);
+    free(w);
+}

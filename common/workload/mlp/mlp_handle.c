@@ -1,0 +1,30 @@
+/* mlp_handle.c: the MLP behind core/wl_handle.h's handle (mc_workload_handle). */
+#include "mlp.h"
+#include "workload/core/wl_handle.h"
+
+static mc_wl_status step(void *m, mc_workload_step_result *r)
+{
+    return mc_workload_step(m, r);
+}
+
+static const ca_allocator *allocator(const void *m)
+{
+    return mc_workload_allocator(m);
+}
+
+static void live_by_category(const void *m, uint64_t out[MC_WL_NCAT])
+{
+    mc_workload_live_by_category(m, out);
+}
+
+static void destroy(void *m)
+{
+    mc_workload_destroy(m);
+}
+
+static const mc_wl_ops OPS = {"mlp", step, allocator, live_by_category, destroy};
+
+mc_wl *mc_workload_handle(mc_workload *w)
+{
+    return mc_wl_wrap(&OPS, w);
+}

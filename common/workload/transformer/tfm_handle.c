@@ -1,0 +1,30 @@
+/* tfm_handle.c: the Transformer behind core/wl_handle.h's handle (mc_tfm_handle). */
+#include "tfm.h"
+#include "workload/core/wl_handle.h"
+
+static mc_wl_status step(void *m, mc_workload_step_result *r)
+{
+    return mc_tfm_step(m, r);
+}
+
+static const ca_allocator *allocator(const void *m)
+{
+    return mc_tfm_allocator(m);
+}
+
+static void live_by_category(const void *m, uint64_t out[MC_WL_NCAT])
+{
+    mc_tfm_live_by_category(m, out);
+}
+
+static void destroy(void *m)
+{
+    mc_tfm_destroy(m);
+}
+
+static const mc_wl_ops OPS = {"transformer", step, allocator, live_by_category, destroy};
+
+mc_wl *mc_tfm_handle(mc_tfm *t)
+{
+    return mc_wl_wrap(&OPS, t);
+}
