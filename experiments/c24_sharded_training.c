@@ -45,10 +45,8 @@ static const char *validate(const mc_options *o)
         return "--max-ranks must be a power of two up to 4096";
     if (gpus_opt < 2 || gpus_opt > MC_SH_MAX_GPUS) return "--gpus must be from 2 to 16";
     if (width_opt > 65536) return "--width must be at most 65536";
-    if (strcmp(optimizer_opt, "sgd") == 0) optimizer = MC_WL_SGD;
-    else if (strcmp(optimizer_opt, "momentum") == 0) optimizer = MC_WL_MOMENTUM;
-    else if (strcmp(optimizer_opt, "adam") == 0) optimizer = MC_WL_ADAM;
-    else return "--optimizer must be sgd, momentum or adam";
+    if (mc_wl_optimizer_parse(optimizer_opt, MC_WL_ADAM, &optimizer) != 0)
+        return "--optimizer must be sgd, momentum or adam";
     return NULL;
 }
 
@@ -100,7 +98,7 @@ static mc_sh_config config(int64_t width, mc_sh_mode mode, int world)
 {
     mc_sh_config c;
     memset(&c, 0, sizeof c);
-    c.wl = mc_workload_config_default();
+    c.wl = mc_sh_net_default();
     c.wl.layers = layers_opt;
     c.wl.in = c.wl.width = c.wl.out = width;
     c.wl.batch = batch_opt;
@@ -139,7 +137,7 @@ static bool gpu_part(mc_run *run, int64_t width)
     double comm_med[3] = {0, 0, 0}, peak_med[3] = {0, 0, 0};
     for (int m = 0; m < 3; m++) {
         mc_sh_config c = config(width, MODES[m], gpus_opt);
-        c.wl.host_capacity = mc_workload_config_default().host_capacity;
+        c.wl.host_capacity = mc_sh_net_default().host_capacity;
         if (mc_sh_gpu_run(&c, steps, &res[m], err, sizeof err) != 0) mc_run_waive(run, "%s", err);
         mc_sh_gpu_result *r = &res[m];
         if (r->oom) {

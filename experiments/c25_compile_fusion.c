@@ -89,7 +89,7 @@ static mc_tfm_config config_of(const model_point *m, bool fused)
         c.enc_layers = 3;
         c.ff = 1024;
         c.seq = 128;
-        c.optimizer = MC_TFM_ADAMW;
+        c.optimizer = MC_WL_ADAMW;
         c.precision = MC_WL_FP32;
     }
     c.batch = m->batch;

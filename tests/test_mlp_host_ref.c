@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "workload/mlp/mlp_host_ref.h"
+#include "workload/core/optimizer_ref.h"
 #include "test_util.h"
 
 static void finite_differences(void **state)
@@ -75,14 +76,14 @@ static void optimizer_refs(void **state)
 {
     (void)state;
     double p[2] = {1.0, -1.0}, g[2] = {0.5, -2.0}, m[2] = {0}, v[2] = {0}, buf[2];
-    mc_mlp_ref_adam(p, g, m, v, 2, 1e-3, 0.9, 0.999, 1e-8, 1); /* first step: lr x sign */
+    mc_opt_ref_adam(p, g, m, v, 2, 1e-3, 0.9, 0.999, 1e-8, 1); /* first step: lr x sign */
     assert_near(p[0], 1.0 - 1e-3, 1e-9);
     assert_near(p[1], -1.0 + 1e-3, 1e-9);
     double q[2] = {1.0, 1.0};
-    mc_mlp_ref_momentum(q, g, buf, 2, 0.1, 0.9, true);
-    mc_mlp_ref_momentum(q, g, buf, 2, 0.1, 0.9, false);
+    mc_opt_ref_momentum(q, g, buf, 2, 0.1, 0.9, true);
+    mc_opt_ref_momentum(q, g, buf, 2, 0.1, 0.9, false);
     assert_near(q[0], 1.0 - 0.1 * 0.5 - 0.1 * (0.9 * 0.5 + 0.5), 1e-12);
-    mc_mlp_ref_sgd(q, g, 1, 1.0);
+    mc_opt_ref_sgd(q, g, 1, 1.0);
     assert_near(q[0], 1.0 - 0.05 - 0.095 - 0.5, 1e-12);
 }
 

@@ -16,16 +16,19 @@
 #include "workload/sharded/sharded_plan.h"
 #include "workload/sharded/sharded_seq.h"
 #include "workload/mlp/mlp.h"
+#include "workload/workload_args.h"
+#include "workload/core/pytorch_consts.h"
 
 #define MIB (1ULL << 20)
-#define WS (32 * MIB + MIB + 32 * MIB) /* cuBLAS forward + cuBLASLt forward + cuBLAS backward */
+/* cuBLAS forward + cuBLASLt forward + cuBLAS backward */
+#define WS (MC_PT_CUBLAS_WS_BYTES + MC_PT_CUBLASLT_WS_BYTES + MC_PT_CUBLAS_WS_BYTES)
 
 static mc_sh_config cfg(int L, int64_t in, int64_t width, int64_t out, int64_t batch,
                         mc_wl_optimizer opt, mc_sh_mode mode, int world, int rank)
 {
     mc_sh_config c;
     memset(&c, 0, sizeof c);
-    c.wl = mc_workload_config_default();
+    c.wl = mc_sh_net_default();
     c.wl.layers = L;
     c.wl.in = in;
     c.wl.width = width;
@@ -53,7 +56,14 @@ static mc_sh_run *make(const mc_sh_config *c)
 static void plain_equals_workload(const mc_sh_config *c)
 {
     char err[200];
-    mc_workload *w = mc_workload_create(&c->wl, false, NULL, err, sizeof err);
+    mc_workload_config wc = mc_workload_config_default();
+    wc.layers = c->wl.layers;
+    wc.in = c->wl.in;
+    wc.width = c->wl.width;
+    wc.out = c->wl.out;
+    wc.batch = c->wl.batch;
+    wc.optimizer = c->wl.optimizer;
+    mc_workload *w = mc_workload_create(&wc, false, NULL, err, sizeof err);
     assert_non_null(w);
     mc_sh_run *r = make(c);
     for (int s = 0; s < 3; s++) {
@@ -210,9 +220,21 @@ static void test_bad_config(void **state)
     assert_null(mc_sh_create(&c, NULL, NULL, err, sizeof err));
     assert_non_null(strstr(err, "rank"));
     c.rank = 0;
-    c.wl.precision = MC_WL_BF16;
+    c.wl.optimizer = MC_WL_ADAMW; /* the MLP's optimizers only */
     assert_null(mc_sh_create(&c, NULL, NULL, err, sizeof err));
-    c.wl.precision = MC_WL_FP32;
+    c.wl.optimizer = MC_WL_SGD;
+    mc_workload_config wc = mc_workload_config_default(); /* build/sharded_model's flags */
+    wc.layers = 2;
+    wc.in = wc.width = wc.out = wc.batch = 8;
+    mc_sh_net net;
+    assert_int_equal(mc_workload_sharded_net(&wc, &net, err, sizeof err), 0);
+    assert_int_equal(net.layers, 2);
+    wc.precision = MC_WL_BF16;
+    assert_int_equal(mc_workload_sharded_net(&wc, &net, err, sizeof err), -1);
+    assert_non_null(strstr(err, "fp32"));
+    wc.precision = MC_WL_FP32;
+    wc.accum = 2;
+    assert_int_equal(mc_workload_sharded_net(&wc, &net, err, sizeof err), -1);
     c.world = 0;
     assert_null(mc_sh_create(&c, NULL, NULL, err, sizeof err));
     mc_sh_mode m;

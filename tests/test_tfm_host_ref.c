@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "workload/transformer/tfm_host_ref.h"
+#include "workload/core/optimizer_ref.h"
 #include "workload/transformer/tfm_rng.h"
 #include "test_util.h"
 
@@ -327,7 +328,7 @@ static void adamw_step(void **state)
     (void)state;
     double p[3] = {1.0, -2.0, 0.5}, g[3] = {0.1, -0.3, 0.0}, m[3] = {0}, v[3] = {0};
     const double lr = 1e-3, wd = 0.01, eps = 1e-8;
-    tfm_ref_adamw(p, g, m, v, 3, lr, 0.9, 0.999, eps, wd, 1);
+    mc_opt_ref_adamw(p, g, m, v, 3, lr, 0.9, 0.999, eps, wd, 1);
     const double p0[3] = {1.0, -2.0, 0.5};
     for (int i = 0; i < 3; i++) {
         const double want = p0[i] * (1 - lr * wd) - lr * g[i] / (fabs(g[i]) + eps);
@@ -337,8 +338,9 @@ static void adamw_step(void **state)
     assert_near(v[1], 0.001 * 0.09, 1e-15);
 }
 
-/* tfm_adamw.cu's fp32 arithmetic, on the host: each scalar a float made
- * from a double once (how PyTorch's foreach ops get a Python float), or, to
+/* mc_gpu_adamw's fp32 arithmetic (core/optimizer_kernels.cu), on the
+ * host: each scalar a float made from a double once (how PyTorch's foreach
+ * ops get a Python float), or, to
  * show what the tolerance catches, 1 - beta formed in fp32 from fl(beta)
  * (the kernel's first arithmetic) or a bias correction left out. */
 typedef enum { AW_RIGHT, AW_ONE_MINUS_IN_FP32, AW_NO_BC1, AW_NO_BC2 } aw_variant;
@@ -373,7 +375,7 @@ static double norm_err(const float *got, const double *want, int64_t n)
 }
 
 /* --verify's AdamW check (3 steps, p in [-1, 1], g in [-0.1, 0.1], fp32
- * against tfm_ref_adamw in double) has a tolerance of 1e-5. The arithmetic
+ * against mc_opt_ref_adamw in double) has a tolerance of 1e-5. The arithmetic
  * does not amplify rounding: the update is lr * m / sqrt(v) to a few ulps,
  * 1e-3 of p; v, 1e-3 g^2, carries the few ulps of its products. So the
  * right kernel stays near 1.5e-7, while 1 - 0.999 formed in fp32 is
@@ -394,7 +396,7 @@ static void adamw_fp32_error_budget(void **state)
         for (int i = 0; i < N; i++) pf[i] = (float)p[i], p[i] = pf[i]; /* both start from the fp32 upload */
         for (int t = 1; t <= STEPS; t++) {
             for (int i = 0; i < N; i++) gf[i] = (float)(0.1 * rnd(&s)), g[i] = gf[i];
-            tfm_ref_adamw(p, g, m, v, N, 1e-3, 0.9, 0.999, 1e-8, 0.01, t);
+            mc_opt_ref_adamw(p, g, m, v, N, 1e-3, 0.9, 0.999, 1e-8, 0.01, t);
             adamw_fp32(pf, gf, mf, vf, N, t, (aw_variant)how);
         }
         err[how] = fmax(norm_err(pf, p, N), fmax(norm_err(mf, m, N), norm_err(vf, v, N)));

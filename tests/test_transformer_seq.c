@@ -20,8 +20,9 @@
 #include "alloc/alloc_model.h"
 #include "test_util.h"
 #include "workload/transformer/tfm.h"
+#include "workload/core/pytorch_consts.h"
 
-#define WS (32ULL << 20)  /* cuBLAS workspace of a handle on sm_90 */
+#define WS MC_PT_CUBLAS_WS_BYTES /* cuBLAS workspace of a handle on sm_90 */
 #define LTWS (1ULL << 20) /* cuBLASLt workspace */
 
 static mc_tfm_config tiny(mc_tfm_arch arch)
@@ -139,7 +140,7 @@ static void end_of_step_state(void **state)
     (void)state;
     static const int mult[4] = {0, 1, 2, 2}; /* sgd, momentum, adam, adamw */
     for (int a = 0; a < 2; a++)
-        for (int o = 0; o <= MC_TFM_ADAMW; o++)
+        for (int o = 0; o <= MC_WL_ADAMW; o++)
             for (int p = MC_WL_FP32; p <= MC_WL_BF16; p++)
                 for (int ck = 0; ck < 2; ck++) {
                     mc_tfm_config c = tiny((mc_tfm_arch)a);

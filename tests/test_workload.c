@@ -21,9 +21,11 @@
 #include "trace/trace.h"
 #include "workload/mlp/mlp.h"
 #include "workload/mlp/mlp_internal.h"
+#include "workload/core/pytorch_consts.h"
+#include "workload/core/reduce_scratch.h"
 
-#define WS (32ULL << 20)   /* the cuBLAS workspace of a handle on sm_90 */
-#define LTWS (1ULL << 20)  /* the cuBLASLt workspace */
+#define WS MC_PT_CUBLAS_WS_BYTES     /* the cuBLAS workspace of a handle on sm_90 */
+#define LTWS MC_PT_CUBLASLT_WS_BYTES /* the cuBLASLt workspace */
 
 /* Small shapes: every tensor in the small pool, so each block is exactly
  * its rounded size and the analytic sums are exact. */

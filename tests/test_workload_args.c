@@ -119,7 +119,7 @@ static void cli_transformer_good(void **state)
     assert_near(cli.tfm.dropout, 0, 0);
     assert_int_equal(cli.tfm.activation, MC_TFM_GELU);
     assert_true(cli.tfm.norm_first && cli.tfm.batch_first && cli.tfm.causal && cli.tfm.checkpoint);
-    assert_int_equal(cli.tfm.optimizer, MC_TFM_ADAMW);
+    assert_int_equal(cli.tfm.optimizer, MC_WL_ADAMW);
     assert_int_equal(cli.tfm.precision, MC_WL_FP16);
     assert_int_equal(cli.tfm.accum, 4);
     assert_int_equal(cli.tfm.sm_count, 114);

@@ -17,9 +17,10 @@
 #include "test_util.h"
 #include "workload/mlp/mlp.h"
 #include "workload/mlp/mlp_forward.h"
+#include "workload/core/pytorch_consts.h"
 
 #define MIB (1ULL << 20)
-#define WS (32ULL << 20 | 1ULL << 20) /* cuBLAS (32 MiB) + cuBLASLt (1 MiB) workspaces, forward thread */
+#define WS (MC_PT_CUBLAS_WS_BYTES + MC_PT_CUBLASLT_WS_BYTES) /* the forward thread's workspaces */
 
 /* in = width = out = 1024, batch 256: every activation is 256 x 1024 x 4 =
  * 1 MiB, a small-pool request (<= kSmallSize), so its block is exactly

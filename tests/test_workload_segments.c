@@ -98,7 +98,7 @@ static void forward_keeps(void **state)
         mc_workload *w = make(&c, NULL);
         uint64_t before[MC_WL_NCAT], after[MC_WL_NCAT];
         mc_workload_live_by_category(w, before);
-        assert_int_equal(wl_alloc(w, &w->x, (uint64_t)w->mb * 96 * 4, MC_WL_ACTIVATIONS, false, "x"), 0);
+        assert_int_equal(wl_alloc(&w->ctx, &w->x, (uint64_t)w->mb * 96 * 4, MC_WL_ACTIVATIONS, false, "x"), 0);
         assert_int_equal(wl_seg_forward(w), 0);
         mc_workload_live_by_category(w, after);
         const uint64_t act = ca_round_size(64 * 96 * 4);

@@ -65,8 +65,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "sharded_model: --mode and --world are required\n");
         return MC_EXIT_USAGE;
     }
-    c.wl = cli.cfg;
-    mc_sh_run *r = mc_sh_create(&c, NULL, NULL, err, sizeof err);
+    mc_sh_run *r = NULL;
+    if (mc_workload_sharded_net(&cli.cfg, &c.wl, err, sizeof err) == 0)
+        r = mc_sh_create(&c, NULL, NULL, err, sizeof err);
     if (!r) {
         fprintf(stderr, "sharded_model: %s\n", err);
         return MC_EXIT_USAGE;

@@ -136,10 +136,8 @@ int mc_workload_parse_args(mc_workload_cli *cli, int argc, char **argv, char *er
                 else cli->cfg.batch = n;
             }
         if (!strcmp(a, "--optimizer")) {
-            if (!strcmp(v, "sgd")) cli->cfg.optimizer = MC_WL_SGD;
-            else if (!strcmp(v, "momentum")) cli->cfg.optimizer = MC_WL_MOMENTUM;
-            else if (!strcmp(v, "adam")) cli->cfg.optimizer = MC_WL_ADAM;
-            else return bad(err, len, a, "sgd, momentum or adam", v);
+            if (mc_wl_optimizer_parse(v, MC_WL_ADAM, &cli->cfg.optimizer) != 0)
+                return bad(err, len, a, mc_wl_optimizer_words(MC_WL_ADAM), v);
         } else if (!strcmp(a, "--precision")) {
             if (!strcmp(v, "fp32")) cli->cfg.precision = MC_WL_FP32;
             else if (!strcmp(v, "fp16")) cli->cfg.precision = MC_WL_FP16;
@@ -204,5 +202,26 @@ int mc_workload_parse_args(mc_workload_cli *cli, int argc, char **argv, char *er
         return MC_EXIT_USAGE;
     }
     if (mc_workload_config_check(&cli->cfg, err, len) != 0) return MC_EXIT_USAGE;
+    return 0;
+}
+
+int mc_workload_sharded_net(const mc_workload_config *c, mc_sh_net *net, char *err, size_t len)
+{
+    if (mc_workload_config_check(c, err, len) != 0) return -1;
+    if (c->precision != MC_WL_FP32 || c->accum != 1 || c->checkpoint) {
+        snprintf(err, len, "the sharded model covers fp32, accum 1, no checkpointing only");
+        return -1;
+    }
+    *net = mc_sh_net_default();
+    net->layers = c->layers;
+    net->in = c->in;
+    net->width = c->width;
+    net->out = c->out;
+    net->batch = c->batch;
+    net->optimizer = c->optimizer;
+    net->lr = c->lr;
+    net->alloc = c->alloc;
+    net->host_capacity = c->host_capacity;
+    net->sm_count = c->sm_count;
     return 0;
 }

@@ -24,7 +24,7 @@
  *   --arch mlp|transformer|encoder                  default mlp; the Transformer's flags:
  *   --d-model --heads --enc-layers --dec-layers --ff --dropout --activation relu|gelu
  *   --norm-first --batch-first --causal --seq L --batch B --optimizer ...|adamw
- *   (tfm_args.c) */
+ *   (workload_args_tfm.c) */
 #ifndef MC_WORKLOAD_ARGS_H
 #define MC_WORKLOAD_ARGS_H
 
@@ -34,6 +34,7 @@
 
 #include "workload/transformer/tfm.h"
 #include "workload/mlp/mlp.h"
+#include "workload/sharded/sharded_seq.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -58,13 +59,19 @@ typedef struct {
 int mc_workload_parse_args(mc_workload_cli *cli, int argc, char **argv, char *err, size_t len);
 void mc_workload_usage(FILE *fp);
 
-/* tfm_args.c: --arch's value (0, or -1 when unknown); one flag of the
+/* workload_args_tfm.c: --arch's value (0, or -1 when unknown); one flag of the
  * Transformer (0 taken, 1 not its flag, MC_EXIT_USAGE with err; took_value:
  * it consumed the next argument); the checks once all flags are read. */
 int mc_workload_parse_arch(const char *v, mc_wl_arch *arch);
 int mc_tfm_parse_flag(mc_workload_cli *cli, const char *a, const char *v, bool *took_value,
                       char *err, size_t len);
 int mc_tfm_finish_args(mc_workload_cli *cli, char *err, size_t len);
+
+/* The sharded model's network from the MLP's configuration (build/sharded_model
+ * takes build/workload's network flags): 0, or -1 with one line in err for
+ * what mc_workload_config_check refuses and for what the sharded model does
+ * not cover (fp16/bf16, accumulation, checkpointing). */
+int mc_workload_sharded_net(const mc_workload_config *c, mc_sh_net *net, char *err, size_t len);
 
 #ifdef __cplusplus
 }

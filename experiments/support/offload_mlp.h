@@ -28,6 +28,7 @@
 #include "alloc/alloc_probe.h"
 #include "event_timer.h"
 #include "experiment.h"
+#include "workload/core/pytorch_consts.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,7 +47,7 @@ enum {
     MC_OFFLOAD_NCAT
 };
 #define MC_OFFLOAD_MAX_LAYERS 64
-#define MC_OFFLOAD_WS_BYTES (32ULL << 20) /* PyTorch's cuBLAS workspace on sm_90, bytes */
+#define MC_OFFLOAD_WS_BYTES MC_PT_CUBLAS_WS_BYTES /* PyTorch's cuBLAS workspace, bytes */
 
 /* One model at one batch. Set up by mc_offload_create; the caller reads the
  * fields marked "out" and leaves the rest alone. Device tensors are the

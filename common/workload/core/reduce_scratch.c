@@ -10,7 +10,7 @@
  * (every CUDA GPU since Volta) and sm_count SMs. */
 #include <stdint.h>
 
-#include "workload/mlp/mlp_internal.h"
+#include "reduce_scratch.h"
 
 #define MAX_NUM_THREADS 512     /* mnt_wrapper<T>::MAX_NUM_THREADS (not complex<double>) */
 #define WARP 32

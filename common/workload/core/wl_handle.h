@@ -17,9 +17,7 @@
 #include <stdint.h>
 
 #include "alloc/alloc_model.h"
-/* The step result, status and categories are still declared in mlp.h; they
- * are to move into core/ (issue 18), and this include with them. */
-#include "workload/mlp/mlp.h"
+#include "wl_types.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -39,33 +39,19 @@
 #include <stdio.h>
 
 #include "alloc/alloc_model.h"
+#include "workload/core/optimizer.h"
+#include "workload/core/wl_types.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum { MC_WL_SGD, MC_WL_MOMENTUM, MC_WL_ADAM } mc_wl_optimizer;
-typedef enum { MC_WL_FP32, MC_WL_FP16, MC_WL_BF16 } mc_wl_precision;
-typedef enum { MC_WL_OK = 0, MC_WL_OOM = 1 } mc_wl_status;
-
-/* What each allocated byte is for (the step's peak is broken down by these). */
-typedef enum {
-    MC_WL_WEIGHTS,     /* fp32 parameters */
-    MC_WL_CASTS,       /* autocast's fp16/bf16 copies of weights and biases */
-    MC_WL_GRADS,       /* parameter gradients: .grad, and their fp16/bf16 forms in flight */
-    MC_WL_OPTIMIZER,   /* momentum buffers, exp_avg, exp_avg_sq, the step's foreach temporaries */
-    MC_WL_ACTIVATIONS, /* x, y, layer outputs, their gradients, loss temporaries, input casts */
-    MC_WL_WORKSPACE,   /* cuBLAS and cuBLASLt workspaces */
-    MC_WL_OTHER,       /* scalars (loss, its gradients, GradScaler state), reduction scratch */
-    MC_WL_NCAT
-} mc_wl_category;
 
 typedef struct {
     int layers;                 /* L >= 2 Linear layers */
     int64_t in, width, out;     /* D, H, O features (>= 1) */
     int64_t batch;              /* B >= 1 rows per step, divisible by accum */
     int accum;                  /* K >= 1 micro-steps of B/K rows */
-    mc_wl_optimizer optimizer;
+    mc_wl_optimizer optimizer;  /* sgd, momentum or adam */
     mc_wl_precision precision;  /* fp16, bf16: autocast compute, fp32 master weights */
     bool checkpoint;            /* non-reentrant checkpoint of each Linear+ReLU pair */
     int checkpoint_segments;    /* S >= 1: checkpoint_sequential(model, S, x, use_reentrant=False)
@@ -80,19 +66,6 @@ typedef struct {
     int sm_count;               /* the GPU's SMs, for PyTorch's reduction scratch (132) */
     int trace_steps;            /* steps written to the trace (default 2, as mlp_reference.py) */
 } mc_workload_config;
-
-typedef struct {
-    int step;                   /* 1, 2, ... */
-    mc_wl_status status;
-    bool skipped;               /* GradScaler skipped the optimizer step (inf/NaN gradients) */
-    uint64_t peak_allocated;    /* max_memory_allocated() over the step (peak reset at its start) */
-    uint64_t allocated_end;     /* memory_allocated() after zero_grad */
-    uint64_t peak_reserved, reserved_end;
-    uint64_t peak_by_category[MC_WL_NCAT]; /* live bytes of each at the peak; they sum to it */
-    double step_time_s;         /* CUDA events around the step; NaN in model-only */
-    double loss;                /* sum over micro-steps of loss/K; NaN in model-only */
-    double loss_scale;          /* GradScaler's scale after the step (1 unless fp16) */
-} mc_workload_step_result;
 
 typedef struct mc_workload mc_workload;
 
@@ -130,17 +103,6 @@ mc_wl *mc_workload_handle(mc_workload *w);
 
 /* Analytic figures: parameter count sum(in*out + out), and its fp32 bytes. */
 uint64_t mc_workload_param_count(const mc_workload_config *c);
-const char *mc_wl_category_name(mc_wl_category c);   /* "weights", "casts", ... */
-const char *mc_wl_optimizer_name(mc_wl_optimizer o); /* "sgd", "momentum", "adam" */
-const char *mc_wl_precision_name(mc_wl_precision p); /* "fp32", "fp16", "bf16" */
-
-/* The CSV build/workload and tests/torch/mlp_reference.py write: the header,
- * and one row per step (empty fields for NaN). */
-#define MC_WORKLOAD_CSV_HEADER                                                            \
-    "step,peak_allocated,allocated_end,peak_reserved,reserved_end,step_time_s,loss,"      \
-    "loss_scale,skipped,status,peak_weights,peak_casts,peak_grads,peak_optimizer,"        \
-    "peak_activations,peak_workspace,peak_other"
-void mc_workload_csv_row(FILE *fp, const mc_workload_step_result *r);
 
 #ifdef __cplusplus
 }

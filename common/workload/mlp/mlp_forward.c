@@ -29,22 +29,19 @@
 
 #include "check.h"
 #include "mlp_internal.h"
+#include "workload/core/pytorch_consts.h"
 
-/* The forward thread's workspaces, as mlp_seq.c makes them (its
- * CUBLAS_WS_BYTES and CUBLASLT_WS_BYTES: getChosenWorkspaceSize on sm_90,
- * 4096 KiB x 8, and the cuBLASLt default of 1024 KiB). */
-#define FWD_CUBLAS_WS_BYTES (32ULL << 20)
-#define FWD_CUBLASLT_WS_BYTES (1ULL << 20)
+/* The forward thread's workspaces, as mlp_seq.c makes them (core/pytorch_consts.h). */
 #define FWD_RANDN_STREAM (1ULL << 41) /* x's random stream, apart from the training steps' */
 
 static int fwd_workspaces(mc_workload *w)
 {
     if (!w->ws_fwd.addr) {
-        AK(w->ws_fwd, FWD_CUBLAS_WS_BYTES, MC_WL_WORKSPACE, "cuBLAS workspace, forward thread");
+        AK(w->ws_fwd, MC_PT_CUBLAS_WS_BYTES, MC_WL_WORKSPACE, "cuBLAS workspace, forward thread");
         if (G) mc_gpu_set_workspace(G, 0, WL_PTR(w->ws_fwd), w->ws_fwd.bytes);
     }
     if (!w->lt_fwd.addr) {
-        AK(w->lt_fwd, FWD_CUBLASLT_WS_BYTES, MC_WL_WORKSPACE, "cuBLASLt workspace, forward thread");
+        AK(w->lt_fwd, MC_PT_CUBLASLT_WS_BYTES, MC_WL_WORKSPACE, "cuBLASLt workspace, forward thread");
         if (G) mc_gpu_set_lt_workspace(G, 0, WL_PTR(w->lt_fwd), w->lt_fwd.bytes);
     }
     return 0;
@@ -77,16 +74,15 @@ static int forward_seq(mc_workload *w, bool grad)
  * kept across steps (weights, workspaces and optimizer state stay). */
 static void drop_step_tensors(mc_workload *w)
 {
-    for (int32_t i = w->n_live - 1; i >= 0; i--)
-        if (i < w->n_live && !w->live[i]->keep) wl_free(w, w->live[i]);
+    wl_unwind(&w->ctx);
 }
 
 static void fill(const mc_workload *w, mc_workload_forward_result *r)
 {
-    const ca_stats *s = ca_get_stats(w->a);
+    const ca_stats *s = ca_get_stats(w->ctx.a);
     r->peak_allocated = (uint64_t)s->allocated_bytes.peak;
     r->peak_reserved = (uint64_t)s->reserved_bytes.peak;
-    memcpy(r->peak_by_category, w->peak_cat, sizeof w->peak_cat);
+    memcpy(r->peak_by_category, w->ctx.peak_cat, sizeof w->ctx.peak_cat);
 }
 
 mc_wl_status mc_workload_forward(mc_workload *w, bool grad, float *out_host,
@@ -96,16 +92,13 @@ mc_wl_status mc_workload_forward(mc_workload *w, bool grad, float *out_host,
           "mc_workload_forward models fp32 without checkpointing only");
     memset(r, 0, sizeof *r);
     r->time_s = NAN;
-    r->status = w->setup_status;
+    r->status = w->ctx.setup_status;
     if (r->status != MC_WL_OK) {
         fill(w, r);
         return r->status;
     }
-    wl_trace(w, "# forward (%s)", grad ? "grad" : "no_grad");
-    wl_trace(w, "reset_peak");
-    ca_reset_peak(w->a);
-    w->peak_seen = (uint64_t)ca_get_stats(w->a)->allocated_bytes.current;
-    memcpy(w->peak_cat, w->cat_bytes, sizeof w->peak_cat);
+    wl_trace(&w->ctx, "# forward (%s)", grad ? "grad" : "no_grad");
+    wl_reset_peak(&w->ctx);
     if (G) mc_gpu_step_begin(G);
     int rc = forward_seq(w, grad);
     if (G) r->time_s = mc_gpu_step_end(G);
@@ -113,17 +106,17 @@ mc_wl_status mc_workload_forward(mc_workload *w, bool grad, float *out_host,
     if (rc != 0) {
         r->status = MC_WL_OOM;
         drop_step_tensors(w);
-        r->allocated_out = r->allocated_end = (uint64_t)ca_get_stats(w->a)->allocated_bytes.current;
+        r->allocated_out = r->allocated_end = (uint64_t)ca_get_stats(w->ctx.a)->allocated_bytes.current;
         return r->status;
     }
     wl_t *out = &w->ly[w->L - 1].h;
-    r->allocated_out = (uint64_t)ca_get_stats(w->a)->allocated_bytes.current;
+    r->allocated_out = (uint64_t)ca_get_stats(w->ctx.a)->allocated_bytes.current;
     for (int l = 0; l < w->L - 1; l++)
-        if (w->ly[l].r.addr) r->saved_bytes += ca_block_size(w->a, w->ly[l].r.addr);
+        if (w->ly[l].r.addr) r->saved_bytes += ca_block_size(w->ctx.a, w->ly[l].r.addr);
     if (G && out_host) mc_gpu_to_host(G, out_host, WL_PTR(*out), w->mb * w->c.out, MC_DT_F32);
     F(*out); /* del out: with grad the graph goes, and the ReLU outputs with it */
     for (int l = 0; l < w->L - 1; l++) F(w->ly[l].r);
     F(w->x);
-    r->allocated_end = (uint64_t)ca_get_stats(w->a)->allocated_bytes.current;
+    r->allocated_end = (uint64_t)ca_get_stats(w->ctx.a)->allocated_bytes.current;
     return r->status;
 }

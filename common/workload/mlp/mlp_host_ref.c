@@ -131,31 +131,6 @@ double mc_mlp_ref_loss_grad(const mc_mlp_shape *s, int64_t m, double *const *W,
 
 /* ------------------------------------------------------------ optimizers */
 
-void mc_mlp_ref_sgd(double *p, const double *g, int64_t n, double lr)
-{
-    for (int64_t i = 0; i < n; i++) p[i] -= lr * g[i];
-}
-
-void mc_mlp_ref_momentum(double *p, const double *g, double *buf, int64_t n, double lr,
-                         double momentum, bool first)
-{
-    for (int64_t i = 0; i < n; i++) {
-        buf[i] = first ? g[i] : momentum * buf[i] + g[i];
-        p[i] -= lr * buf[i];
-    }
-}
-
-void mc_mlp_ref_adam(double *p, const double *g, double *m, double *v, int64_t n, double lr,
-                     double beta1, double beta2, double eps, int t)
-{
-    double bc1 = 1 - pow(beta1, t), bc2s = sqrt(1 - pow(beta2, t));
-    for (int64_t i = 0; i < n; i++) {
-        m[i] += (1 - beta1) * (g[i] - m[i]);
-        v[i] = beta2 * v[i] + (1 - beta2) * g[i] * g[i];
-        p[i] -= lr / bc1 * m[i] / (sqrt(v[i]) / bc2s + eps);
-    }
-}
-
 double mc_rel_err(const double *a, const double *b, int64_t n, double floor)
 {
     double num = 0, den = floor;

@@ -38,15 +38,6 @@ double mc_mlp_ref_loss_grad(const mc_mlp_shape *s, int64_t m, double *const *W,
                             double *const *b, const double *x, const double *y, double scale,
                             mc_round_fn rnd, double *const *gW, double *const *gb);
 
-/* One optimizer update of n values, as PyTorch's (lr; momentum 0.9 with
- * dampening 0, the buffer a clone of the gradient at the first step; Adam
- * betas, eps, bias correction at step t >= 1). */
-void mc_mlp_ref_sgd(double *p, const double *g, int64_t n, double lr);
-void mc_mlp_ref_momentum(double *p, const double *g, double *buf, int64_t n, double lr,
-                         double momentum, bool first);
-void mc_mlp_ref_adam(double *p, const double *g, double *m, double *v, int64_t n, double lr,
-                     double beta1, double beta2, double eps, int t);
-
 /* max |a - b| / max(max |b|, floor): the error measure of the checks. */
 double mc_rel_err(const double *a, const double *b, int64_t n, double floor);
 

@@ -1,6 +1,6 @@
 /* mlp_seq.c: the requests of the training workload, in the order
  * PyTorch 2.11's eager mode makes them, and on a GPU the arithmetic between
- * them (mlp_gpu.h). The rules, from PyTorch's source and confirmed request
+ * them (wl_gpu.h). The rules, from PyTorch's source and confirmed request
  * by request against PyTorch 2.11's own traces on an H100 for every
  * optimizer, precision, accumulation and checkpointing
  * (tests/fixtures/mlp/, tests/scripts/test_mlp_fixtures.sh):
@@ -49,9 +49,9 @@
 
 #include "check.h"
 #include "mlp_internal.h"
+#include "workload/core/pytorch_consts.h"
+#include "workload/core/reduce_scratch.h"
 
-#define CUBLAS_WS_BYTES (32ULL << 20) /* 4096 KiB x 8: getChosenWorkspaceSize on sm_90 */
-#define CUBLASLT_WS_BYTES (1ULL << 20) /* parseCUDABlasLtWorkspaceSize default, 1024 KiB */
 #define CAST_BIAS_FIRST 1             /* autocast's cast order, see above */
 
 #define P(t) WL_PTR(t)
@@ -113,12 +113,12 @@ int wl_workspaces(mc_workload *w, int handle, bool lt)
 {
     wl_t *ws = handle ? &w->ws_bwd : &w->ws_fwd, *lw = handle ? &w->lt_bwd : &w->lt_fwd;
     if (!ws->addr) {
-        AK(*ws, CUBLAS_WS_BYTES, MC_WL_WORKSPACE, handle ? "cuBLAS workspace, backward thread"
+        AK(*ws, MC_PT_CUBLAS_WS_BYTES, MC_WL_WORKSPACE, handle ? "cuBLAS workspace, backward thread"
                                                          : "cuBLAS workspace, forward thread");
         if (G) mc_gpu_set_workspace(G, handle, P(*ws), ws->bytes);
     }
     if (lt && !lw->addr) {
-        AK(*lw, CUBLASLT_WS_BYTES, MC_WL_WORKSPACE, handle ? "cuBLASLt workspace, backward thread"
+        AK(*lw, MC_PT_CUBLASLT_WS_BYTES, MC_WL_WORKSPACE, handle ? "cuBLASLt workspace, backward thread"
                                                            : "cuBLASLt workspace, forward thread");
         if (G) mc_gpu_set_lt_workspace(G, handle, P(*lw), lw->bytes);
     }
@@ -216,7 +216,7 @@ static int loss_fwd(mc_workload *w)
 static void accumulate(mc_workload *w, wl_t *grad, wl_t *g, int64_t n)
 {
     if (!grad->addr) {
-        wl_move(w, grad, g);
+        wl_move(&w->ctx, grad, g);
         return;
     }
     if (G) mc_gpu_add(G, FP(*grad), FP(*g), n);
@@ -327,21 +327,16 @@ static int backward(mc_workload *w)
     const bool lp = lowp(w), fp16 = w->c.precision == MC_WL_FP16;
     const int64_t n = w->mb * w->c.out;
     if (fp16) {
-        if (!w->scale.addr) { /* GradScaler._lazy_init_scale_growth_tracker */
-            AK(w->scale, 4, MC_WL_OTHER, "GradScaler scale");
-            if (G) mc_gpu_fill(G, FP(w->scale), (float)w->scale_host, 1);
-            AK(w->growth, 4, MC_WL_OTHER, "GradScaler growth tracker");
-            if (G) mc_gpu_fill(G, FP(w->growth), 0.0f, 1);
-        }
+        if (wl_scaler_lazy_init(&w->ctx, &w->opt)) return -1;
         A(w->scaled, 4, MC_WL_OTHER, "scaler.scale(loss)");
-        if (G) mc_gpu_scalar(G, FP(w->scaled), FP(w->loss), FP(w->scale), 1.0f);
+        if (G) mc_gpu_scalar(G, FP(w->scaled), FP(w->loss), FP(w->opt.scale), 1.0f);
     }
     A(w->ones, 4, MC_WL_OTHER, "backward's ones_like");
     if (G) mc_gpu_fill(G, FP(w->ones), 1.0f, 1);
     const wl_t *g = &w->ones;
     if (fp16) {
         A(w->gmul, 4, MC_WL_OTHER, "MulBackward0");
-        if (G) mc_gpu_scalar(G, FP(w->gmul), FP(w->ones), FP(w->scale), 1.0f);
+        if (G) mc_gpu_scalar(G, FP(w->gmul), FP(w->ones), FP(w->opt.scale), 1.0f);
         g = &w->gmul;
     }
     A(w->gdiv, 4, MC_WL_OTHER, "DivBackward0");
@@ -356,9 +351,9 @@ static int backward(mc_workload *w)
         A(w->gout, n * w->es, MC_WL_ACTIVATIONS, "ToCopyBackward0 of the mse_loss input");
         if (G) mc_gpu_cast(G, P(w->gout), dt, P(w->gout32), MC_DT_F32, n);
         F(w->gout32);
-        wl_move(w, &w->ly[L - 1].gh, &w->gout);
+        wl_move(&w->ctx, &w->ly[L - 1].gh, &w->gout);
     } else {
-        wl_move(w, &w->ly[L - 1].gh, &w->gout32);
+        wl_move(&w->ctx, &w->ly[L - 1].gh, &w->gout32);
     }
     if (w->seg && wl_seg_backward(w)) return -1;
     for (int l = L - 1; l >= 0 && !w->seg; l--) {
@@ -379,7 +374,7 @@ int wl_seq_micro_step(mc_workload *w, int k)
     A(w->x, mb * w->c.in * 4, MC_WL_ACTIVATIONS, "x = randn");
     A(w->y, mb * w->c.out * 4, MC_WL_ACTIVATIONS, "y = randn");
     if (G) {
-        uint64_t id = w->c.fixed_data ? 0 : (uint64_t)(w->step - 1) * (uint64_t)w->c.accum + (uint64_t)k;
+        uint64_t id = w->c.fixed_data ? 0 : (uint64_t)(w->ctx.step - 1) * (uint64_t)w->c.accum + (uint64_t)k;
         mc_gpu_randn(G, FP(w->x), mb * w->c.in, w->c.seed, (1ULL << 40) + 2 * id);
         mc_gpu_randn(G, FP(w->y), mb * w->c.out, w->c.seed, (1ULL << 40) + 2 * id + 1);
         if (w->cap.on) {

@@ -8,8 +8,9 @@
 
 #include "check.h"
 #include "check_cuda.h"
-#include "mlp_gpu.h"
+#include "workload/core/wl_gpu.h"
 #include "mlp_host_ref.h"
+#include "workload/core/optimizer_ref.h"
 #include "mlp_internal.h"
 
 #define STEPS 3
@@ -68,7 +69,7 @@ static void host_free(host_set *h)
 
 static void read_dev(mc_workload *w, host_set *h, double *dst, const wl_t *t, int64_t n)
 {
-    mc_gpu_to_host(w->gpu, h->f, WL_PTR(*t), n, MC_DT_F32);
+    mc_gpu_to_host(w->ctx.gpu, h->f, WL_PTR(*t), n, MC_DT_F32);
     for (int64_t i = 0; i < n; i++) dst[i] = h->f[i];
 }
 
@@ -189,12 +190,12 @@ static int check_config(FILE *log, mc_wl_precision prec, mc_wl_optimizer opt, in
             }
         if (!r.skipped) /* the reference update, on the GPU's own gradients */
             for (int t = 0; t < nt; t++) {
-                if (opt == MC_WL_SGD) mc_mlp_ref_sgd(h.P[t], h.Ggpu[t], h.n[t], w->c.lr);
+                if (opt == MC_WL_SGD) mc_opt_ref_sgd(h.P[t], h.Ggpu[t], h.n[t], w->c.lr);
                 else if (opt == MC_WL_MOMENTUM)
-                    mc_mlp_ref_momentum(h.P[t], h.Ggpu[t], h.M[t], h.n[t], w->c.lr, 0.9, w->opt_steps == 1);
+                    mc_opt_ref_momentum(h.P[t], h.Ggpu[t], h.M[t], h.n[t], w->c.lr, 0.9, w->opt.steps == 1);
                 else
-                    mc_mlp_ref_adam(h.P[t], h.Ggpu[t], h.M[t], h.V[t], h.n[t], w->c.lr, 0.9, 0.999,
-                                    1e-8, w->opt_steps);
+                    mc_opt_ref_adam(h.P[t], h.Ggpu[t], h.M[t], h.V[t], h.n[t], w->c.lr, 0.9, 0.999,
+                                    1e-8, w->opt.steps);
             }
         double **now = h.Gref; /* reuse as scratch: the GPU's parameters after the step */
         read_params(w, &h, now);
@@ -264,7 +265,7 @@ static int check_overflow(FILE *log)
     for (int t = 0; t < 2 * w->L; t++) moved = fmax(moved, mc_rel_err(h.M[t], h.P[t], h.n[t], ERR_FLOOR));
     bool ok = !r1.skipped && r2.skipped && !r3.skipped && r1.loss_scale == 65536.0 &&
               r2.loss_scale == 32768.0 && r3.loss_scale == 32768.0 && moved == 0.0 &&
-              w->opt_steps == 2;
+              w->opt.steps == 2;
     fprintf(log, "verify: fp16 overflow injected at step 2: skipped %d%d%d, scale %.0f %.0f %.0f, "
                  "parameters moved by %.2e over the skipped step: %s\n",
             r1.skipped, r2.skipped, r3.skipped, r1.loss_scale, r2.loss_scale, r3.loss_scale, moved,

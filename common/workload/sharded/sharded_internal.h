@@ -7,30 +7,26 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "alloc/alloc_host.h"
 #include "alloc/alloc_model.h"
 #include "sharded_seq.h"
+#include "workload/core/optimizer_step.h"
+#include "workload/core/wl_ctx.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* One tensor: a block of the allocator (addr 0: not live). */
-typedef struct {
-    uint64_t addr, bytes;
-} sh_t;
-
 typedef struct {
     int64_t in, out;
-    sh_t W, b;             /* plain, ddp: the parameters; zero2, fsdp: their padded shards */
-    sh_t uW, ub;           /* zero2, fsdp: the unsharded (padded) storage while gathered */
-    sh_t ag;               /* zero2, fsdp: this layer's all-gather output */
-    sh_t rs_in;            /* zero2, fsdp: this layer's reduce-scatter input */
-    sh_t rs_out;           /* zero2, fsdp: the flat sharded grads (.grad are views of it) */
-    sh_t gW, gb;           /* plain, ddp: .grad; zero2, fsdp: the unsharded param's .grad */
-    sh_t mW, mb, vW, vb;   /* momentum_buffer or exp_avg; exp_avg_sq (local shard sizes) */
-    sh_t sW, sb;           /* Adam's _foreach_sqrt temporaries */
-    sh_t h, r, gr, gh, gWt, gbt;
+    wl_t W, b;             /* plain, ddp: the parameters; zero2, fsdp: their padded shards */
+    wl_t uW, ub;           /* zero2, fsdp: the unsharded (padded) storage while gathered */
+    wl_t ag;               /* zero2, fsdp: this layer's all-gather output */
+    wl_t rs_in;            /* zero2, fsdp: this layer's reduce-scatter input */
+    wl_t rs_out;           /* zero2, fsdp: the flat sharded grads (.grad are views of it) */
+    wl_t gW, gb;           /* plain, ddp: .grad; zero2, fsdp: the unsharded param's .grad */
+    wl_t mW, mb, vW, vb;   /* momentum_buffer or exp_avg; exp_avg_sq (local shard sizes) */
+    wl_t sW, sb;           /* Adam's _foreach_sqrt temporaries */
+    wl_t h, r, gr, gh, gWt, gbt;
     uint64_t bucket_off[2];/* ddp: W's and b's offset in their bucket */
     int bucket_of[2];      /* ddp: their bucket */
 } sh_layer;
@@ -38,27 +34,29 @@ typedef struct {
 struct mc_sh_run {
     mc_sh_config c;
     mc_sh_hooks hooks;
-    ca_host_device *host;  /* model-only */
-    ca_allocator *a;
+    wl_ctx ctx;            /* allocator (the caller's backend, or a host device), tensors */
     mc_wl_status status;   /* MC_WL_OOM once a request was refused: the run is over */
     int L;
     sh_layer *ly;
-    sh_t x, y, mse, mse_tmp, loss, ones, gdiv, red_buf, red_sem;
-    sh_t ws_fwd, lt_fwd, ws_bwd;       /* cuBLAS / cuBLASLt workspaces */
-    sh_t *ag_state;                    /* forward: the all-gather output whose free is deferred */
-    sh_t *rs_state;                    /* backward: the last reduce-scatter input */
+    wl_t x, y, mse, mse_tmp, loss, ones, gdiv, red_buf, red_sem;
+    wl_t ws_fwd, lt_fwd, ws_bwd;       /* cuBLAS / cuBLASLt workspaces */
+    wl_t *ag_state;                    /* forward: the all-gather output whose free is deferred */
+    wl_t *rs_state;                    /* backward: the last reduce-scatter input */
     /* ddp */
     int nbucket;
-    sh_t *bucket;                      /* room for 2L */
+    wl_t *bucket;                      /* room for 2L */
     int *bucket_left;                  /* grads still to arrive, per bucket, this step */
     bool rebuilt;
     int step;
-    bool opt_ready;
+    wl_optim opt;                      /* the optimizer over the local tensors (no GradScaler) */
+    wl_opt_param *params;              /* W0, b0, W1, b1, ... with the rank's local sizes */
 };
 
-/* sharded_run.c */
-int sh_alloc(mc_sh_run *r, sh_t *t, uint64_t bytes); /* 0, or -1 (OOM recorded in r->status) */
-void sh_free(mc_sh_run *r, sh_t *t);
+/* The context core/wl_ctx.h's shorthands (A, AK, F) act on, in functions
+ * with a `mc_sh_run *r`. */
+#define WL_CTX (&r->ctx)
+
+/* sharded_layout.c: what a rank holds of each parameter, and DDP's buckets. */
 bool sh_sharded(const mc_sh_run *r);                 /* zero2 or fsdp */
 /* Padded shard bytes and the rank's local bytes of layer l's weight (bias) */
 uint64_t sh_shard_bytes(const mc_sh_run *r, int l, bool bias);
@@ -66,7 +64,7 @@ uint64_t sh_local_bytes(const mc_sh_run *r, int l, bool bias);
 void sh_ddp_assign(mc_sh_run *r, bool rebuilt);      /* bucket_of/off, nbucket, sizes */
 int sh_ddp_alloc_buckets(mc_sh_run *r);
 
-/* sharded_seq.c */
+/* sharded_seq.c (calls sharded_layout.c; sharded_run.c calls both) */
 int sh_seq_micro_step(mc_sh_run *r);
 int sh_seq_optimizer(mc_sh_run *r);
 void sh_seq_zero_grad(mc_sh_run *r);

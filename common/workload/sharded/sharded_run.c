@@ -1,6 +1,7 @@
 /* sharded_run.c: a rank's data-parallel run over the allocator model: the
  * configuration, set-up as the wrapper leaves the model (DDP's bucket,
- * FSDP2's shards), steps, and the model-only prediction. */
+ * FSDP2's shards), steps, and the model-only prediction. The step's
+ * requests are sharded_seq.c's; shard sizes and buckets sharded_layout.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "check.h"
 #include "sharded_internal.h"
 #include "sharded_plan.h"
+#include "workload/core/linear_stack.h"
 
 static const char *const MODE_NAME[MC_SH_NMODE] = {"plain", "ddp", "zero2", "fsdp"};
 
@@ -26,11 +28,33 @@ int mc_sh_mode_parse(const char *s, mc_sh_mode *m)
     return -1;
 }
 
+mc_sh_net mc_sh_net_default(void)
+{
+    mc_sh_net n;
+    memset(&n, 0, sizeof n);
+    n.optimizer = MC_WL_SGD;
+    n.alloc = ca_config_default();
+    n.host_capacity = MC_WL_DEFAULT_HOST_CAPACITY;
+    n.sm_count = MC_WL_DEFAULT_SM_COUNT;
+    return n;
+}
+
 int mc_sh_config_check(const mc_sh_config *c, char *err, size_t len)
 {
-    if (mc_workload_config_check(&c->wl, err, len) != 0) return -1;
-    if (c->wl.precision != MC_WL_FP32 || c->wl.accum != 1 || c->wl.checkpoint) {
-        snprintf(err, len, "the sharded model covers fp32, accum 1, no checkpointing only");
+    const mc_sh_net *n = &c->wl;
+    if (wl_stack_check_shape(n->layers, n->in, n->width, n->out, n->batch, err, len) != 0) return -1;
+    if ((unsigned)n->optimizer > MC_WL_ADAM) {
+        snprintf(err, len, "the sharded model's optimizers are sgd, momentum and adam");
+        return -1;
+    }
+    if (!(n->lr >= 0) || n->lr > 1e6 || n->host_capacity == 0 || n->sm_count < 1) {
+        snprintf(err, len, "bad lr, host capacity or SM count");
+        return -1;
+    }
+    if (wl_stack_check_bytes(n->in, n->width, n->out, n->batch, err, len) != 0) return -1;
+    char e2[200];
+    if (ca_config_check(&n->alloc, e2, sizeof e2) != 0) {
+        snprintf(err, len, "allocator: %s", e2);
         return -1;
     }
     if (c->mode < 0 || c->mode >= MC_SH_NMODE) {
@@ -48,94 +72,6 @@ int mc_sh_config_check(const mc_sh_config *c, char *err, size_t len)
     return 0;
 }
 
-/* ------------------------------------------------------------ tensors */
-
-int sh_alloc(mc_sh_run *r, sh_t *t, uint64_t bytes)
-{
-    CHECK(t->addr == 0, "sharded model: a tensor requested twice without a free");
-    uint64_t addr = 0;
-    if (ca_malloc(r->a, bytes, &addr) != CA_OK) {
-        r->status = MC_WL_OOM;
-        return -1;
-    }
-    t->addr = addr;
-    t->bytes = bytes;
-    return 0;
-}
-
-void sh_free(mc_sh_run *r, sh_t *t)
-{
-    if (!t->addr) return;
-    CHECK(ca_free(r->a, t->addr) == 0, "sharded model: free of a block the allocator does not hold");
-    t->addr = t->bytes = 0;
-}
-
-bool sh_sharded(const mc_sh_run *r)
-{
-    return r->c.mode == MC_SH_ZERO2 || r->c.mode == MC_SH_FSDP;
-}
-
-static int64_t cols(const sh_layer *y, bool bias) { return bias ? 1 : y->in; }
-
-uint64_t sh_shard_bytes(const mc_sh_run *r, int l, bool bias)
-{
-    const sh_layer *y = &r->ly[l];
-    int world = sh_sharded(r) ? r->c.world : 1;
-    return (uint64_t)(mc_fsdp_padded_rows(y->out, world) * cols(y, bias)) * 4;
-}
-
-uint64_t sh_local_bytes(const mc_sh_run *r, int l, bool bias)
-{
-    const sh_layer *y = &r->ly[l];
-    int world = sh_sharded(r) ? r->c.world : 1, rank = sh_sharded(r) ? r->c.rank : 0;
-    return (uint64_t)(mc_fsdp_local_rows(y->out, world, rank) * cols(y, bias)) * 4;
-}
-
-/* ------------------------------------------------------------ DDP buckets */
-
-/* Parameters in the order their gradients become ready (b, W of the last
- * layer first): the rebuilt buckets' order, and the order of the one
- * bucket of step 1 (its layout inside does not change a figure). */
-void sh_ddp_assign(mc_sh_run *r, bool rebuilt)
-{
-    const int n = 2 * r->L;
-    uint64_t *by = calloc((size_t)n, sizeof *by), *bucket = calloc((size_t)n, sizeof *bucket);
-    CHECK(by && bucket, "out of host memory");
-    for (int i = 0; i < n; i++) {
-        const sh_layer *y = &r->ly[r->L - 1 - i / 2];
-        by[i] = (uint64_t)(y->out * cols(y, i % 2 == 0)) * 4;
-    }
-    const uint64_t first[1] = {0}, later[2] = {MC_DDP_FIRST_BUCKET_BYTES, MC_DDP_BUCKET_CAP_BYTES};
-    r->nbucket = rebuilt ? mc_ddp_buckets(by, n, later, 2, bucket) : mc_ddp_buckets(by, n, first, 1, bucket);
-    int b = 0;
-    uint64_t off = 0;
-    for (int i = 0; i < n; i++) {
-        sh_layer *y = &r->ly[r->L - 1 - i / 2];
-        int bias = i % 2 == 0;
-        if (off >= bucket[b]) {
-            b++;
-            off = 0;
-        }
-        y->bucket_of[bias] = b;
-        y->bucket_off[bias] = off;
-        off += by[i];
-    }
-    for (int k = 0; k < r->nbucket; k++) r->bucket[k].bytes = bucket[k]; /* sizes to allocate */
-    free(by);
-    free(bucket);
-}
-
-/* Reducer::initialize_buckets: at::empty of each bucket's numel. */
-int sh_ddp_alloc_buckets(mc_sh_run *r)
-{
-    for (int k = 0; k < r->nbucket; k++) {
-        uint64_t bytes = r->bucket[k].bytes;
-        r->bucket[k].bytes = 0;
-        if (sh_alloc(r, &r->bucket[k], bytes)) return -1;
-    }
-    return 0;
-}
-
 /* ------------------------------------------------------------ life cycle */
 
 /* The model on the device (parameters in order), then the wrapper. */
@@ -143,9 +79,8 @@ static int setup(mc_sh_run *r)
 {
     for (int l = 0; l < r->L; l++) {
         sh_layer *y = &r->ly[l];
-        if (sh_alloc(r, &y->W, (uint64_t)(y->out * y->in) * 4) ||
-            sh_alloc(r, &y->b, (uint64_t)y->out * 4))
-            return -1;
+        AK(y->W, (uint64_t)(y->out * y->in) * 4, MC_WL_WEIGHTS, "weight");
+        AK(y->b, (uint64_t)y->out * 4, MC_WL_WEIGHTS, "bias");
     }
     if (r->c.mode == MC_SH_DDP) {
         sh_ddp_assign(r, false);
@@ -156,13 +91,13 @@ static int setup(mc_sh_run *r)
      * own): each parameter's padded shard made, then the full one dropped. */
     for (int l = 0; l < r->L; l++) {
         sh_layer *y = &r->ly[l];
-        sh_t w = {0, 0}, b = {0, 0};
-        if (sh_alloc(r, &w, sh_shard_bytes(r, l, false)) || sh_alloc(r, &b, sh_shard_bytes(r, l, true)))
-            return -1;
-        sh_free(r, &y->W);
-        sh_free(r, &y->b);
-        y->W = w;
-        y->b = b;
+        wl_t w = {0}, b = {0};
+        AK(w, sh_shard_bytes(r, l, false), MC_WL_WEIGHTS, "padded shard (weight)");
+        AK(b, sh_shard_bytes(r, l, true), MC_WL_WEIGHTS, "padded shard (bias)");
+        F(y->W);
+        F(y->b);
+        wl_move(&r->ctx, &y->W, &w);
+        wl_move(&r->ctx, &y->b, &b);
     }
     return 0;
 }
@@ -175,16 +110,8 @@ mc_sh_run *mc_sh_create(const mc_sh_config *c, const ca_backend *backend, const 
     CHECK(r != NULL, "out of host memory");
     r->c = *c;
     if (hooks) r->hooks = *hooks;
-    ca_backend be;
-    if (backend) {
-        be = *backend;
-    } else {
-        r->host = ca_host_create(c->wl.host_capacity);
-        CHECK(r->host != NULL, "ca_host_create");
-        be = ca_host_backend(r->host);
-    }
-    r->a = ca_create(&c->wl.alloc, be);
-    CHECK(r->a != NULL, "ca_create");
+    if (backend) wl_ctx_open_backend(&r->ctx, &c->wl.alloc, *backend);
+    else wl_ctx_open(&r->ctx, &c->wl.alloc, false, c->wl.host_capacity, 1, NULL, 0);
     r->L = c->wl.layers;
     r->ly = calloc((size_t)r->L, sizeof *r->ly);
     r->bucket = calloc((size_t)(2 * r->L), sizeof *r->bucket);
@@ -194,20 +121,30 @@ mc_sh_run *mc_sh_create(const mc_sh_config *c, const ca_backend *backend, const 
         r->ly[l].in = l == 0 ? c->wl.in : c->wl.width;
         r->ly[l].out = l == r->L - 1 ? c->wl.out : c->wl.width;
     }
+    wl_optim_init(&r->opt, c->wl.optimizer, c->wl.lr, false);
+    r->params = calloc((size_t)(2 * r->L), sizeof *r->params);
+    CHECK(r->params != NULL, "out of host memory");
+    for (int l = 0; l < r->L; l++) {
+        sh_layer *y = &r->ly[l];
+        r->params[2 * l] = (wl_opt_param){&y->W, &y->gW, &y->mW, &y->vW, &y->sW, y->out * y->in,
+                                          sh_local_bytes(r, l, false), " (weight)"};
+        r->params[2 * l + 1] = (wl_opt_param){&y->b, &y->gb, &y->mb, &y->vb, &y->sb, y->out,
+                                              sh_local_bytes(r, l, true), " (bias)"};
+    }
     r->status = MC_WL_OK;
     if (setup(r) != 0) r->status = MC_WL_OOM;
     return r;
 }
 
 mc_wl_status mc_sh_setup_status(const mc_sh_run *r) { return r->status; }
-const ca_allocator *mc_sh_allocator(const mc_sh_run *r) { return r->a; }
+const ca_allocator *mc_sh_allocator(const mc_sh_run *r) { return r->ctx.a; }
 
 mc_wl_status mc_sh_step(mc_sh_run *r, mc_sh_step_result *out)
 {
     memset(out, 0, sizeof *out);
     out->step = ++r->step;
     if (r->status == MC_WL_OK) {
-        ca_reset_peak(r->a);
+        ca_reset_peak(r->ctx.a);
         int rc = 0;
         /* DDP's next forward rebuilds the buckets from the order gradients
          * came in during step 1 (_pre_forward -> _rebuild_buckets): the old
@@ -215,7 +152,7 @@ mc_wl_status mc_sh_step(mc_sh_run *r, mc_sh_step_result *out)
          * sync_bucket_indices' few-byte device tensors come and go before
          * any other request of the step and are left out. */
         if (r->c.mode == MC_SH_DDP && r->step == 2 && !r->rebuilt) {
-            for (int k = 0; k < r->nbucket; k++) sh_free(r, &r->bucket[k]);
+            for (int k = 0; k < r->nbucket; k++) F(r->bucket[k]);
             sh_ddp_assign(r, true);
             rc = sh_ddp_alloc_buckets(r);
             r->rebuilt = true;
@@ -231,8 +168,9 @@ mc_wl_status mc_sh_step(mc_sh_run *r, mc_sh_step_result *out)
         if (rc == 0) rc = sh_seq_optimizer(r);
         if (rc == 0) sh_seq_zero_grad(r);
         /* An OOM ends the run: the figures so far stand, no further step runs. */
+        if (rc != 0 || r->ctx.oom) r->status = MC_WL_OOM;
     }
-    const ca_stats *s = ca_get_stats(r->a);
+    const ca_stats *s = ca_get_stats(r->ctx.a);
     out->status = r->status;
     out->peak_allocated = (uint64_t)s->allocated_bytes.peak;
     out->allocated_end = (uint64_t)s->allocated_bytes.current;
@@ -243,9 +181,9 @@ mc_wl_status mc_sh_step(mc_sh_run *r, mc_sh_step_result *out)
 void mc_sh_destroy(mc_sh_run *r)
 {
     if (!r) return;
-    ca_destroy(r->a); /* returns every segment; the blocks need no free one by one */
-    if (r->host) ca_host_destroy(r->host);
+    wl_ctx_close(&r->ctx);
     free(r->ly);
+    free(r->params);
     free(r->bucket);
     free(r->bucket_left);
     free(r);

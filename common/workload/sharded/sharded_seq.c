@@ -16,18 +16,8 @@
 #include <stdio.h>
 
 #include "sharded_internal.h"
-#include "workload/mlp/mlp_internal.h"
-
-#define CUBLAS_WS_BYTES (32ULL << 20) /* as mlp_seq.c: getChosenWorkspaceSize on sm_90 */
-#define CUBLASLT_WS_BYTES (1ULL << 20) /* as mlp_seq.c: cuBLASLt workspace */
-
-#undef A
-#undef F
-#define A(t, bytes)                                          \
-    do {                                                     \
-        if (sh_alloc(r, &(t), (uint64_t)(bytes)) != 0) return -1; \
-    } while (0)
-#define F(t) sh_free(r, &(t))
+#include "workload/core/pytorch_consts.h"
+#include "workload/core/reduce_scratch.h"
 
 static void comm(mc_sh_run *r, const mc_sh_comm *c)
 {
@@ -49,7 +39,8 @@ static int fsdp_unshard(mc_sh_run *r, int l)
 {
     sh_layer *y = &r->ly[l];
     if (r->c.world == 1 || y->ag.addr || y->uW.addr) return 0; /* N=1, prefetched, or unsharded */
-    A(y->ag, (uint64_t)r->c.world * (sh_shard_bytes(r, l, false) + sh_shard_bytes(r, l, true)));
+    const uint64_t shard = sh_shard_bytes(r, l, false) + sh_shard_bytes(r, l, true);
+    A(y->ag, (uint64_t)r->c.world * shard, MC_WL_WEIGHTS, "all_gather_output");
     return 0;
 }
 
@@ -61,8 +52,8 @@ static int fsdp_wait_unshard(mc_sh_run *r, int l, bool forward)
 {
     sh_layer *y = &r->ly[l];
     if (y->uW.addr) return 0; /* zero2 in backward: still unsharded */
-    A(y->uW, (uint64_t)r->c.world * sh_shard_bytes(r, l, false));
-    A(y->ub, (uint64_t)r->c.world * sh_shard_bytes(r, l, true));
+    A(y->uW, (uint64_t)r->c.world * sh_shard_bytes(r, l, false), MC_WL_WEIGHTS, "unsharded weight");
+    A(y->ub, (uint64_t)r->c.world * sh_shard_bytes(r, l, true), MC_WL_WEIGHTS, "unsharded bias");
     mc_sh_comm c = {.kind = MC_SH_ALLGATHER, .dst = y->ag.addr, .dst_bytes = y->ag.bytes,
                     .src = {y->W.addr, y->b.addr}, .src_bytes = {y->W.bytes, y->b.bytes},
                     .out = {y->uW.addr, y->ub.addr}, .out_bytes = {y->uW.bytes, y->ub.bytes}};
@@ -95,14 +86,14 @@ static int fsdp_post_backward(mc_sh_run *r, int l)
         r->rs_state = NULL;
     }
     const uint64_t shard = sh_shard_bytes(r, l, false) + sh_shard_bytes(r, l, true);
-    A(y->rs_in, (uint64_t)r->c.world * shard);
+    A(y->rs_in, (uint64_t)r->c.world * shard, MC_WL_GRADS, "reduce_scatter_input");
     mc_sh_comm c = {.kind = MC_SH_REDUCE_SCATTER, .dst = y->rs_in.addr, .dst_bytes = y->rs_in.bytes,
                     .src = {y->gW.addr, y->gb.addr}, .src_bytes = {y->gW.bytes, y->gb.bytes}};
     fill_shapes(r, l, &c);
     comm(r, &c); /* the copy-in (chunk_cat) only reads the grads */
     F(y->gW);
     F(y->gb);
-    A(y->rs_out, shard);
+    A(y->rs_out, shard, MC_WL_GRADS, "reduce_output (sharded grads)");
     c.out[0] = y->rs_out.addr;
     c.out_bytes[0] = y->rs_out.bytes;
     c.src[0] = c.src[1] = 0; /* second call: the reduce-scatter itself */
@@ -119,7 +110,7 @@ static void ddp_ready(mc_sh_run *r, int l, bool bias)
     if (r->c.mode != MC_SH_DDP) return;
     sh_layer *y = &r->ly[l];
     int b = y->bucket_of[bias];
-    const sh_t *g = bias ? &y->gb : &y->gW;
+    const wl_t *g = bias ? &y->gb : &y->gW;
     mc_sh_comm c = {.kind = MC_SH_COPY_TO_BUCKET, .layer = l, .dst = r->bucket[b].addr + y->bucket_off[bias],
                     .dst_bytes = g->bytes, .src = {g->addr, 0}, .src_bytes = {g->bytes, 0}};
     comm(r, &c);
@@ -137,7 +128,7 @@ static void ddp_finalize(mc_sh_run *r)
     for (int l = 0; l < r->L; l++)
         for (int bias = 0; bias < 2; bias++) {
             sh_layer *y = &r->ly[l];
-            const sh_t *g = bias ? &y->gb : &y->gW;
+            const wl_t *g = bias ? &y->gb : &y->gW;
             mc_sh_comm c = {.kind = MC_SH_COPY_FROM_BUCKET, .layer = l, .dst = g->addr,
                             .dst_bytes = g->bytes,
                             .src = {r->bucket[y->bucket_of[bias]].addr + y->bucket_off[bias], 0},
@@ -153,8 +144,8 @@ static int reduce_scratch(mc_sh_run *r, int64_t outputs, int64_t inputs, bool al
     uint64_t buf = 0, sem = 0;
     wl_reduce_scratch(outputs, inputs, along_rows, 4, 4, r->c.wl.sm_count, &buf, &sem);
     if (!buf) return 0;
-    A(r->red_buf, buf);
-    A(r->red_sem, sem);
+    A(r->red_buf, buf, MC_WL_OTHER, "reduction buffer");
+    A(r->red_sem, sem, MC_WL_OTHER, "reduction semaphores");
     F(r->red_sem);
     F(r->red_buf);
     return 0;
@@ -163,10 +154,12 @@ static int reduce_scratch(mc_sh_run *r, int64_t outputs, int64_t inputs, bool al
 static int workspaces(mc_sh_run *r, bool backward)
 {
     if (!backward) {
-        if (!r->ws_fwd.addr) A(r->ws_fwd, CUBLAS_WS_BYTES);
-        if (!r->lt_fwd.addr) A(r->lt_fwd, CUBLASLT_WS_BYTES);
+        if (!r->ws_fwd.addr)
+            AK(r->ws_fwd, MC_PT_CUBLAS_WS_BYTES, MC_WL_WORKSPACE, "cuBLAS workspace, forward thread");
+        if (!r->lt_fwd.addr)
+            AK(r->lt_fwd, MC_PT_CUBLASLT_WS_BYTES, MC_WL_WORKSPACE, "cuBLASLt workspace, forward thread");
     } else if (!r->ws_bwd.addr) {
-        A(r->ws_bwd, CUBLAS_WS_BYTES);
+        AK(r->ws_bwd, MC_PT_CUBLAS_WS_BYTES, MC_WL_WORKSPACE, "cuBLAS workspace, backward thread");
     }
     return 0;
 }
@@ -178,11 +171,11 @@ static int forward(mc_sh_run *r)
     for (int l = 0; l < r->L; l++) {
         sh_layer *y = &r->ly[l];
         if (sh && (fsdp_unshard(r, l) || fsdp_wait_unshard(r, l, true))) return -1;
-        A(y->h, mb * y->out * 4);
+        A(y->h, mb * y->out * 4, MC_WL_ACTIVATIONS, "addmm output of Linear");
         if (workspaces(r, false)) return -1;
         if (sh && r->c.mode == MC_SH_FSDP) fsdp_reshard(r, l);
         if (l < r->L - 1) {
-            A(y->r, mb * y->out * 4);
+            A(y->r, mb * y->out * 4, MC_WL_ACTIVATIONS, "relu output");
             F(y->h);
         }
     }
@@ -196,11 +189,11 @@ static int forward(mc_sh_run *r)
 static int loss_fwd(mc_sh_run *r)
 {
     const int64_t n = r->c.wl.batch * r->c.wl.out;
-    A(r->mse, n * 4);
-    A(r->mse_tmp, n * 4);
+    A(r->mse, n * 4, MC_WL_ACTIVATIONS, "mse_loss elementwise");
+    A(r->mse_tmp, n * 4, MC_WL_ACTIVATIONS, "mse_loss second [n]");
     if (reduce_scratch(r, 1, n, false)) return -1;
     F(r->mse_tmp);
-    A(r->loss, 4);
+    A(r->loss, 4, MC_WL_OTHER, "loss");
     F(r->mse);
     return 0;
 }
@@ -210,20 +203,18 @@ static int addmm_bwd(mc_sh_run *r, int l)
     sh_layer *y = &r->ly[l];
     const int64_t mb = r->c.wl.batch;
     if (l > 0) {
-        A(r->ly[l - 1].gr, mb * y->in * 4);
+        A(r->ly[l - 1].gr, mb * y->in * 4, MC_WL_ACTIVATIONS, "mm grad of the input");
         if (workspaces(r, true)) return -1;
     }
-    A(y->gWt, y->out * y->in * 4);
+    A(y->gWt, y->out * y->in * 4, MC_WL_GRADS, "mm grad of the weight");
     if (workspaces(r, true)) return -1;
-    A(y->gbt, y->out * 4);
+    A(y->gbt, y->out * 4, MC_WL_GRADS, "sum grad of the bias");
     if (reduce_scratch(r, y->out, mb, true)) return -1;
     F(y->gh);
     /* AccumulateGrad, bias first (the younger node): .grad steals the block. */
-    y->gb = y->gbt;
-    y->gbt = (sh_t){0, 0};
+    wl_move(WL_CTX, &y->gb, &y->gbt);
     ddp_ready(r, l, true);
-    y->gW = y->gWt;
-    y->gWt = (sh_t){0, 0};
+    wl_move(WL_CTX, &y->gW, &y->gWt);
     ddp_ready(r, l, false);
     return 0;
 }
@@ -232,9 +223,9 @@ static int backward(mc_sh_run *r)
 {
     const int L = r->L;
     const bool sh = sh_sharded(r);
-    A(r->ones, 4);
-    A(r->gdiv, 4);
-    A(r->ly[L - 1].gh, r->c.wl.batch * r->c.wl.out * 4); /* MseLossBackward0 */
+    A(r->ones, 4, MC_WL_OTHER, "backward's ones_like");
+    A(r->gdiv, 4, MC_WL_OTHER, "DivBackward0");
+    A(r->ly[L - 1].gh, r->c.wl.batch * r->c.wl.out * 4, MC_WL_ACTIVATIONS, "MseLossBackward0");
     F(r->gdiv);
     for (int l = L - 1; l >= 0; l--) {
         if (sh) { /* pre-backward: gather (unless prefetched), then prefetch layer l-1 */
@@ -245,7 +236,7 @@ static int backward(mc_sh_run *r)
         if (sh && l > 0 && fsdp_post_backward(r, l)) return -1;
         if (l > 0) { /* ReluBackward0 of layer l-1 */
             sh_layer *p = &r->ly[l - 1];
-            A(p->gh, r->c.wl.batch * p->out * 4);
+            A(p->gh, r->c.wl.batch * p->out * 4, MC_WL_ACTIVATIONS, "grad of the Linear output");
             F(p->gr);
             F(p->r);
         }
@@ -263,8 +254,8 @@ static int backward(mc_sh_run *r)
 int sh_seq_micro_step(mc_sh_run *r)
 {
     const int64_t mb = r->c.wl.batch;
-    A(r->x, mb * r->c.wl.in * 4);
-    A(r->y, mb * r->c.wl.out * 4);
+    A(r->x, mb * r->c.wl.in * 4, MC_WL_ACTIVATIONS, "x = randn");
+    A(r->y, mb * r->c.wl.out * 4, MC_WL_ACTIVATIONS, "y = randn");
     if (forward(r) || loss_fwd(r) || backward(r)) return -1;
     F(r->x);
     F(r->y);
@@ -276,37 +267,14 @@ int sh_seq_micro_step(mc_sh_run *r)
 /* ------------------------------------------------------------ optimizer */
 
 /* torch/optim foreach on the local tensors (DTensor's local shards when
- * sharded): momentum_buffer = grad.clone() at the first step; Adam's
- * exp_avg, exp_avg_sq at the first step and _foreach_sqrt's list, freed last
- * first when _multi_tensor_adam returns. SGD makes no request. */
+ * sharded), core/optimizer_step.c's requests: momentum_buffer =
+ * grad.clone() at the first step; Adam's exp_avg, exp_avg_sq at the first
+ * step and _foreach_sqrt's list, freed last first when _multi_tensor_adam
+ * returns. SGD makes no request. */
 int sh_seq_optimizer(mc_sh_run *r)
 {
-    const mc_wl_optimizer o = r->c.wl.optimizer;
-    if (o == MC_WL_SGD) return 0;
-    for (int l = 0; l < r->L && !r->opt_ready; l++) {
-        sh_layer *y = &r->ly[l];
-        uint64_t w = sh_local_bytes(r, l, false), b = sh_local_bytes(r, l, true);
-        if (o == MC_WL_MOMENTUM) {
-            A(y->mW, w);
-            A(y->mb, b);
-        } else {
-            A(y->mW, w);
-            A(y->vW, w);
-            A(y->mb, b);
-            A(y->vb, b);
-        }
-    }
-    r->opt_ready = true;
-    if (o != MC_WL_ADAM) return 0;
-    for (int l = 0; l < r->L; l++) {
-        A(r->ly[l].sW, sh_local_bytes(r, l, false));
-        A(r->ly[l].sb, sh_local_bytes(r, l, true));
-    }
-    for (int l = r->L - 1; l >= 0; l--) {
-        F(r->ly[l].sb);
-        F(r->ly[l].sW);
-    }
-    return 0;
+    bool skipped;
+    return wl_optim_step(&r->ctx, &r->opt, r->params, 2 * r->L, false, NULL, NULL, &skipped);
 }
 
 /* zero_grad(set_to_none=True), parameters in order; sharded grads are views

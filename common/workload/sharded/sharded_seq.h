@@ -53,7 +53,8 @@
 #include <stdint.h>
 
 #include "alloc/alloc_model.h"
-#include "workload/mlp/mlp.h"
+#include "workload/core/optimizer.h"
+#include "workload/core/wl_types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -61,9 +62,25 @@ extern "C" {
 
 typedef enum { MC_SH_PLAIN, MC_SH_DDP, MC_SH_ZERO2, MC_SH_FSDP, MC_SH_NMODE } mc_sh_mode;
 
+/* The network each rank trains: the MLP workload's (mlp/mlp.h) in fp32,
+ * one micro-step, no checkpointing (workload_args.h's mc_workload_sharded_net
+ * makes one from the MLP's configuration, refusing what it does not cover). */
 typedef struct {
-    mc_workload_config wl; /* layers, in, width, out, batch (per rank), optimizer, sm_count,
-                              host_capacity; fp32, accum 1, no checkpointing only */
+    int layers;                 /* L >= 2 Linear layers */
+    int64_t in, width, out;     /* D, H, O features */
+    int64_t batch;              /* B rows per rank and step */
+    mc_wl_optimizer optimizer;  /* sgd, momentum or adam */
+    double lr;                  /* 0: the default (no figure depends on it) */
+    ca_config alloc;            /* allocator settings */
+    uint64_t host_capacity;     /* model-only: the simulated device, bytes */
+    int sm_count;               /* for PyTorch's reduction scratch */
+} mc_sh_net;
+
+/* No shape set (layers 0); SGD, the allocator's defaults, an 80 GiB card of 132 SMs. */
+mc_sh_net mc_sh_net_default(void);
+
+typedef struct {
+    mc_sh_net wl;          /* the network (batch per rank) */
     mc_sh_mode mode;
     int world;             /* N >= 1 ranks */
     int rank;              /* 0 .. N-1: the rank whose requests these are */
@@ -106,9 +123,10 @@ typedef struct mc_sh_run mc_sh_run;
 const char *mc_sh_mode_name(mc_sh_mode m);        /* "plain", "ddp", "zero2", "fsdp" */
 int mc_sh_mode_parse(const char *s, mc_sh_mode *m); /* 0 or -1 */
 
-/* 0, or -1 with one line in err: the workload's own checks, and what this
- * model does not cover (fp16/bf16, accumulation, checkpointing), world < 1
- * or > 65536, rank outside [0, world). */
+/* 0, or -1 with one line in err: the network's shape (as the MLP's), an
+ * optimizer other than sgd, momentum, adam, a zero capacity or SM count, an
+ * allocator setting PyTorch refuses, world < 1 or > 65536, rank outside
+ * [0, world). */
 int mc_sh_config_check(const mc_sh_config *c, char *err, size_t len);
 
 /* Builds the model as the wrapper leaves it (parameters, then DDP's bucket

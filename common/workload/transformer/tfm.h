@@ -18,11 +18,11 @@
  *
  * Model-only (the host backend) requests the blocks and does no arithmetic.
  * On the GPU the same sequence takes real blocks from the CUDA backend and
- * computes in them (tfm_kernels.h, mlp_gpu.h): no device memory outside
+ * computes in them (tfm_kernels.h, wl_gpu.h): no device memory outside
  * what the model requests. How the sequence follows PyTorch, and where it
  * had to assume, is said in tfm_seq.c and tfm_attn.c; how
  * the arithmetic lays out its tensors, in tfm_ops.c. The step
- * result and CSV are mlp.h's. */
+ * result and CSV are core/wl_types.h's. */
 #ifndef MC_TRANSFORMER_H
 #define MC_TRANSFORMER_H
 
@@ -33,7 +33,8 @@
 
 #include "alloc/alloc_model.h"
 #include "stats.h"
-#include "workload/mlp/mlp.h"
+#include "workload/core/optimizer.h"
+#include "workload/core/wl_types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,8 +42,6 @@ extern "C" {
 
 typedef enum { MC_TFM_TRANSFORMER, MC_TFM_ENCODER } mc_tfm_arch;
 typedef enum { MC_TFM_RELU, MC_TFM_GELU } mc_tfm_activation;
-/* The optimizers of the MLP plus AdamW (decoupled weight decay 0.01). */
-#define MC_TFM_ADAMW 3
 
 typedef struct {
     mc_tfm_arch arch;
@@ -52,7 +51,7 @@ typedef struct {
     bool norm_first, batch_first, causal;
     int64_t seq, batch;          /* L tokens; the whole batch B (micro-batch B/accum) */
     int accum;
-    int optimizer;               /* mc_wl_optimizer, or MC_TFM_ADAMW */
+    mc_wl_optimizer optimizer;   /* any, AdamW included (decoupled weight decay 0.01) */
     mc_wl_precision precision;
     bool checkpoint;             /* each encoder and decoder layer, use_reentrant=False */
     bool fused;                  /* the elementwise chains in one kernel each (tfm_fused_ops.c, C25) */
@@ -109,7 +108,6 @@ mc_tfm_config mc_tfm_seed000_amp(int64_t batch, mc_wl_precision precision);
 int mc_tfm_gpu_check(const mc_tfm_config *c, char *err, size_t len);
 /* Parameters of the model, exactly as sum(p.numel() for p in model.parameters()). */
 uint64_t mc_tfm_param_count(const mc_tfm_config *c);
-const char *mc_tfm_optimizer_name(int o);
 
 /* Model-only, or on the current CUDA device (on_gpu). trace: memclaims-trace
  * v1 of set-up and the first trace_steps steps. data: NULL, or the GPU

@@ -289,7 +289,7 @@ static int flash_fwd(mc_tfm *T, tb **o, tb **lse, tb **rng, tb **unused)
 
 static tv sdpa(mc_tfm *T, tv q, tv k, tv v, bool causal)
 {
-    if (T->oom || T->stopped || !q.b || !k.b || !v.b) return TV_NONE;
+    if (T->ctx.oom || T->stopped || !q.b || !k.b || !v.b) return TV_NONE;
     const mc_tfm_sdpa be = sdpa_backend(T);
     const int64_t n = T->T * T->E, N = T->N, H = T->H, L = T->L, hd = T->hd;
     tb *o = NULL, *lse = NULL, *seed = NULL, *offset = NULL;
@@ -344,7 +344,7 @@ static tv sdpa(mc_tfm *T, tv q, tv k, tv v, bool causal)
 tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal, int64_t S)
 {
     (void)S;
-    if (T->oom || T->stopped || !q_in.b) return TV_NONE;
+    if (T->ctx.oom || T->stopped || !q_in.b) return TV_NONE;
     const bool bf = T->c.batch_first, half = sdpa_backend(T) != MC_TFM_SDPA_EFFICIENT;
     const int64_t E = T->E, tok = T->T;
     tv q = TV_NONE, k = TV_NONE, v = TV_NONE;

@@ -6,7 +6,6 @@
 #include "tfm.h"
 #include "tfm_kernels.h"
 
-#define DEFAULT_HOST_CAPACITY (80ULL << 30) /* an H100 80GB-class card */
 #define MAX_WIDTH (1LL << 16)
 #define MAX_LAYERS 1024
 #define MAX_ACCUM 1024
@@ -28,8 +27,8 @@ mc_tfm_config mc_tfm_config_default(void)
     c.optimizer = MC_WL_SGD;
     c.precision = MC_WL_FP32;
     c.alloc = ca_config_default();
-    c.host_capacity = DEFAULT_HOST_CAPACITY;
-    c.sm_count = 132;
+    c.host_capacity = MC_WL_DEFAULT_HOST_CAPACITY;
+    c.sm_count = MC_WL_DEFAULT_SM_COUNT;
     c.trace_steps = 2;
     return c;
 }
@@ -57,11 +56,6 @@ mc_tfm_config mc_tfm_seed000_amp(int64_t batch, mc_wl_precision precision)
     c.optimizer = MC_WL_ADAM;
     c.precision = precision;
     return c;
-}
-
-const char *mc_tfm_optimizer_name(int o)
-{
-    return o == MC_TFM_ADAMW ? "adamw" : mc_wl_optimizer_name((mc_wl_optimizer)o);
 }
 
 static int fail(char *err, size_t len, const char *msg)
@@ -109,7 +103,7 @@ int mc_tfm_config_check(const mc_tfm_config *c, char *err, size_t len)
     }
     if (!(c->dropout >= 0 && c->dropout < 1)) return fail(err, len, "dropout must be in [0, 1)");
     if ((unsigned)c->activation > MC_TFM_GELU) return fail(err, len, "unknown activation");
-    if (c->optimizer < 0 || c->optimizer > MC_TFM_ADAMW || (unsigned)c->precision > MC_WL_BF16)
+    if ((unsigned)c->optimizer > MC_WL_ADAMW || (unsigned)c->precision > MC_WL_BF16)
         return fail(err, len, "unknown optimizer or precision");
     if (c->host_capacity == 0 || c->sm_count < 1 || c->trace_steps < 0)
         return fail(err, len, "bad host capacity, SM count or trace steps");

@@ -36,7 +36,7 @@ static int act_dropout_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
 
 tv op_fused_act_dropout(mc_tfm *T, tv h, int64_t rows)
 {
-    if (T->oom || T->stopped || !h.b) return TV_NONE;
+    if (T->ctx.oom || T->stopped || !h.b) return TV_NONE;
     const bool gelu = T->c.activation == MC_TFM_GELU;
     tb *bits = tb_new(T, (uint64_t)h.n, MC_WL_ACTIVATIONS, "fused activation+dropout: kept and sign bits");
     tb *o = bits ? tb_new(T, (uint64_t)(h.n * h.es), MC_WL_ACTIVATIONS, "fused activation+dropout output") : NULL;
@@ -92,7 +92,7 @@ static int dropout_add_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
 
 tv op_fused_dropout_add(mc_tfm *T, tv res, tv branch, int64_t rows)
 {
-    if (T->oom || T->stopped || !res.b || !branch.b) return TV_NONE;
+    if (T->ctx.oom || T->stopped || !res.b || !branch.b) return TV_NONE;
     if (T->c.dropout == 0) return op_add(T, res, branch);
     const int es = res.es > branch.es ? res.es : branch.es;
     tb *bits = tb_new(T, (uint64_t)branch.n, MC_WL_ACTIVATIONS, "fused dropout+add: kept bits");

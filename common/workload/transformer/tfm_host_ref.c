@@ -173,14 +173,3 @@ void tfm_ref_dropout(double *y, uint8_t *mask, const double *x, int64_t n, float
     }
 }
 
-void tfm_ref_adamw(double *p, const double *g, double *m, double *v, int64_t n, double lr,
-                   double beta1, double beta2, double eps, double weight_decay, int t)
-{
-    const double bc1 = 1.0 - pow(beta1, t), bc2 = 1.0 - pow(beta2, t);
-    for (int64_t i = 0; i < n; i++) {
-        p[i] *= 1.0 - lr * weight_decay;
-        m[i] = beta1 * m[i] + (1.0 - beta1) * g[i];
-        v[i] = beta2 * v[i] + (1.0 - beta2) * g[i] * g[i];
-        p[i] -= lr / bc1 * m[i] / (sqrt(v[i]) / sqrt(bc2) + eps);
-    }
-}

@@ -71,10 +71,6 @@ double tfm_ref_act_grad(double x, int act); /* derivative at the input x */
 void tfm_ref_dropout(double *y, uint8_t *mask, const double *x, int64_t n, float p, uint64_t seed,
                      uint64_t offset);
 
-/* One AdamW step (torch.optim.AdamW, decoupled decay) on n values, t >= 1. */
-void tfm_ref_adamw(double *p, const double *g, double *m, double *v, int64_t n, double lr,
-                   double beta1, double beta2, double eps, double weight_decay, int t);
-
 /* ------------------------------------------------------------ layers and models */
 
 typedef struct {

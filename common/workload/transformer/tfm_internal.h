@@ -33,13 +33,8 @@
 #include <stdint.h>
 
 #include "tfm.h"
-#include "workload/mlp/mlp_internal.h"
-
-/* mlp_internal.h's MLP shorthands are not used here. */
-#undef G
-#undef A
-#undef AK
-#undef F
+#include "workload/core/optimizer_step.h"
+#include "workload/core/wl_ctx.h"
 
 /* One storage: a block of the allocator and who holds it. */
 typedef struct tb {
@@ -137,13 +132,12 @@ typedef struct {
 } tfm_saved_hooks;
 
 struct mc_tfm {
-    mc_workload w;             /* accounting, trace, allocator (mlp.c) */
+    wl_ctx ctx;                /* allocator, tensors, accounting, trace (core/wl_ctx.c) */
     mc_tfm_config c;
     int64_t N, L, E, H, hd, T; /* micro-batch, sequence, width, heads, head size, tokens */
     int es;                    /* compute element size: 4, or 2 under autocast */
     bool lowp;
     tb *all;                   /* live buffers */
-    bool oom;
 
     tparam *p;
     int np, cap_p;
@@ -161,7 +155,7 @@ struct mc_tfm {
     int handle;                /* cuBLAS handle: 0 forward thread, 1 backward thread */
 
     tb *mask;                  /* the encoder's causal mask (set-up) */
-    /* GPU arithmetic (T->w.gpu non-NULL; transformer_gpu.c): */
+    /* GPU arithmetic (T->ctx.gpu non-NULL; transformer_gpu.c): */
     int dt;                    /* MC_DT_* of the compute dtype */
     int site;                  /* the dropout site of the op being built (tfm_host_ref.h's order) */
     uint64_t drop_base;        /* this micro-step's first dropout offset */
@@ -170,22 +164,23 @@ struct mc_tfm {
     mc_tfm_data *data;         /* --verify: src, tgt and parameters from the host (NULL: randn) */
     wl_t ws_fwd, lt_fwd, ws_bwd, lt_bwd;
     wl_t red_buf, red_sem;
-    wl_t scale, growth, scaled, ones, gmul, gdiv, inv_d, inv_r, inv_f, found, found_c, inv_c;
+    wl_t scaled, ones, gmul, gdiv;
     wl_t mse, mse_tmp, loss;
     /* --offload (tfm_offload.c): pinned host buffers, reused across steps */
     struct tfm_pinned { void *p; uint64_t bytes; bool used; } *pin;
     int npin, cap_pin;
     uint64_t host_live, host_peak; /* bytes of saved activations on the host */
     int step;
-    bool opt_ready;
-    int opt_steps;             /* optimizer steps taken (Adam's t) */
-    double scale_host;
-    int growth_tracker;
+    wl_optim opt;              /* the optimizer and its GradScaler (core/optimizer_step.c) */
+    wl_opt_param *params;      /* T->p's tensors, in model.parameters() order */
 };
 typedef struct mc_tfm mc_tfm;
 
 /* The GPU, or NULL in model-only runs. */
-#define TG(T) ((T)->w.gpu)
+#define TG(T) ((T)->ctx.gpu)
+/* The context core/wl_ctx.h's shorthands (A, AK, F) act on, in functions
+ * with a `mc_tfm *T`. */
+#define WL_CTX (&T->ctx)
 /* tfm_tape.c: the device address of a tensor: its storage's plus its offset, or a parameter's. */
 uint64_t tv_addr(const mc_tfm *T, tv x);
 #define TVP(T, x) ((void *)(uintptr_t)tv_addr((T), (x)))
@@ -245,7 +240,9 @@ tv op_fused_dropout_add(mc_tfm *T, tv res, tv branch, int64_t rows); /* res + dr
 typedef enum { MC_TFM_SDPA_EFFICIENT, MC_TFM_SDPA_FLASH, MC_TFM_SDPA_CUDNN } mc_tfm_sdpa;
 tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal, int64_t S);
 
-/* tfm_opt.c: the optimizer step and zero_grad over T->p. */
+/* tfm_opt.c: the optimizer step and zero_grad over T->p; the parameter
+ * list of the optimizer (after tfm_build_params). */
+void tfm_opt_params(mc_tfm *T);
 int tfm_optimizer(mc_tfm *T, bool *skipped);
 void tfm_zero_grad(mc_tfm *T);
 

@@ -1,11 +1,11 @@
 /* tfm_kernels.cuh: device helpers of the Transformer kernels (tfm_*.cu),
- * CUDA C++ only. Builds on the MLP's helpers (mlp_kernels.cuh: ld/st
+ * CUDA C++ only. Builds on the workloads' helpers (core/wl_kernels.cuh: ld/st
  * conversions, 16-byte packs of VEC elements, grid-stride loops, dtype
  * dispatch) rather than repeating them. */
 #ifndef MC_TFM_KERNELS_CUH
 #define MC_TFM_KERNELS_CUH
 
-#include "workload/mlp/mlp_kernels.cuh"
+#include "workload/core/wl_kernels.cuh"
 #include "tfm_kernels.h"
 #include "tfm_rng.h"
 

@@ -1,20 +1,20 @@
 /* tfm_kernels.h: the Transformer workload's arithmetic on the GPU: LayerNorm,
- * fused attention, the elementwise chains (eager and fused), AdamW. Plain C
+ * fused attention, the elementwise chains (eager and fused). Plain C
  * API (extern "C"), callable from .c and .cu files. Kernels are in
  * tfm_layernorm.cu, tfm_attention.cu, tfm_attention_bwd.cu,
- * tfm_elementwise.cu, tfm_fused.cu, tfm_adamw.cu; device helpers in
+ * tfm_elementwise.cu, tfm_fused.cu; device helpers in
  * tfm_kernels.cuh.
  *
- * Contract, as mlp_gpu.h: every call is asynchronous on the stream of g
+ * Contract, as wl_gpu.h: every call is asynchronous on the stream of g
  * (mc_gpu_stream), every launch is checked (CUDA errors exit MC_EXIT_CUDA),
  * and NOTHING here allocates device memory: outputs and every scratch buffer
  * come from the caller (the allocator model), sized as documented here.
  * Linear layers (GEMMs, bias in the cuBLASLt epilogue), MSE loss and its
- * backward, the casts autocast makes, fills and copies are mlp_gpu.h's
+ * backward, the casts autocast makes, fills and copies are wl_gpu.h's
  * (mc_gpu_linear, mc_gpu_gemm_dx/dw, mc_gpu_bias_grad, mc_gpu_mse,
  * mc_gpu_mse_bwd, mc_gpu_cast): not repeated here.
  *
- * dt: MC_DT_F32 / MC_DT_F16 / MC_DT_BF16 (mlp_gpu.h) of the tensors named;
+ * dt: MC_DT_F32 / MC_DT_F16 / MC_DT_BF16 (wl_gpu.h) of the tensors named;
  * arithmetic in fp32 always. Shapes row-major; n counts elements.
  *
  * Dropout randomness is tfm_rng.h's: element e of a dropout call with
@@ -27,7 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "workload/mlp/mlp_gpu.h"
+#include "workload/core/wl_gpu.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -175,22 +175,6 @@ void tfm_fused_fwd(mc_wl_gpu *g, void *y, int dt_out, uint8_t *bits, const void 
 void tfm_fused_bwd(mc_wl_gpu *g, void *du, const void *dy, int dt_out, const uint8_t *bits,
                    const void *h, const void *bias, int64_t rows, int64_t n_cols, int act,
                    float p, int dt);
-
-/* ================================================================ AdamW */
-
-/* torch.optim.AdamW (foreach, PyTorch defaults lr 1e-3, betas (0.9, 0.999),
- * eps 1e-8, weight_decay 0.01) over nt fp32 tensors at once, step t >= 1:
- *   p *= 1 - lr wd; m = lerp(m, g, 1 - b1); v = b2 v + (1 - b2) g^2;
- *   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
- * One kernel, no intermediate: PyTorch's foreach path allocates
- * exp_avg_sq_sqrt (one tensor per parameter, fp32, the parameters' sizes)
- * for the denominator, which the caller models; this kernel needs none.
- * The hyperparameters are doubles, as torch.optim's Python floats: each
- * scalar the foreach ops get (1 - b1, 1 - b2, 1 - lr wd, the step size) is
- * formed in double and rounded to float once, as they are. */
-void tfm_adamw(mc_wl_gpu *g, int nt, float *const *p, float *const *gr, float *const *m,
-               float *const *v, const int64_t *n, double lr, double beta1, double beta2, double eps,
-               double weight_decay, int step);
 
 #ifdef __cplusplus
 }

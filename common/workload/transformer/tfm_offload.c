@@ -35,7 +35,7 @@
 
 #include "check.h"
 #include "tfm_offload.h"
-#include "workload/mlp/mlp_gpu.h"
+#include "workload/core/wl_gpu.h"
 
 /* Whether a saved buffer goes to the host. */
 static bool wants(const mc_tfm *T, const tb *b)

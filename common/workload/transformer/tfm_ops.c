@@ -73,7 +73,7 @@ static tv cast(mc_tfm *T, tv x, int es, mc_wl_category cat, const char *what)
 
 tv op_to(mc_tfm *T, tv x, int es)
 {
-    if (T->oom || T->stopped || !x.b) return TV_NONE;
+    if (T->ctx.oom || T->stopped || !x.b) return TV_NONE;
     return cast(T, x, es, MC_WL_ACTIVATIONS, "autocast input cast");
 }
 
@@ -172,7 +172,7 @@ static int add_bias_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
 
 tv op_linear(mc_tfm *T, tv x, tv W, tv b, int64_t rows, int64_t in, int64_t out, bool matmul)
 {
-    if (T->oom || T->stopped || !x.b) return TV_NONE;
+    if (T->ctx.oom || T->stopped || !x.b) return TV_NONE;
     tv xc = tv_view(x), Wc = W, bc = b;
     bool own_wb = false;
     if (T->lowp) {
@@ -181,7 +181,7 @@ tv op_linear(mc_tfm *T, tv x, tv W, tv b, int64_t rows, int64_t in, int64_t out,
         tv_drop(T, &xc);
         xc = autocast_arg(T, x, "autocast input cast");
         own_wb = true;
-        if (T->oom) goto fail;
+        if (T->ctx.oom) goto fail;
     }
     const int es = T->es;
     tv r = TV_NONE;
@@ -292,7 +292,7 @@ static int layer_norm_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
             tb_unref(T, out[k]);
             out[k] = s;
         }
-        if (TG(T) && !T->oom) /* the partial sums and their final pass, while the blocks live */
+        if (TG(T) && !T->ctx.oom) /* the partial sums and their final pass, while the blocks live */
             tfm_ln_bwd(TG(T), out[0] ? TBP(out[0]) : NULL, TBP(out[1]), TBP(out[2]), dy, SAP(nd, 0),
                        param_ptr(T, (int)nd->a[2]), SAP(nd, 3), SAP(nd, 4), rows, E, part_g, part_b,
                        part_rows, MC_DT_F32);
@@ -303,12 +303,12 @@ static int layer_norm_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
                    param_ptr(T, (int)nd->a[2]), SAP(nd, 3), SAP(nd, 4), rows, E, NULL, NULL, 0, MC_DT_F32);
     }
     tb_unref(T, c);
-    return T->oom ? -1 : 0;
+    return T->ctx.oom ? -1 : 0;
 }
 
 tv op_layer_norm(mc_tfm *T, tv x, int pw, int pb)
 {
-    if (T->oom || T->stopped || !x.b) return TV_NONE;
+    if (T->ctx.oom || T->stopped || !x.b) return TV_NONE;
     const int64_t E = T->E, rows = x.n / E;
     tb *y = tb_new(T, (uint64_t)(x.n * 4), MC_WL_ACTIVATIONS, "layer_norm output");
     tb *mean = y ? tb_new(T, (uint64_t)(rows * 4), MC_WL_ACTIVATIONS, "layer_norm mean") : NULL;
@@ -358,7 +358,7 @@ static int elementwise_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
 
 tv op_dropout(mc_tfm *T, tv x)
 {
-    if (T->oom || T->stopped || !x.b) return TV_NONE;
+    if (T->ctx.oom || T->stopped || !x.b) return TV_NONE;
     if (T->c.dropout == 0) return tv_view(x);
     tb *mask = tb_new(T, (uint64_t)x.n, MC_WL_ACTIVATIONS, "dropout mask (bool)");
     tb *o = mask ? tb_new(T, (uint64_t)(x.n * x.es), MC_WL_ACTIVATIONS, "dropout output") : NULL;
@@ -383,7 +383,7 @@ tv op_dropout(mc_tfm *T, tv x)
 
 tv op_activation(mc_tfm *T, tv x)
 {
-    if (T->oom || T->stopped || !x.b) return TV_NONE;
+    if (T->ctx.oom || T->stopped || !x.b) return TV_NONE;
     bool gelu = T->c.activation == MC_TFM_GELU;
     tb *o = tb_new(T, (uint64_t)(x.n * x.es), MC_WL_ACTIVATIONS, gelu ? "gelu output" : "relu output");
     if (!o) return TV_NONE;
@@ -423,7 +423,7 @@ static int add_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
 
 tv op_add(mc_tfm *T, tv a, tv b)
 {
-    if (T->oom || T->stopped || !a.b || !b.b) return TV_NONE;
+    if (T->ctx.oom || T->stopped || !a.b || !b.b) return TV_NONE;
     int es = a.es > b.es ? a.es : b.es; /* type promotion: fp32 + half is fp32 */
     tb *o = tb_new(T, (uint64_t)(a.n * es), MC_WL_ACTIVATIONS, "residual add");
     if (!o) return TV_NONE;
@@ -465,7 +465,7 @@ static void pack_parts(mc_tfm *T, void *dst, const void *src, int64_t tok, int p
 
 tv op_contiguous(mc_tfm *T, tv x, int parts, const char *what)
 {
-    if (T->oom || T->stopped || !x.b) return TV_NONE;
+    if (T->ctx.oom || T->stopped || !x.b) return TV_NONE;
     tb *o = tb_new(T, (uint64_t)(x.n * x.es), MC_WL_ACTIVATIONS, what);
     if (!o) return TV_NONE;
     if (TG(T) && parts > 1) unpack_parts(T, TBP(o), TVP(T, x), x.n / (parts * T->E), parts, x.es);
@@ -487,7 +487,7 @@ static int view_copy_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
 
 tv op_view_copy_bwd(mc_tfm *T, tv x, int parts, const char *what)
 {
-    if (T->oom || T->stopped || !x.b) return TV_NONE;
+    if (T->ctx.oom || T->stopped || !x.b) return TV_NONE;
     tv r = tv_view(x);
     if (!needs_grad(x)) return r;
     r.node = new_node(T, view_copy_bwd, what, 1);
@@ -510,7 +510,7 @@ static int transpose_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
 
 tv op_transpose(mc_tfm *T, tv x)
 {
-    if (T->oom || T->stopped || !x.b) return TV_NONE;
+    if (T->ctx.oom || T->stopped || !x.b) return TV_NONE;
     tv r = tv_view(x);
     if (!needs_grad(x)) {
         r.contig = false;
@@ -541,7 +541,7 @@ static int select_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
 
 tv op_select(mc_tfm *T, tv whole, int idx, int64_t n_part, const char *what)
 {
-    if (T->oom || T->stopped || !whole.b) return TV_NONE;
+    if (T->ctx.oom || T->stopped || !whole.b) return TV_NONE;
     tv r = tv_view(whole);
     r.n = n_part;
     r.off = whole.off + (int64_t)idx * n_part * whole.es;
@@ -573,7 +573,7 @@ static int split_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
 
 int op_split(mc_tfm *T, int param, int64_t n_first)
 {
-    if (T->oom || T->stopped) return -1;
+    if (T->ctx.oom || T->stopped) return -1;
     int n = new_node(T, split_bwd, "SplitWithSizesBackward0", 1);
     T->tape[n].a[0] = T->p[param].n;
     T->tape[n].a[1] = n_first;

@@ -160,7 +160,7 @@ static int new_group(mc_tfm *T)
 /* output = mod(output, ...) or checkpoint(mod, output, ...): *x rebinds. */
 static void layer(mc_tfm *T, int l, tv *x, tv mem)
 {
-    if (T->oom) return;
+    if (T->ctx.oom) return;
     tv y;
     if (T->c.checkpoint) {
         int g = new_group(T);
@@ -225,7 +225,7 @@ static int recompute(mc_tfm *T, int g)
     }
     T->nt = T->rec_base;
     G->recomputed = true;
-    return T->oom ? -1 : 0;
+    return T->ctx.oom ? -1 : 0;
 }
 
 /* ------------------------------------------------------------ one micro-step */
@@ -245,14 +245,6 @@ static tv model_forward(mc_tfm *T, tv src, tv tgt)
     return out;
 }
 
-#define AW(t, bytes, cat, what, keep)                                                     \
-    do {                                                                                  \
-        if (wl_alloc(&T->w, &(t), (uint64_t)(bytes), (cat), (keep), (what)) != 0) {       \
-            T->oom = true;                                                                \
-            return -1;                                                                    \
-        }                                                                                 \
-    } while (0)
-#define FW(t) wl_free(&T->w, &(t))
 
 #define FPT(t) ((float *)WL_PTR(t))
 
@@ -265,43 +257,38 @@ static int loss_and_backward(mc_tfm *T, tv out, tv tgt)
     const bool fp16 = T->c.precision == MC_WL_FP16;
     mc_wl_gpu *G = TG(T);
     const float invk = 1.0f / (float)T->c.accum;
-    AW(T->mse, n * 4, MC_WL_ACTIVATIONS, "mse_loss elementwise (holds the mean)", false);
-    AW(T->mse_tmp, n * 4, MC_WL_ACTIVATIONS, "mse_loss second [n]", false);
+    A(T->mse, n * 4, MC_WL_ACTIVATIONS, "mse_loss elementwise (holds the mean)");
+    A(T->mse_tmp, n * 4, MC_WL_ACTIVATIONS, "mse_loss second [n]");
     if (reduce_scratch(T, 1, n, false, 4)) return -1;
     if (G) mc_gpu_mse(G, FPT(T->mse), FPT(T->mse_tmp), TVP(T, out), TVP(T, tgt), n, 1.0f);
-    FW(T->mse_tmp);
-    AW(T->loss, 4, MC_WL_OTHER, "loss / K", false);
+    F(T->mse_tmp);
+    A(T->loss, 4, MC_WL_OTHER, "loss / K");
     if (G) mc_gpu_scalar(G, FPT(T->loss), FPT(T->mse), NULL, invk);
-    FW(T->mse);
+    F(T->mse);
     if (T->lowp) cast_cache_clear(T);
     if (fp16) {
-        if (!T->scale.addr) {
-            AW(T->scale, 4, MC_WL_OTHER, "GradScaler scale", true);
-            if (G) mc_gpu_fill(G, FPT(T->scale), (float)T->scale_host, 1);
-            AW(T->growth, 4, MC_WL_OTHER, "GradScaler growth tracker", true);
-            if (G) mc_gpu_fill(G, FPT(T->growth), 0.0f, 1);
-        }
-        AW(T->scaled, 4, MC_WL_OTHER, "scaler.scale(loss)", false);
-        if (G) mc_gpu_scalar(G, FPT(T->scaled), FPT(T->loss), FPT(T->scale), 1.0f);
+        if (wl_scaler_lazy_init(&T->ctx, &T->opt)) return -1;
+        A(T->scaled, 4, MC_WL_OTHER, "scaler.scale(loss)");
+        if (G) mc_gpu_scalar(G, FPT(T->scaled), FPT(T->loss), FPT(T->opt.scale), 1.0f);
     }
-    AW(T->ones, 4, MC_WL_OTHER, "backward's ones_like", false);
+    A(T->ones, 4, MC_WL_OTHER, "backward's ones_like");
     if (G) mc_gpu_fill(G, FPT(T->ones), 1.0f, 1);
     const wl_t *gs = &T->ones;
     if (fp16) {
-        AW(T->gmul, 4, MC_WL_OTHER, "MulBackward0", false);
-        if (G) mc_gpu_scalar(G, FPT(T->gmul), FPT(T->ones), FPT(T->scale), 1.0f);
+        A(T->gmul, 4, MC_WL_OTHER, "MulBackward0");
+        if (G) mc_gpu_scalar(G, FPT(T->gmul), FPT(T->ones), FPT(T->opt.scale), 1.0f);
         gs = &T->gmul;
     }
-    AW(T->gdiv, 4, MC_WL_OTHER, "DivBackward0", false);
+    A(T->gdiv, 4, MC_WL_OTHER, "DivBackward0");
     if (G) mc_gpu_scalar(G, FPT(T->gdiv), FPT(*gs), NULL, invk);
-    if (fp16) FW(T->gmul);
+    if (fp16) F(T->gmul);
     tb *g = tb_new(T, (uint64_t)(n * 4), MC_WL_ACTIVATIONS, "MseLossBackward0");
     if (!g) return -1;
     if (G) mc_gpu_mse_bwd(G, (float *)TBP(g), TVP(T, out), TVP(T, tgt), FPT(T->gdiv), n);
-    FW(T->gdiv);
+    F(T->gdiv);
     if (tape_backward(T, out.node, g)) return -1;
-    FW(T->ones);
-    if (fp16) FW(T->scaled);
+    F(T->ones);
+    if (fp16) F(T->scaled);
     return 0;
 }
 
@@ -331,15 +318,15 @@ static int micro_step(mc_tfm *T, int k)
     T->micro++;
     tv src = {s, (int64_t)n, 4, -1, 0, true, 0}, tgt = {t, (int64_t)n, 4, -1, 0, true, 0};
     tv out = model_forward(T, src, tgt);
-    if (T->oom || !out.b) return -1;
+    if (T->ctx.oom || !out.b) return -1;
     int rc = loss_and_backward(T, out, tgt);
     if (rc == 0 && TG(T)) mc_gpu_read_loss(TG(T), k, FPT(T->loss));
     tv_drop(T, &src); /* del src, tgt, out, loss */
     tv_drop(T, &tgt);
     tv_drop(T, &out);
-    FW(T->loss);
+    F(T->loss);
     tape_clear(T);
-    return rc || T->oom ? -1 : 0;
+    return rc || T->ctx.oom ? -1 : 0;
 }
 
 /* ------------------------------------------------------------ life cycle */
@@ -377,13 +364,11 @@ mc_tfm *mc_tfm_create_with(const mc_tfm_config *c, bool on_gpu, FILE *trace, mc_
     T->cur_group = -1;
     if (c->checkpoint) T->hooks.recompute = recompute;
     if (c->offload) tfm_offload_hooks(&T->hooks);
-    T->scale_host = 65536.0;
-    mc_workload *w = &T->w;
-    w->c = mc_workload_config_default();
-    w->c.trace_steps = c->trace_steps;
-    w->trace = trace;
-    wl_open_allocator(w, &c->alloc, on_gpu, c->host_capacity, c->accum);
+    wl_optim_init(&T->opt, c->optimizer, c->lr, c->precision == MC_WL_FP16);
+    wl_ctx *w = &T->ctx;
+    wl_ctx_open(w, &c->alloc, on_gpu, c->host_capacity, c->accum, trace, c->trace_steps);
     tfm_build_params(T);
+    tfm_opt_params(T);
     wl_trace(w, "# memclaims-trace v1");
     wl_trace(w, "# build/workload's requests: %s d_model=%lld heads=%lld enc=%lld dec=%lld ff=%lld "
                 "dropout=%g %s%s%s%s seq=%lld batch=%lld %s %s accum=%d%s%s%s",
@@ -393,42 +378,39 @@ mc_tfm *mc_tfm_create_with(const mc_tfm_config *c, bool on_gpu, FILE *trace, mc_
              c->dropout, c->activation == MC_TFM_GELU ? "gelu" : "relu",
              c->norm_first ? " norm_first" : "", c->batch_first ? " batch_first" : "",
              c->causal ? " causal" : "", (long long)c->seq, (long long)c->batch,
-             mc_tfm_optimizer_name(c->optimizer), mc_wl_precision_name(c->precision), c->accum,
+             mc_wl_optimizer_name(c->optimizer), mc_wl_precision_name(c->precision), c->accum,
              c->checkpoint ? " checkpoint" : "", c->fused ? " fused" : "", c->offload ? " offload" : "");
     char settings[512]; /* the allocator settings' set lines (trace/trace.h) */
     if (ca_trace_format_settings(&c->alloc, settings, sizeof settings) > 0) wl_trace(w, "%s", settings);
     wl_trace(w, "# set-up: parameters, optimizer%s", c->precision == MC_WL_FP16 ? ", GradScaler" : "");
     if (tfm_setup(T) != 0) {
         w->setup_status = MC_WL_OOM;
-        while (w->n_live) wl_free(w, w->live[w->n_live - 1]);
+        wl_free_all(w);
     } else if (w->gpu) {
         tfm_init_params(T);
     }
     return T;
 }
 
-mc_wl_status mc_tfm_setup_status(const mc_tfm *T) { return T->w.setup_status; }
-const ca_allocator *mc_tfm_allocator(const mc_tfm *T) { return T->w.a; }
+mc_wl_status mc_tfm_setup_status(const mc_tfm *T) { return T->ctx.setup_status; }
+const ca_allocator *mc_tfm_allocator(const mc_tfm *T) { return T->ctx.a; }
 
 void mc_tfm_live_by_category(const mc_tfm *T, uint64_t out[MC_WL_NCAT])
 {
-    memcpy(out, T->w.cat_bytes, sizeof T->w.cat_bytes);
+    wl_live_by_category(&T->ctx, out);
 }
 
 void mc_tfm_destroy(mc_tfm *T)
 {
     if (!T) return;
-    T->w.trace = NULL;
-    if (T->w.gpu) mc_gpu_sync(T->w.gpu);
+    T->ctx.trace = NULL; /* teardown is not part of the traced sequence */
+    if (T->ctx.gpu) mc_gpu_sync(T->ctx.gpu);
     tfm_unwind(T);
     tfm_offload_free(T); /* after the sync: no copy is in flight */
-    while (T->w.n_live) wl_free(&T->w, T->w.live[T->w.n_live - 1]);
+    wl_ctx_close(&T->ctx);
     free(T->mask);
-    ca_destroy(T->w.a);
-    if (T->w.host) ca_host_destroy(T->w.host);
-    if (T->w.gpu) mc_gpu_destroy(T->w.gpu);
-    free(T->w.live);
     free(T->p);
+    free(T->params);
     free(T->tape);
     free(T->grp);
     free(T);
@@ -436,23 +418,20 @@ void mc_tfm_destroy(mc_tfm *T)
 
 mc_wl_status mc_tfm_step(mc_tfm *T, mc_workload_step_result *r)
 {
-    mc_workload *w = &T->w;
+    wl_ctx *w = &T->ctx;
     memset(r, 0, sizeof *r);
     r->step = ++T->step;
     w->step = T->step;
     r->step_time_s = NAN;
     r->loss = NAN;
-    r->loss_scale = T->c.precision == MC_WL_FP16 ? T->scale_host : 1.0;
+    r->loss_scale = T->c.precision == MC_WL_FP16 ? T->opt.scale_host : 1.0;
     if (w->setup_status != MC_WL_OK) {
         r->status = w->setup_status;
-        wl_fill_stats(&T->w, r);
+        wl_fill_stats(&T->ctx, r);
         return r->status;
     }
     wl_trace(w, "# step %d", T->step);
-    wl_trace(w, "reset_peak");
-    ca_reset_peak(w->a);
-    w->peak_seen = (uint64_t)ca_get_stats(w->a)->allocated_bytes.current;
-    memcpy(w->peak_cat, w->cat_bytes, sizeof w->peak_cat);
+    wl_reset_peak(w);
     int rc = 0;
     if (TG(T)) mc_gpu_step_begin(TG(T));
     for (int k = 0; k < T->c.accum && rc == 0; k++) rc = micro_step(T, k);
@@ -462,11 +441,10 @@ mc_wl_status mc_tfm_step(mc_tfm *T, mc_workload_step_result *r)
     if (rc != 0) { /* a caught OutOfMemoryError, then zero_grad */
         r->status = MC_WL_OOM;
         tfm_unwind(T);
-        T->oom = T->stopped = T->recomputing = false;
+        T->ctx.oom = T->stopped = T->recomputing = false;
         T->handle = 0;
         T->cur_group = -1;
-        for (int32_t i = w->n_live - 1; i >= 0; i--)
-            if (i < w->n_live && !w->live[i]->keep) wl_free(w, w->live[i]);
+        wl_unwind(w);
         tfm_zero_grad(T);
     }
     if (TG(T)) {
@@ -476,8 +454,8 @@ mc_wl_status mc_tfm_step(mc_tfm *T, mc_workload_step_result *r)
             for (int k = 0; k < T->c.accum; k++) T->data->losses[k] = mc_gpu_slot_loss(TG(T), k);
     }
     r->skipped = skipped;
-    r->loss_scale = T->c.precision == MC_WL_FP16 ? T->scale_host : 1.0;
-    wl_fill_stats(&T->w, r);
+    r->loss_scale = T->c.precision == MC_WL_FP16 ? T->opt.scale_host : 1.0;
+    wl_fill_stats(&T->ctx, r);
     wl_trace(w, "# end of step %d (after zero_grad)", T->step);
     if (w->trace && T->step == T->c.trace_steps) fflush(w->trace);
     return r->status;

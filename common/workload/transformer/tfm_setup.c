@@ -82,7 +82,7 @@ void tfm_build_params(mc_tfm *T)
 
 static int alloc_param(mc_tfm *T, int i)
 {
-    return wl_alloc(&T->w, &T->p[i].p, (uint64_t)T->p[i].n * 4, MC_WL_WEIGHTS, true, T->p[i].name);
+    return wl_alloc(&T->ctx, &T->p[i].p, (uint64_t)T->p[i].n * 4, MC_WL_WEIGHTS, true, T->p[i].name);
 }
 
 /* A template layer (freed at the end of set-up), then its clones. */
@@ -92,7 +92,7 @@ static int template_and_clones(mc_tfm *T, bool dec, wl_t *tmpl, int first, int l
     const int per = dec ? TFM_DEC_PER : TFM_ENC_PER;
     layer_sizes(T, dec, n);
     for (int i = 0; i < per; i++)
-        if (wl_alloc(&T->w, &tmpl[i], (uint64_t)n[i] * 4, MC_WL_WEIGHTS, false,
+        if (wl_alloc(&T->ctx, &tmpl[i], (uint64_t)n[i] * 4, MC_WL_WEIGHTS, false,
                      dec ? "template decoder layer (deep-copied, then freed)"
                          : "template encoder layer (deep-copied, then freed)") != 0)
             return -1;
@@ -111,17 +111,17 @@ int tfm_setup(mc_tfm *T)
     int rc = template_and_clones(T, false, enc_t, T->enc_first, (int)T->c.enc_layers, T->enc_norm);
     if (rc == 0 && T->c.arch == MC_TFM_TRANSFORMER)
         rc = template_and_clones(T, true, dec_t, T->dec_first, (int)T->c.dec_layers, T->dec_norm);
-    for (int i = 0; i < TFM_ENC_PER; i++) wl_free(&T->w, &enc_t[i]);
-    for (int i = 0; i < TFM_DEC_PER; i++) wl_free(&T->w, &dec_t[i]);
+    for (int i = 0; i < TFM_ENC_PER; i++) wl_free(&T->ctx, &enc_t[i]);
+    for (int i = 0; i < TFM_DEC_PER; i++) wl_free(&T->ctx, &dec_t[i]);
     if (rc == 0 && T->c.causal) { /* generate_square_subsequent_mask: full, then triu */
         const uint64_t b = (uint64_t)(T->L * T->L * 4);
         wl_t full;
         memset(&full, 0, sizeof full);
-        if (wl_alloc(&T->w, &full, b, MC_WL_ACTIVATIONS, false, "torch.full((L, L), -inf)") != 0) return -1;
+        if (wl_alloc(&T->ctx, &full, b, MC_WL_ACTIVATIONS, false, "torch.full((L, L), -inf)") != 0) return -1;
         T->mask = calloc(1, sizeof *T->mask);
         CHECK(T->mask != NULL, "out of host memory");
-        rc = wl_alloc(&T->w, &T->mask->t, b, MC_WL_ACTIVATIONS, true, "causal mask: torch.triu(full, 1)");
-        wl_free(&T->w, &full);
+        rc = wl_alloc(&T->ctx, &T->mask->t, b, MC_WL_ACTIVATIONS, true, "causal mask: torch.triu(full, 1)");
+        wl_free(&T->ctx, &full);
     }
     return rc;
 }

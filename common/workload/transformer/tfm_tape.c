@@ -10,20 +10,20 @@
 #include "check.h"
 #include "tfm_internal.h"
 #include "tfm_kernels.h"
+#include "workload/core/pytorch_consts.h"
+#include "workload/core/reduce_scratch.h"
 
-#define CUBLAS_WS_BYTES (32ULL << 20)  /* getChosenWorkspaceSize on sm_90 (as mlp_seq.c) */
-#define CUBLASLT_WS_BYTES (1ULL << 20) /* parseCUDABlasLtWorkspaceSize default */
 
 /* ------------------------------------------------------------ buffers */
 
 tb *tb_new(mc_tfm *T, uint64_t bytes, mc_wl_category cat, const char *what)
 {
-    if (T->oom || T->stopped) return NULL;
+    if (T->ctx.oom || T->stopped) return NULL;
     tb *b = calloc(1, sizeof *b);
     CHECK(b != NULL, "out of host memory");
-    if (wl_alloc(&T->w, &b->t, bytes, cat, false, what) != 0) {
+    if (wl_alloc(&T->ctx, &b->t, bytes, cat, false, what) != 0) {
         free(b);
-        T->oom = true;
+        T->ctx.oom = true;
         return NULL;
     }
     b->refs = 1;
@@ -51,7 +51,7 @@ void tb_unref(mc_tfm *T, tb *b)
     if (!b) return;
     CHECK(b->refs > 0, "transformer: buffer released twice");
     if (--b->refs) return;
-    wl_free(&T->w, &b->t);
+    wl_free(&T->ctx, &b->t);
     tb_forget(T, b);
 }
 
@@ -88,7 +88,7 @@ void tfm_unwind(mc_tfm *T)
     }
     while (T->all) {
         tb *b = T->all;
-        wl_free(&T->w, &b->t);
+        wl_free(&T->ctx, &b->t);
         tb_forget(T, b);
     }
 }
@@ -98,22 +98,22 @@ void tfm_unwind(mc_tfm *T)
 int workspaces(mc_tfm *T, bool lt)
 {
     wl_t *ws = T->handle ? &T->ws_bwd : &T->ws_fwd, *lw = T->handle ? &T->lt_bwd : &T->lt_fwd;
-    if (T->oom) return -1;
+    if (T->ctx.oom) return -1;
     if (!ws->addr) {
-        if (wl_alloc(&T->w, ws, CUBLAS_WS_BYTES, MC_WL_WORKSPACE, true,
+        if (wl_alloc(&T->ctx, ws, MC_PT_CUBLAS_WS_BYTES, MC_WL_WORKSPACE, true,
                      T->handle ? "cuBLAS workspace, backward thread" : "cuBLAS workspace, forward thread") != 0)
             goto oom;
         if (TG(T)) mc_gpu_set_workspace(TG(T), T->handle, WL_PTR(*ws), ws->bytes);
     }
     if (lt && !lw->addr) {
-        if (wl_alloc(&T->w, lw, CUBLASLT_WS_BYTES, MC_WL_WORKSPACE, true,
+        if (wl_alloc(&T->ctx, lw, MC_PT_CUBLASLT_WS_BYTES, MC_WL_WORKSPACE, true,
                      T->handle ? "cuBLASLt workspace, backward thread" : "cuBLASLt workspace, forward thread") != 0)
             goto oom;
         if (TG(T)) mc_gpu_set_lt_workspace(TG(T), T->handle, WL_PTR(*lw), lw->bytes);
     }
     return 0;
 oom:
-    T->oom = true;
+    T->ctx.oom = true;
     return -1;
 }
 
@@ -122,13 +122,13 @@ oom:
 int reduce_begin(mc_tfm *T, int64_t outputs, int64_t inputs, bool along_rows, int es)
 {
     uint64_t buf = 0, sem = 0;
-    if (T->oom) return -1;
+    if (T->ctx.oom) return -1;
     wl_reduce_scratch(outputs, inputs, along_rows, 4, es, T->c.sm_count, &buf, &sem);
     if (!buf) return 0;
-    if (wl_alloc(&T->w, &T->red_buf, buf, MC_WL_OTHER, false, "reduction buffer") != 0 ||
-        wl_alloc(&T->w, &T->red_sem, sem, MC_WL_OTHER, false, "reduction semaphores") != 0) {
-        wl_free(&T->w, &T->red_buf);
-        T->oom = true;
+    if (wl_alloc(&T->ctx, &T->red_buf, buf, MC_WL_OTHER, false, "reduction buffer") != 0 ||
+        wl_alloc(&T->ctx, &T->red_sem, sem, MC_WL_OTHER, false, "reduction semaphores") != 0) {
+        wl_free(&T->ctx, &T->red_buf);
+        T->ctx.oom = true;
         return -1;
     }
     return 0;
@@ -136,8 +136,8 @@ int reduce_begin(mc_tfm *T, int64_t outputs, int64_t inputs, bool along_rows, in
 
 void reduce_end(mc_tfm *T)
 {
-    wl_free(&T->w, &T->red_sem);
-    wl_free(&T->w, &T->red_buf);
+    wl_free(&T->ctx, &T->red_sem);
+    wl_free(&T->ctx, &T->red_buf);
 }
 
 int reduce_scratch(mc_tfm *T, int64_t outputs, int64_t inputs, bool along_rows, int es)
@@ -288,12 +288,12 @@ static int accumulate_grad(mc_tfm *T, int pi, tb *g)
     tparam *p = &T->p[pi];
     if (!p->g.addr) {
         if (g->refs == 1) {
-            wl_move(&T->w, &p->g, &g->t);
+            wl_move(&T->ctx, &p->g, &g->t);
             tb_forget(T, g);
             return 0;
         }
-        if (wl_alloc(&T->w, &p->g, p->p.bytes, MC_WL_GRADS, false, "AccumulateGrad clone") != 0) {
-            T->oom = true;
+        if (wl_alloc(&T->ctx, &p->g, p->p.bytes, MC_WL_GRADS, false, "AccumulateGrad clone") != 0) {
+            T->ctx.oom = true;
             tb_unref(T, g);
             return -1;
         }
@@ -381,7 +381,7 @@ static int run_backward(mc_tfm *T, int root, tb *grad)
             bool ncv = (nd->next[k].slot >> 8) & 1, view = (nd->next[k].slot >> 9) & 1;
             if (deliver(T, nd->next[k].node, slot, out[k], ncv, view || ncv, nd->next[k].es)) return -1;
         }
-        if (T->oom) return -1;
+        if (T->ctx.oom) return -1;
     }
     return 0;
 }

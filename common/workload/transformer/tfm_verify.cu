@@ -14,6 +14,8 @@
 #include "check.h"
 #include "check_cuda.h"
 #include "tfm_host_ref.h"
+#include "workload/core/optimizer_ref.h"
+#include "workload/core/optimizer_step.h"
 #include "tfm_kernels.h"
 #include "tfm_rng.h"
 #include "tfm_verify_util.h"
@@ -213,9 +215,9 @@ static void check_adamw(tfm_vctx *v)
             tfm_v_fill(hg[t], n[t], -0.1, 0.1, &s);
             tfm_v_free(dg[t]);
             dg[t] = (float *)tfm_v_upload(hg[t], n[t], MC_DT_F32);
-            tfm_ref_adamw(hp[t], hg[t], hm[t], hv[t], n[t], 1e-3, 0.9, 0.999, 1e-8, 0.01, step);
+            mc_opt_ref_adamw(hp[t], hg[t], hm[t], hv[t], n[t], 1e-3, 0.9, 0.999, 1e-8, 0.01, step);
         }
-        tfm_adamw(v->g, NT, dp, dg, dm, dv, n, 1e-3, 0.9, 0.999, 1e-8, 0.01, step);
+        mc_gpu_adamw(v->g, NT, dp, dg, dm, dv, n, 1e-3, 0.9, 0.999, 1e-8, 0.01, step);
     }
     double e = 0;
     for (int t = 0; t < NT; t++) {

@@ -9,7 +9,7 @@
 
 #include <stdio.h>
 
-#include "workload/mlp/mlp_gpu.h"
+#include "workload/core/wl_gpu.h"
 
 typedef struct {
     FILE *log;

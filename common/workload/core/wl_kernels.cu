@@ -1,7 +1,7 @@
-/* mlp_kernels.cu: the workload's elementwise kernels (mlp_gpu.h): random
+/* wl_kernels.cu: the workloads' elementwise kernels (wl_gpu.h): random
  * data (Philox4x32-10 + Box-Muller), casts, ReLU and its backward, MSE and
- * its backward, scalar ops; the bias gradient and the foreach updates are in
- * mlp_grads.cu. Grid-stride loops of 256 threads; fp16/bf16 compute in fp32.
+ * its backward, scalar ops; the bias gradient is in wl_grads.cu, the
+ * foreach updates in optimizer_kernels.cu. Grid-stride loops of 256 threads; fp16/bf16 compute in fp32.
  * The passes over [batch, features] activations move VEC elements per thread
  * per iteration (16-byte loads for fp16/bf16): with one 2-byte load in
  * flight per thread an SM has 4 KiB in flight, a fraction of what HBM3 needs
@@ -10,7 +10,7 @@
 
 #include "check.h"
 #include "check_cuda.h"
-#include "mlp_kernels.cuh"
+#include "wl_kernels.cuh"
 
 /* ------------------------------------------------------------ random data */
 

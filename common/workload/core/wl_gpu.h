@@ -1,12 +1,13 @@
-/* mlp_gpu.h: the workload's arithmetic on the GPU (mlp_gpu.cu for the
- * cuBLAS/cuBLASLt calls and the step's stream, mlp_kernels.cu for the
- * elementwise and reduction kernels). Every call is asynchronous on one
+/* wl_gpu.h: the workloads' arithmetic on the GPU, shared by the MLP and
+ * the Transformer (wl_gpu.cu for the cuBLAS/cuBLASLt calls and the step's
+ * stream, wl_kernels.cu and wl_grads.cu for the elementwise and reduction
+ * kernels; the optimizers' are optimizer_step.h's). Every call is asynchronous on one
  * stream; the memory always comes from the caller (the allocator model), so
  * nothing here allocates device memory. Shapes are row-major, as PyTorch's:
  * a [m,n] matrix has n contiguous. dtype: MC_DT_* of the tensor named.
  * CUDA and cuBLAS errors exit MC_EXIT_CUDA. */
-#ifndef MC_MLP_GPU_H
-#define MC_MLP_GPU_H
+#ifndef MC_WL_GPU_H
+#define MC_WL_GPU_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -84,18 +85,7 @@ void mc_gpu_add(mc_wl_gpu *g, float *dst, const float *src, int64_t n);   /* dst
 /* Sets p[0] to +inf (the injected overflow). */
 void mc_gpu_poison(mc_wl_gpu *g, float *p);
 
-/* --- optimizer and GradScaler, over nt tensors at once (foreach) */
-void mc_gpu_sgd(mc_wl_gpu *g, int nt, float *const *p, float *const *gr, const int64_t *n,
-                float lr);
-/* first: buf = grad (clone), else buf = momentum buf + grad; then p -= lr buf */
-void mc_gpu_momentum(mc_wl_gpu *g, int nt, float *const *p, float *const *gr,
-                     float *const *buf, const int64_t *n, float lr, float momentum, bool first);
-void mc_gpu_adam(mc_wl_gpu *g, int nt, float *const *p, float *const *gr, float *const *m,
-                 float *const *v, const int64_t *n, float lr, float beta1, float beta2,
-                 float eps, int step);
-/* grads *= inv_scale[0]; found[0] = 1 where any is not finite. */
-void mc_gpu_unscale(mc_wl_gpu *g, int nt, float *const *gr, const int64_t *n,
-                    const float *inv_scale, float *found);
+/* --- GradScaler (the optimizers' updates: optimizer_step.h) */
 /* inv[0] = 1 / scale[0] (in double, as scale.double().reciprocal().float()) */
 void mc_gpu_inv_scale(mc_wl_gpu *g, float *inv, const float *scale);
 

@@ -1,11 +1,11 @@
-/* mlp_grads.cu: the workload's reductions over gradients (mlp_gpu.h): the
- * bias gradient's column sum, and the foreach optimizers and GradScaler
- * unscale over many tensors per launch. fp32 accumulation throughout. */
+/* wl_grads.cu: the workload's reduction over gradients (wl_gpu.h): the
+ * bias gradient's column sum, fp32 accumulation. The optimizers' kernels
+ * are optimizer_kernels.cu's. */
 #include <math.h>
 
 #include "check.h"
 #include "check_cuda.h"
-#include "mlp_kernels.cuh"
+#include "wl_kernels.cuh"
 
 /* ------------------------------------------------------------ bias gradient */
 
@@ -128,110 +128,4 @@ extern "C" void mc_gpu_bias_grad(mc_wl_gpu *g, void *gb, const void *gh, int64_t
                                  void *scratch, uint64_t scratch_bytes)
 {
     DISPATCH(dt, colsum, g, gb, gh, m, n, scratch, scratch_bytes);
-}
-
-/* ------------------------------------------------------------ foreach updates */
-
-#define MT 24 /* tensors per launch: 5 pointers + a length each, < 4 KiB of parameters */
-
-typedef struct {
-    float *p[MT], *g[MT], *m[MT], *v[MT];
-    int64_t n[MT];
-} mt_args;
-
-enum { OP_SGD, OP_MOMENTUM, OP_MOMENTUM_FIRST, OP_ADAM, OP_UNSCALE };
-
-typedef struct {
-    float lr, a, b, eps, bc1, bc2_sqrt;
-    const float *inv;
-    float *found;
-} mt_scalars;
-
-__global__ void k_foreach(mt_args t, mt_scalars s, int op)
-{
-    const int j = blockIdx.y;
-    float *p = t.p[j], *gr = t.g[j], *m = t.m[j], *v = t.v[j];
-    const int64_t n = t.n[j];
-    float inv = op == OP_UNSCALE ? s.inv[0] : 0.0f;
-    GRID_STRIDE(i, n) {
-        float gi = gr[i];
-        switch (op) {
-        case OP_SGD: p[i] -= s.lr * gi; break;
-        case OP_MOMENTUM_FIRST: m[i] = gi; p[i] -= s.lr * gi; break;
-        case OP_MOMENTUM: { float b = s.a * m[i] + gi; m[i] = b; p[i] -= s.lr * b; break; }
-        case OP_ADAM: {
-            float mi = m[i] + (1.0f - s.a) * (gi - m[i]);          /* lerp_(grad, 1 - beta1) */
-            float vi = s.b * v[i] + (1.0f - s.b) * gi * gi;          /* mul_(beta2).addcmul_ */
-            m[i] = mi;
-            v[i] = vi;
-            p[i] -= (s.lr / s.bc1) * mi / (sqrtf(vi) / s.bc2_sqrt + s.eps);
-            break;
-        }
-        case OP_UNSCALE:
-            if (!isfinite(gi)) *s.found = 1.0f;
-            gr[i] = inv == 1.0f ? gi : gi * inv;
-            break;
-        }
-    }
-}
-
-static void foreach(mc_wl_gpu *g, int nt, float *const *p, float *const *gr, float *const *m,
-                    float *const *v, const int64_t *n, mt_scalars s, int op)
-{
-    for (int base = 0; base < nt; base += MT) {
-        mt_args a = {};
-        int cnt = nt - base < MT ? nt - base : MT;
-        int64_t most = 1;
-        for (int j = 0; j < cnt; j++) {
-            a.p[j] = p ? p[base + j] : NULL;
-            a.g[j] = gr[base + j];
-            a.m[j] = m ? m[base + j] : NULL;
-            a.v[j] = v ? v[base + j] : NULL;
-            a.n[j] = n[base + j];
-            if (a.n[j] > most) most = a.n[j];
-        }
-        unsigned bx = blocks_for(most);
-        if (bx > 512) bx = 512;
-        k_foreach<<<dim3(bx, (unsigned)cnt), THREADS, 0, mc_gpu_stream(g)>>>(a, s, op);
-        CHECK_LAUNCH();
-    }
-}
-
-extern "C" void mc_gpu_sgd(mc_wl_gpu *g, int nt, float *const *p, float *const *gr, const int64_t *n, float lr)
-{
-    mt_scalars s = {};
-    s.lr = lr;
-    foreach(g, nt, p, gr, NULL, NULL, n, s, OP_SGD);
-}
-
-extern "C" void mc_gpu_momentum(mc_wl_gpu *g, int nt, float *const *p, float *const *gr,
-                                float *const *buf, const int64_t *n, float lr, float momentum, bool first)
-{
-    mt_scalars s = {};
-    s.lr = lr;
-    s.a = momentum;
-    foreach(g, nt, p, gr, buf, NULL, n, s, first ? OP_MOMENTUM_FIRST : OP_MOMENTUM);
-}
-
-extern "C" void mc_gpu_adam(mc_wl_gpu *g, int nt, float *const *p, float *const *gr, float *const *m,
-                            float *const *v, const int64_t *n, float lr, float beta1, float beta2,
-                            float eps, int step)
-{
-    mt_scalars s = {};
-    s.lr = lr;
-    s.a = beta1;
-    s.b = beta2;
-    s.eps = eps;
-    s.bc1 = (float)(1.0 - pow((double)beta1, step));
-    s.bc2_sqrt = (float)sqrt(1.0 - pow((double)beta2, step));
-    foreach(g, nt, p, gr, m, v, n, s, OP_ADAM);
-}
-
-extern "C" void mc_gpu_unscale(mc_wl_gpu *g, int nt, float *const *gr, const int64_t *n,
-                               const float *inv_scale, float *found)
-{
-    mt_scalars s = {};
-    s.inv = inv_scale;
-    s.found = found;
-    foreach(g, nt, NULL, gr, NULL, NULL, n, s, OP_UNSCALE);
 }

@@ -1,4 +1,4 @@
-/* tfm_args.c: build/workload's flags for --arch transformer|encoder
+/* workload_args_tfm.c: build/workload's flags for --arch transformer|encoder
  * (workload_args.h), parsed as strictly as the MLP's. */
 #include <errno.h>
 #include <math.h>
@@ -7,7 +7,7 @@
 
 #include "check.h"
 #include "options.h"
-#include "workload/workload_args.h"
+#include "workload_args.h"
 
 static int bad(char *err, size_t len, const char *flag, const char *what, const char *val)
 {
@@ -95,11 +95,8 @@ int mc_tfm_parse_flag(mc_workload_cli *cli, const char *a, const char *v, bool *
         c->batch = n;
         cli->batch_given = true;
     } else { /* --optimizer */
-        if (!strcmp(v, "sgd")) c->optimizer = MC_WL_SGD;
-        else if (!strcmp(v, "momentum")) c->optimizer = MC_WL_MOMENTUM;
-        else if (!strcmp(v, "adam")) c->optimizer = MC_WL_ADAM;
-        else if (!strcmp(v, "adamw")) c->optimizer = MC_TFM_ADAMW;
-        else return bad(err, len, a, "sgd, momentum, adam or adamw", v);
+        if (mc_wl_optimizer_parse(v, MC_WL_ADAMW, &c->optimizer) != 0)
+            return bad(err, len, a, mc_wl_optimizer_words(MC_WL_ADAMW), v);
     }
     return 0;
 }

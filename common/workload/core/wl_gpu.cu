@@ -1,11 +1,11 @@
-/* mlp_gpu.cu: the workload's GEMMs and its stream (mlp_gpu.h). The forward's
+/* wl_gpu.cu: the workloads' GEMMs and its stream (wl_gpu.h). The forward's
  * Linear is addmm's cuBLASLt path with a bias epilogue; the backward's two
  * products are cuBLAS GEMMs, as PyTorch runs them (default math: no TF32
  * for fp32, as allow_tf32 is False by default; fp16/bf16 with fp32
  * accumulation). Two cuBLAS handles stand for PyTorch's two threads; their
  * workspaces come from the allocator model (set by the caller). The
- * elementwise kernels are in mlp_kernels.cu. */
-#include "mlp_gpu.h"
+ * elementwise kernels are in wl_kernels.cu. */
+#include "wl_gpu.h"
 
 #include <cublasLt.h>
 #include <cublas_v2.h>

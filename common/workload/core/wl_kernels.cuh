@@ -1,8 +1,9 @@
-/* mlp_kernels.cuh: device helpers shared by the workload's kernels
- * (mlp_kernels.cu: data, elementwise, MSE; mlp_grads.cu: the bias gradient
- * and the foreach updates). CUDA C++ only, internal to those two files. */
-#ifndef MC_MLP_KERNELS_CUH
-#define MC_MLP_KERNELS_CUH
+/* wl_kernels.cuh: device helpers shared by the workloads' kernels
+ * (wl_kernels.cu: data, elementwise, MSE; wl_grads.cu: the bias gradient;
+ * optimizer_kernels.cu: the foreach updates; the Transformer's through
+ * tfm_kernels.cuh). CUDA C++ only. */
+#ifndef MC_WL_KERNELS_CUH
+#define MC_WL_KERNELS_CUH
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -11,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "mlp_gpu.h"
+#include "wl_gpu.h"
 
 extern "C" cudaStream_t mc_gpu_stream(mc_wl_gpu *g);
 
