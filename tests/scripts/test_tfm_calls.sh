@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Which file of common/workload/transformer/ calls which, read from BUILD_DIR's
+# Which file of common/workload/transformer/ (then core/, mlp/, sharded/)
+# calls which, read from BUILD_DIR's
 # objects (nm: a file calls another when it leaves undefined a symbol the
 # other defines): no circle among them (tfm_internal.h's map), and the tape
 # (tfm_tape.c) calls nothing of tfm_seq.c or tfm_offload.c: it reaches
@@ -16,8 +17,9 @@ trap 'rm -rf "$tmp"' EXIT
 
 # edges DIR: "CALLER CALLEE" lines, one per pair of files, from DIR's objects.
 edges() {
-    local o
+    local o src
     for o in "$1"/*.o; do
+        src=${o#"$build"/obj/}; [ -f "${src%.o}" ] || continue   # a stale object of a moved file
         nm "$o" | awk -v f="$(basename "$o" .o)" '$1 == "U" { print "U", f, $2 }
                                                   NF == 3 && $2 ~ /^[TDBRC]$/ { print "D", f, $3 }'
     done | awk '$1 == "D" { def[$3] = $2; next } { use[n++] = $2 " " $3 }
@@ -66,4 +68,14 @@ check_eq "no circle among the Transformer's files" "$(circles < "$tmp/edges")" "
 check_eq "the tape calls nothing of tfm_seq.c or tfm_offload.c" \
     "$(grep -E '^tfm_tape.c (tfm_seq.c|tfm_offload.c)$' "$tmp/edges")" ""
 check "tfm_seq.c installs the offload hooks" grep -q '^tfm_seq.c tfm_offload.c$' "$tmp/edges"
+
+# The other folders of the workload: no circle among the files of each.
+for d in core mlp sharded; do
+    o=$build/obj/common/workload/$d
+    edges "$o" > "$tmp/edges.$d"
+    check "common/workload/$d/'s files call each other (the graph is read: $(wc -l < "$tmp/edges.$d") edges)" test -s "$tmp/edges.$d"
+    check_eq "no circle among common/workload/$d/'s files" "$(circles < "$tmp/edges.$d")" ""
+done
+check_eq "sharded_seq.c calls nothing of sharded_run.c (the step's requests under the life cycle)" \
+    "$(grep -E '^sharded_seq.c sharded_run.c$' "$tmp/edges.sharded")" ""
 summary

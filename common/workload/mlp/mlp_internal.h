@@ -73,10 +73,13 @@ int wl_seq_micro_step(mc_workload *w, int k);
 int wl_seq_optimizer(mc_workload *w, bool *skipped);
 void wl_seq_zero_grad(mc_workload *w);
 
-/* Pieces of mlp_seq.c that mlp_segments.c shares: an addmm's
+/* mlp_layer.c: the pieces mlp_seq.c and mlp_segments.c share: an addmm's
  * workspaces at first use on handle 0 (forward) or 1 (backward); reduction
  * scratch; Linear l's forward (casts, output *h, workspaces); the parameter
- * gradients of layer l reaching .grad. Each returns 0, or -1 on OOM. */
+ * gradients of layer l reaching .grad. Each returns 0, or -1 on OOM.
+ * mlp_name: "WHAT l", a request's label (a static buffer, valid until the
+ * next call). */
+const char *mlp_name(const char *what, int l);
 int wl_workspaces(mc_workload *w, int handle, bool lt);
 int wl_reduce_begin(mc_workload *w, int64_t outputs, int64_t inputs, bool along_rows,
                     int scalar_size);
@@ -96,6 +99,19 @@ int wl_seg_backward(mc_workload *w);
  * with a `mc_workload *w`; G: the GPU context (NULL in model-only). */
 #define WL_CTX (&w->ctx)
 #define G (w->ctx.gpu)
+#define P(t) WL_PTR(t)
+#define FP(t) ((float *)WL_PTR(t))
+
+/* autocast casts linear's arguments bias, weight, input (mlp_seq.c's notes). */
+#define CAST_BIAS_FIRST 1
+
+/* The compute dtype (MC_DT_*), and whether it is fp16/bf16 under autocast. */
+static inline int mlp_dtype(const mc_workload *w)
+{
+    return w->c.precision == MC_WL_FP16 ? MC_DT_F16 : w->c.precision == MC_WL_BF16 ? MC_DT_BF16
+                                                                                  : MC_DT_F32;
+}
+static inline bool mlp_lowp(const mc_workload *w) { return w->c.precision != MC_WL_FP32; }
 
 #ifdef __cplusplus
 }

@@ -45,8 +45,6 @@
 #include "check.h"
 #include "mlp_internal.h"
 
-#define P(t) WL_PTR(t)
-
 int wl_seg_plan(int layers, int segments, int *seg)
 {
     const int n = 2 * layers - 1;

@@ -49,27 +49,6 @@
 
 #include "check.h"
 #include "mlp_internal.h"
-#include "workload/core/pytorch_consts.h"
-#include "workload/core/reduce_scratch.h"
-
-#define CAST_BIAS_FIRST 1             /* autocast's cast order, see above */
-
-#define P(t) WL_PTR(t)
-#define FP(t) ((float *)WL_PTR(t))
-
-static const char *nm(const char *what, int l)
-{
-    static char buf[96];
-    snprintf(buf, sizeof buf, "%s %d", what, l);
-    return buf;
-}
-
-static int dtype(const mc_workload *w)
-{
-    return w->c.precision == MC_WL_FP16 ? MC_DT_F16 : w->c.precision == MC_WL_BF16 ? MC_DT_BF16
-                                                                                  : MC_DT_F32;
-}
-static bool lowp(const mc_workload *w) { return w->c.precision != MC_WL_FP32; }
 
 /* ------------------------------------------------------------ set-up */
 
@@ -77,8 +56,8 @@ int wl_seq_params(mc_workload *w)
 {
     for (int l = 0; l < w->L; l++) {
         wl_layer *y = &w->ly[l];
-        AK(y->W, (uint64_t)(y->out * y->in) * 4, MC_WL_WEIGHTS, nm("weight of Linear", l));
-        AK(y->b, (uint64_t)y->out * 4, MC_WL_WEIGHTS, nm("bias of Linear", l));
+        AK(y->W, (uint64_t)(y->out * y->in) * 4, MC_WL_WEIGHTS, mlp_name("weight of Linear", l));
+        AK(y->b, (uint64_t)y->out * 4, MC_WL_WEIGHTS, mlp_name("bias of Linear", l));
         if (G) { /* nn.Linear's init: kaiming_uniform_(a=sqrt(5)) and its bias: U(+-1/sqrt(in)) */
             float bound = (float)(1.0 / sqrt((double)y->in));
             mc_gpu_uniform(G, FP(y->W), y->out * y->in, bound, w->c.seed, 2 * (uint64_t)l);
@@ -88,76 +67,7 @@ int wl_seq_params(mc_workload *w)
     return 0;
 }
 
-/* gpu_reduce_kernel's scratch: buffer, semaphores (none where it needs no
- * global reduce), both freed when the kernel is queued: reduce_end. */
-int wl_reduce_begin(mc_workload *w, int64_t outputs, int64_t inputs, bool along_rows,
-                        int scalar_size)
-{
-    uint64_t buf = 0, sem = 0;
-    wl_reduce_scratch(outputs, inputs, along_rows, 4, scalar_size, w->c.sm_count, &buf, &sem);
-    if (!buf) return 0;
-    A(w->red_buf, buf, MC_WL_OTHER, "reduction buffer");
-    A(w->red_sem, sem, MC_WL_OTHER, "reduction semaphores");
-    return 0;
-}
-
-void wl_reduce_end(mc_workload *w)
-{
-    F(w->red_sem);
-    F(w->red_buf);
-}
-
-/* First GEMM on a thread's handle: its cuBLAS workspace, and for Lt calls
- * its cuBLASLt workspace after it. handle 0 forward, 1 backward. */
-int wl_workspaces(mc_workload *w, int handle, bool lt)
-{
-    wl_t *ws = handle ? &w->ws_bwd : &w->ws_fwd, *lw = handle ? &w->lt_bwd : &w->lt_fwd;
-    if (!ws->addr) {
-        AK(*ws, MC_PT_CUBLAS_WS_BYTES, MC_WL_WORKSPACE, handle ? "cuBLAS workspace, backward thread"
-                                                         : "cuBLAS workspace, forward thread");
-        if (G) mc_gpu_set_workspace(G, handle, P(*ws), ws->bytes);
-    }
-    if (lt && !lw->addr) {
-        AK(*lw, MC_PT_CUBLASLT_WS_BYTES, MC_WL_WORKSPACE, handle ? "cuBLASLt workspace, backward thread"
-                                                           : "cuBLASLt workspace, forward thread");
-        if (G) mc_gpu_set_lt_workspace(G, handle, P(*lw), lw->bytes);
-    }
-    return 0;
-}
-
 /* ------------------------------------------------------------ forward */
-
-/* Linear l on `in`: autocast's casts (weight and bias cached in ly[l]; an
- * fp32 input's cast in *x16), the addmm output *h, workspaces at first use. */
-int wl_linear_fwd(mc_workload *w, int l, const wl_t *in, wl_t *x16, wl_t *h, int handle)
-{
-    wl_layer *y = &w->ly[l];
-    const int dt = dtype(w);
-    const void *xin = P(*in), *Wc = P(y->W), *bc = P(y->b);
-    if (lowp(w)) {
-        static const int order[2][3] = {{2, 1, 0}, {0, 1, 2}}; /* 0 bias, 1 weight, 2 input */
-        for (int j = 0; j < 3; j++) {
-            int what = order[CAST_BIAS_FIRST][j];
-            if (what == 0) {
-                A(y->b16, y->out * 2, MC_WL_CASTS, nm("autocast bias cast", l));
-                if (G) mc_gpu_cast(G, P(y->b16), dt, P(y->b), MC_DT_F32, y->out);
-            } else if (what == 1) {
-                A(y->W16, y->out * y->in * 2, MC_WL_CASTS, nm("autocast weight cast", l));
-                if (G) mc_gpu_cast(G, P(y->W16), dt, P(y->W), MC_DT_F32, y->out * y->in);
-            } else if (l == 0) {
-                A(*x16, w->mb * y->in * 2, MC_WL_ACTIVATIONS, "autocast input cast");
-                if (G) mc_gpu_cast(G, P(*x16), dt, P(*in), MC_DT_F32, w->mb * y->in);
-            }
-        }
-        xin = l == 0 ? P(*x16) : xin;
-        Wc = P(y->W16);
-        bc = P(y->b16);
-    }
-    A(*h, w->mb * y->out * w->es, MC_WL_ACTIVATIONS, nm("addmm output of Linear", l));
-    if (wl_workspaces(w, handle, true)) return -1;
-    if (G) mc_gpu_linear(G, handle, P(*h), xin, Wc, bc, w->mb, y->in, y->out, dt);
-    return 0;
-}
 
 static int forward(mc_workload *w)
 {
@@ -166,10 +76,10 @@ static int forward(mc_workload *w)
     for (int l = 0; l < w->L; l++) {
         wl_layer *y = &w->ly[l];
         if (wl_linear_fwd(w, l, l ? &w->ly[l - 1].r : &w->x, &w->x16, &y->h, 0)) return -1;
-        if (ckpt && l == 0 && lowp(w)) F(w->x16); /* saved as a checkpoint holder only */
+        if (ckpt && l == 0 && mlp_lowp(w)) F(w->x16); /* saved as a checkpoint holder only */
         if (l < w->L - 1) {
-            A(y->r, w->mb * y->out * w->es, MC_WL_ACTIVATIONS, nm("relu output", l));
-            if (G) mc_gpu_relu(G, P(y->r), P(y->h), w->mb * y->out, dtype(w));
+            A(y->r, w->mb * y->out * w->es, MC_WL_ACTIVATIONS, mlp_name("relu output", l));
+            if (G) mc_gpu_relu(G, P(y->r), P(y->h), w->mb * y->out, mlp_dtype(w));
             F(y->h); /* Sequential rebinds `input` */
         }
     }
@@ -182,9 +92,9 @@ static int loss_fwd(mc_workload *w)
     const int64_t n = w->mb * w->c.out;
     wl_t *o = &w->ly[w->L - 1].h;
     const float *of = FP(*o);
-    if (lowp(w)) {
+    if (mlp_lowp(w)) {
         A(w->out32, n * 4, MC_WL_ACTIVATIONS, "autocast fp32 cast of mse_loss input");
-        if (G) mc_gpu_cast(G, P(w->out32), MC_DT_F32, P(*o), dtype(w), n);
+        if (G) mc_gpu_cast(G, P(w->out32), MC_DT_F32, P(*o), mlp_dtype(w), n);
         of = FP(w->out32);
     }
     /* PyTorch 2.11's traces: mse_loss makes two [b,out] fp32 tensors, the
@@ -203,7 +113,7 @@ static int loss_fwd(mc_workload *w)
     /* autocast's exit clears the cast cache, newest first: what nothing saved
      * goes. addmm saves its weight only where its input needs a gradient (not
      * layer 0's), and a checkpointed pair saves nothing. */
-    for (int l = w->L - 1; l >= 0 && lowp(w); l--) {
+    for (int l = w->L - 1; l >= 0 && mlp_lowp(w); l--) {
         if (l == 0 || (w->c.checkpoint && l < w->L - 1)) F(w->ly[l].W16);
         F(w->ly[l].b16);
     }
@@ -212,68 +122,28 @@ static int loss_fwd(mc_workload *w)
 
 /* ------------------------------------------------------------ backward */
 
-/* .grad: stolen on the first micro-step, added in place afterwards. */
-static void accumulate(mc_workload *w, wl_t *grad, wl_t *g, int64_t n)
-{
-    if (!grad->addr) {
-        wl_move(&w->ctx, grad, g);
-        return;
-    }
-    if (G) mc_gpu_add(G, FP(*grad), FP(*g), n);
-    F(*g);
-}
-
-/* ToCopyBackward0 of an autocast cast: the fp32 gradient, then AccumulateGrad. */
-static int to_fp32(mc_workload *w, wl_t *g32, wl_t *glow, wl_t *grad, int64_t n, const char *what)
-{
-    A(*g32, n * 4, MC_WL_GRADS, what);
-    if (G) mc_gpu_cast(G, P(*g32), MC_DT_F32, P(*glow), dtype(w), n);
-    F(*glow);
-    accumulate(w, grad, g32, n);
-    return 0;
-}
-
-/* After AddmmBackward0 of layer l: TBackward0, then the parameters' gradients
- * reach .grad in the order of their nodes' sequence numbers. */
-int wl_param_grads(mc_workload *w, int l)
-{
-    wl_layer *y = &w->ly[l];
-    const int64_t nW = y->out * y->in;
-    if (!lowp(w)) {
-        accumulate(w, &y->gb, &y->gbt, y->out);
-        accumulate(w, &y->gW, &y->gWt, nW);
-        return 0;
-    }
-    if (CAST_BIAS_FIRST) { /* the weight's cast is the younger node */
-        if (to_fp32(w, &y->gW32, &y->gWt, &y->gW, nW, nm("ToCopyBackward0 weight grad", l))) return -1;
-        return to_fp32(w, &y->gb32, &y->gbt, &y->gb, y->out, nm("ToCopyBackward0 bias grad", l));
-    }
-    if (to_fp32(w, &y->gb32, &y->gbt, &y->gb, y->out, nm("ToCopyBackward0 bias grad", l))) return -1;
-    return to_fp32(w, &y->gW32, &y->gWt, &y->gW, nW, nm("ToCopyBackward0 weight grad", l));
-}
-
 /* AddmmBackward0 of layer l (ck: inside a checkpointed pair). */
 static int addmm_bwd(mc_workload *w, int l, bool ck)
 {
     wl_layer *y = &w->ly[l];
-    const int dt = dtype(w);
-    const bool lp = lowp(w);
+    const int dt = mlp_dtype(w);
+    const bool lp = mlp_lowp(w);
     const wl_t *mat1 = l ? &w->ly[l - 1].r : lp ? (ck ? &w->x16r : &w->x16) : &w->x;
     const void *Wc = lp ? P(y->W16) : P(y->W);
     if (l > 0) {
         wl_layer *p = &w->ly[l - 1];
-        A(p->gr, w->mb * y->in * w->es, MC_WL_ACTIVATIONS, nm("mm: grad of Linear input", l));
+        A(p->gr, w->mb * y->in * w->es, MC_WL_ACTIVATIONS, mlp_name("mm: grad of Linear input", l));
         if (wl_workspaces(w, 1, false)) return -1;
         if (G) mc_gpu_gemm_dx(G, 1, P(p->gr), P(y->gh), Wc, w->mb, y->in, y->out, dt);
     }
-    A(y->gWt, y->out * y->in * w->es, MC_WL_GRADS, nm("mm: grad of weight", l));
+    A(y->gWt, y->out * y->in * w->es, MC_WL_GRADS, mlp_name("mm: grad of weight", l));
     if (wl_workspaces(w, 1, false)) return -1;
     if (G) mc_gpu_gemm_dw(G, 1, P(y->gWt), P(y->gh), P(*mat1), w->mb, y->in, y->out, dt);
     if (ck && lp) { /* unpacked recomputed tensors: apply()'s locals were the last owners */
         if (l == 0) F(w->x16r);
         else F(y->W16);
     }
-    A(y->gbt, y->out * w->es, MC_WL_GRADS, nm("sum_to: grad of bias", l));
+    A(y->gbt, y->out * w->es, MC_WL_GRADS, mlp_name("sum_to: grad of bias", l));
     if (wl_reduce_begin(w, y->out, w->mb, true, w->es)) return -1;
     if (G) /* the partial sums go to the buffer, as in Reduce.cuh */
         mc_gpu_bias_grad(G, P(y->gbt), P(y->gh), w->mb, y->out, dt, P(w->red_buf), w->red_buf.bytes);
@@ -298,8 +168,8 @@ static int addmm_bwd(mc_workload *w, int l, bool ck)
 static int relu_bwd(mc_workload *w, int l, wl_t *r, bool recomputed)
 {
     wl_layer *y = &w->ly[l];
-    A(y->gh, w->mb * y->out * w->es, MC_WL_ACTIVATIONS, nm("ReluBackward0", l));
-    if (G) mc_gpu_relu_bwd(G, P(y->gh), P(y->gr), P(*r), w->mb * y->out, dtype(w));
+    A(y->gh, w->mb * y->out * w->es, MC_WL_ACTIVATIONS, mlp_name("ReluBackward0", l));
+    if (G) mc_gpu_relu_bwd(G, P(y->gh), P(y->gr), P(*r), w->mb * y->out, mlp_dtype(w));
     if (recomputed) F(*r);
     F(y->gr);
     F(*r);
@@ -311,9 +181,9 @@ static int relu_bwd_recompute(mc_workload *w, int l)
 {
     wl_layer *y = &w->ly[l];
     if (wl_linear_fwd(w, l, l ? &w->ly[l - 1].r : &w->x, &w->x16r, &w->h2, 1)) return -1;
-    A(w->r2, w->mb * y->out * w->es, MC_WL_ACTIVATIONS, nm("recomputed relu output", l));
-    if (G) mc_gpu_relu(G, P(w->r2), P(w->h2), w->mb * y->out, dtype(w));
-    if (lowp(w)) { /* the recomputation's autocast exit */
+    A(w->r2, w->mb * y->out * w->es, MC_WL_ACTIVATIONS, mlp_name("recomputed relu output", l));
+    if (G) mc_gpu_relu(G, P(w->r2), P(w->h2), w->mb * y->out, mlp_dtype(w));
+    if (mlp_lowp(w)) { /* the recomputation's autocast exit */
         if (l == 0) F(y->W16);
         F(y->b16);
     }
@@ -323,8 +193,8 @@ static int relu_bwd_recompute(mc_workload *w, int l)
 
 static int backward(mc_workload *w)
 {
-    const int L = w->L, dt = dtype(w);
-    const bool lp = lowp(w), fp16 = w->c.precision == MC_WL_FP16;
+    const int L = w->L, dt = mlp_dtype(w);
+    const bool lp = mlp_lowp(w), fp16 = w->c.precision == MC_WL_FP16;
     const int64_t n = w->mb * w->c.out;
     if (fp16) {
         if (wl_scaler_lazy_init(&w->ctx, &w->opt)) return -1;
