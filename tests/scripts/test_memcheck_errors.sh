@@ -11,6 +11,7 @@ fx=$root/tests/fixtures/memcheck
 count() { awk -f "$root/scripts/lib/memcheck_errors.awk" "$fx/$1"; }
 check_eq "C28's deliberate OOMs (cudaMalloc and the cudaGetLastError that clears it): 0 real, 6 expected" "$(count oom_recovery.report)" "0 6"
 check_eq "a clean run: no error" "$(count clean.report)" "0 0"
+check_eq "a waived run (exit 77 noted by the tool): no error" "$(count waived.report)" "0 0"
 check_eq "the tool's own error (a program that makes no CUDA call) is not passed as clean" "$(count no_cuda.report)" "1 0"
 check_eq "an invalid write and an invalid-argument API error are real, the OOM beside them expected" "$(count invalid_write.report)" "2 1"
 check_eq "test-gpu uses this classifier" "$(grep -c 'lib/memcheck_errors.awk' "$root/scripts/test-gpu")" 1
