@@ -2,6 +2,7 @@
 #include "band.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +65,57 @@ mc_band mc_band_of(const double *x, size_t n, double lo, double hi)
     else if (b.p_high < lo) b.place = MC_BAND_BELOW;
     else if (b.p_low > hi) b.place = MC_BAND_ABOVE;
     return b;
+}
+
+/* ---------------------------------------------------------- bootstrap */
+
+/* xorshift64*: the resampling's generator, seeded with a constant. */
+static uint64_t next_u64(uint64_t *s)
+{
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 2685821657736338717ULL;
+}
+
+/* The median of one resample (with replacement) of x[0..n) into tmp. */
+static double resampled_median(const double *x, size_t n, double *tmp, uint64_t *rng)
+{
+    for (size_t i = 0; i < n; i++) tmp[i] = x[next_u64(rng) % n];
+    qsort(tmp, n, sizeof *tmp, cmp_double);
+    return median_of(tmp, n);
+}
+
+/* Bootstrap medians of num (and of num / den when den is not NULL), placed
+ * against [lo, hi] as mc_band_of places samples. */
+static mc_band bootstrap(const double *num, size_t nn, const double *den, size_t nd, double lo,
+                         double hi)
+{
+    mc_band b = {.place = MC_BAND_STRADDLES, .n = nn, .p_low = NAN, .p_high = NAN};
+    if (nn == 0 || (den && nd == 0)) return b;
+    uint64_t rng = 0x9E3779B97F4A7C15ULL;
+    double *tmp = mc_xmalloc((nn > nd ? nn : nd) * sizeof *tmp);
+    double *med = mc_xmalloc(MC_BAND_RESAMPLES * sizeof *med);
+    for (size_t r = 0; r < MC_BAND_RESAMPLES; r++) {
+        med[r] = resampled_median(num, nn, tmp, &rng);
+        if (den) med[r] /= resampled_median(den, nd, tmp, &rng);
+    }
+    b = mc_band_of(med, MC_BAND_RESAMPLES, lo, hi);
+    b.n = nn;
+    free(tmp);
+    free(med);
+    return b;
+}
+
+mc_band mc_band_median_of(const double *x, size_t n, double lo, double hi)
+{
+    return bootstrap(x, n, NULL, 0, lo, hi);
+}
+
+mc_band mc_band_ratio_of(const double *num, size_t nn, const double *den, size_t nd, double lo,
+                         double hi)
+{
+    return bootstrap(num, nn, den, nd, lo, hi);
 }
 
 const char *mc_band_place_name(mc_band_place p)

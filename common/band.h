@@ -34,6 +34,17 @@ typedef struct {
 /* x[0..n) (not modified) against [lo, hi], in x's unit. n == 0: STRADDLES
  * with zero shares (nothing is established). */
 mc_band mc_band_of(const double *x, size_t n, double lo, double hi);
+/* A claim about a typical value (a speed-up, an overhead, a share of a
+ * step) is judged on the median's uncertainty instead: the 10th-90th
+ * percentile of the median over MC_BAND_RESAMPLES bootstrap resamples of
+ * the samples (a fixed seed, so the same samples give the same answer). The
+ * shares are those of the resampled medians inside, below and above. */
+#define MC_BAND_RESAMPLES 2000
+mc_band mc_band_median_of(const double *x, size_t n, double lo, double hi);
+/* The same for the ratio of two medians, median(num) / median(den) (a
+ * speed-up, a slowdown), each resampled on its own. nn or nd 0: STRADDLES. */
+mc_band mc_band_ratio_of(const double *num, size_t nn, const double *den, size_t nd, double lo,
+                         double hi);
 /* "inside", "below", "above", "straddles an edge" */
 const char *mc_band_place_name(mc_band_place p);
 

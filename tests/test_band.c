@@ -86,6 +86,43 @@ static void empty_establishes_nothing(void **state)
     assert_int_equal(mc_modes_of(NULL, 0).n, 0);
 }
 
+/* A speed-up whose median sits just inside 1.5 on one machine and just
+ * outside on another, with noisy samples: the median's resampled spread
+ * straddles 1.5 on both. A clear one is placed. */
+static void ratio_of_medians_near_an_edge_straddles(void **state)
+{
+    (void)state;
+    double slow[15], fast_a[15], fast_b[15], fast_c[15];
+    for (int i = 0; i < 15; i++) {
+        slow[i] = 30e-3 + ((i * 7) % 15) * 0.4e-3;      /* 30.0-35.6 ms, median 32.8 */
+        fast_a[i] = 21.6e-3 + ((i * 4) % 15) * 0.3e-3;  /* median 23.7 ms: 1.38x */
+        fast_b[i] = 20.4e-3 + ((i * 4) % 15) * 0.3e-3;  /* median 22.5 ms: 1.46x */
+        fast_c[i] = 8e-3 + ((i * 4) % 15) * 0.1e-3;     /* median 8.7 ms: 3.77x */
+    }
+    mc_band a = mc_band_ratio_of(slow, 15, fast_a, 15, 1.5, 3.0);
+    mc_band b = mc_band_ratio_of(slow, 15, fast_b, 15, 1.5, 3.0);
+    assert_int_equal(b.place, MC_BAND_STRADDLES);
+    assert_true(b.p_low < 1.5 && b.p_high > 1.5);
+    assert_true(a.place == MC_BAND_BELOW || a.place == MC_BAND_STRADDLES);
+    assert_int_equal(mc_band_ratio_of(slow, 15, fast_c, 15, 1.5, 3.0).place, MC_BAND_ABOVE);
+    assert_int_equal(mc_band_ratio_of(slow, 15, fast_c, 15, 1.5, 5.0).place, MC_BAND_INSIDE);
+    /* the same samples give the same answer (a fixed seed) */
+    mc_band b2 = mc_band_ratio_of(slow, 15, fast_b, 15, 1.5, 3.0);
+    assert_near(b2.p_low, b.p_low, 0);
+    assert_near(b2.inside, b.inside, 0);
+    assert_int_equal(mc_band_ratio_of(slow, 15, fast_b, 0, 1.5, 3.0).place, MC_BAND_STRADDLES);
+}
+
+static void median_of_tight_samples_is_placed(void **state)
+{
+    (void)state;
+    double x[9] = {0.21, 0.22, 0.23, 0.24, 0.25, 0.26, 0.27, 0.28, 0.29};
+    mc_band b = mc_band_median_of(x, 9, 0.15, 0.35);
+    assert_int_equal(b.place, MC_BAND_INSIDE);
+    assert_near(b.inside, 1.0, 0);
+    assert_int_equal(mc_band_median_of(x, 9, 0.25, 0.35).place, MC_BAND_STRADDLES);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -94,6 +131,8 @@ int main(void)
         cmocka_unit_test(tight_distributions_are_placed),
         cmocka_unit_test(one_outlier_does_not_straddle),
         cmocka_unit_test(empty_establishes_nothing),
+        cmocka_unit_test(ratio_of_medians_near_an_edge_straddles),
+        cmocka_unit_test(median_of_tight_samples_is_placed),
     };
     return cmocka_run_group_tests_name("band", tests, NULL, NULL);
 }
