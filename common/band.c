@@ -115,6 +115,10 @@ mc_band mc_band_median_of(const double *x, size_t n, double lo, double hi)
 mc_band mc_band_ratio_of(const double *num, size_t nn, const double *den, size_t nd, double lo,
                          double hi)
 {
+    if (!den || nd == 0) { /* no denominator: nothing is established */
+        mc_band b = {.place = MC_BAND_STRADDLES, .n = nn, .p_low = NAN, .p_high = NAN};
+        return b;
+    }
     return bootstrap(num, nn, den, nd, lo, hi);
 }
 

@@ -111,6 +111,7 @@ static void ratio_of_medians_near_an_edge_straddles(void **state)
     assert_near(b2.p_low, b.p_low, 0);
     assert_near(b2.inside, b.inside, 0);
     assert_int_equal(mc_band_ratio_of(slow, 15, fast_b, 0, 1.5, 3.0).place, MC_BAND_STRADDLES);
+    assert_int_equal(mc_band_ratio_of(slow, 15, NULL, 0, 1.5, 3.0).place, MC_BAND_STRADDLES);
 }
 
 static void median_of_tight_samples_is_placed(void **state)
