@@ -141,7 +141,9 @@ static void modes_finding(mc_run *run, const char *what, int64_t B, const double
 static bool slowdown_ok(mc_run *run, const char *what, const char *keep, int64_t B, const double *t_o,
                         int no, const double *t_k, int nk)
 {
-    const mc_band b = mc_band_ratio_of(t_o, (size_t)no, t_k, (size_t)nk, 0.0, MAX_SLOWDOWN);
+    const bool timed = no > 0 && nk > 0; /* else (an OOM in the timed steps) nothing is established */
+    const mc_band b = mc_band_ratio_of(t_o, timed ? (size_t)no : 0, t_k, timed ? (size_t)nk : 0, 0.0,
+                                       MAX_SLOWDOWN);
     if (b.place == MC_BAND_STRADDLES)
         mc_emit_finding(run, "%s B=%lld: the slowdown's 10th-90th percentile %.2f-%.2fx straddles "
                         "%.1fx (%.0f%% of resampled slowdowns at or below it): the measurement cannot "

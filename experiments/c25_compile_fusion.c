@@ -51,7 +51,7 @@ static const mc_experiment EXP = {
                     "median step time eager / fused, judged by its uncertainty: the 10th-90th "
                     "percentile of that ratio over bootstrap resamples of each side's step times "
                     "(band.h). faster if that interval lies at or above 1.05; not faster if it lies "
-                    "below 1.02; an interval that straddles 1.05 or 1.02 establishes neither (the "
+                    "at or below 1.02; an interval that straddles 1.05 or 1.02 establishes neither (the "
                     "verdict names it), so a model whose median speed-up is near an edge reads the "
                     "same on every machine. holds if s >= 0.05 and faster for every model; "
                     "does-not-hold if s < 0.01 and (no GPU or not faster) for every model; "
@@ -242,11 +242,12 @@ int main(int argc, char **argv)
         /* The speed-up's uncertainty against each threshold (open above or
          * below): inside = established; straddling = neither side. */
         mc_band fast = {0}, slow = {0};
-        if (run.on_gpu) {
-            fast = mc_band_ratio_of(f[0].times, (size_t)f[0].ntimes, f[1].times, (size_t)f[1].ntimes,
-                                    SPEEDS, INFINITY);
-            slow = mc_band_ratio_of(f[0].times, (size_t)f[0].ntimes, f[1].times, (size_t)f[1].ntimes,
-                                    0.0, NO_SPEED);
+        if (run.on_gpu) { /* no timed step on a side (an OOM there): nothing established */
+            const bool timed = f[0].ntimes > 0 && f[1].ntimes > 0;
+            fast = mc_band_ratio_of(f[0].times, timed ? (size_t)f[0].ntimes : 0, f[1].times,
+                                    timed ? (size_t)f[1].ntimes : 0, SPEEDS, INFINITY);
+            slow = mc_band_ratio_of(f[0].times, timed ? (size_t)f[0].ntimes : 0, f[1].times,
+                                    timed ? (size_t)f[1].ntimes : 0, 0.0, NO_SPEED);
             for (int fused = 0; fused < 2; fused++) {
                 char what[96];
                 snprintf(what, sizeof what, "%s B=%lld %s", m->name, (long long)m->batch,
@@ -256,7 +257,7 @@ int main(int argc, char **argv)
             if (fast.place == MC_BAND_STRADDLES || slow.place == MC_BAND_STRADDLES)
                 mc_emit_finding(&run, "%s B=%lld: speed-up %.3fx (median), its 10th-90th percentile "
                                 "%.3f-%.3fx straddles %.2f: the measurement cannot tell (%.0f%% of "
-                                "resampled speed-ups at or above %.2f, %.0f%% below %.2f)",
+                                "resampled speed-ups at or above %.2f, %.0f%% at or below %.2f)",
                                 m->name, (long long)m->batch, sp, fast.p_low, fast.p_high,
                                 fast.place == MC_BAND_STRADDLES ? SPEEDS : NO_SPEED, 100.0 * fast.inside,
                                 SPEEDS, 100.0 * slow.inside, NO_SPEED);
@@ -277,7 +278,7 @@ int main(int argc, char **argv)
         if (run.on_gpu && used < sizeof per) {
             char where[64];
             if (is_fast) snprintf(where, sizeof where, "at or above %.2f", SPEEDS);
-            else if (not_fast) snprintf(where, sizeof where, "below %.2f", NO_SPEED);
+            else if (not_fast) snprintf(where, sizeof where, "at or below %.2f", NO_SPEED);
             else if (fast.place == MC_BAND_STRADDLES) snprintf(where, sizeof where, "straddles %.2f", SPEEDS);
             else if (slow.place == MC_BAND_STRADDLES) snprintf(where, sizeof where, "straddles %.2f", NO_SPEED);
             else snprintf(where, sizeof where, "between %.2f and %.2f", NO_SPEED, SPEEDS);
