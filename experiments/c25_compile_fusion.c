@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "band.h"
 #include "check.h"
 #include "results/csv_read.h"
 #include "experiment.h"
@@ -42,14 +43,21 @@ static const mc_experiment EXP = {
               "Peak allocated of the steady step (step 3) through the allocator model; on a GPU the "
               "same over the CUDA backend (checked equal), the step time (CUDA events, median of "
               "--repeats steps after --warmup and the first 3), and eager's and fused's losses "
-              "compared (the same data, weights and dropout streams: the same values). PyTorch's "
+              "compared (the same data, weights and dropout streams: the same values), every timed "
+              "step's time kept for the verdict. PyTorch's "
               "own eager and torch.compile (default mode) figures, medians of compile_reference.py's "
               "steps after its compile steps, are read from --pytorch.",
-    .verdict_rule = "Per model: s = 1 - peak(fused) / peak(eager), and on a GPU speed-up "
-                    "t(eager) / t(fused). holds if s >= 0.05 and speed-up >= 1.05 for every model; "
-                    "does-not-hold if s < 0.01 and (no GPU or speed-up < 1.02) for every model; "
+    .verdict_rule = "Per model: s = 1 - peak(fused) / peak(eager), and on a GPU speed-up = "
+                    "median step time eager / fused, judged by its uncertainty: the 10th-90th "
+                    "percentile of that ratio over bootstrap resamples of each side's step times "
+                    "(band.h). faster if that interval lies at or above 1.05; not faster if it lies "
+                    "at or below 1.02; an interval that straddles 1.05 or 1.02 establishes neither (the "
+                    "verdict names it), so a model whose median speed-up is near an edge reads the "
+                    "same on every machine. holds if s >= 0.05 and faster for every model; "
+                    "does-not-hold if s < 0.01 and (no GPU or not faster) for every model; "
                     "otherwise holds-partly (without a GPU the time is not measured, so at most "
-                    "holds-partly). inconclusive if a run is out of memory. PyTorch's torch.compile "
+                    "holds-partly). inconclusive if a run is out of memory. Step times with two "
+                    "modes are reported as both modes and their shares. PyTorch's torch.compile "
                     "figures are reported beside, not part of the rule (another machine's record).",
     .flags = MC_EXP_MODEL_ONLY,
     .default_repeats = 10,
@@ -154,6 +162,19 @@ static void read_pytorch(const char *dir, const char *name, pt_fig out[2])
     fclose(fp);
 }
 
+/* ------------------------------------------------------------ the time's judgement */
+
+/* One finding when a variant's step times have two modes (band.h): their
+ * median then depends on the shares, which differ from run to run. */
+static void modes_finding(mc_run *run, const char *what, const fig *f)
+{
+    const mc_modes md = mc_modes_of(f->times, (size_t)f->ntimes);
+    if (md.n == 2)
+        mc_emit_finding(run, "%s: step time is bimodal over %d timed steps: %.3f ms (%.0f%%) and "
+                        "%.3f ms (%.0f%%)", what, f->ntimes, 1e3 * md.median[0], 100.0 * md.share[0],
+                        1e3 * md.median[1], 100.0 * md.share[1]);
+}
+
 /* ------------------------------------------------------------ output */
 
 static void emit_fig(mc_run *run, const char *v, int64_t B, const fig *f)
@@ -204,6 +225,8 @@ int main(int argc, char **argv)
         }
         if (f[0].oom || f[1].oom) {
             oom = true;
+            mc_tfm_figures_free(&f[0]);
+            mc_tfm_figures_free(&f[1]);
             continue;
         }
         if (run.on_gpu) /* the same data, weights and dropout streams: the same losses */
@@ -216,6 +239,31 @@ int main(int argc, char **argv)
             }
         const double s = 1.0 - (double)f[1].peak / (double)f[0].peak;
         const double sp = run.on_gpu ? f[0].time.median / f[1].time.median : NAN;
+        /* The speed-up's uncertainty against each threshold (open above or
+         * below): inside = established; straddling = neither side. */
+        mc_band fast = {0}, slow = {0};
+        if (run.on_gpu) { /* no timed step on a side (an OOM there): nothing established */
+            const bool timed = f[0].ntimes > 0 && f[1].ntimes > 0;
+            fast = mc_band_ratio_of(f[0].times, timed ? (size_t)f[0].ntimes : 0, f[1].times,
+                                    timed ? (size_t)f[1].ntimes : 0, SPEEDS, INFINITY);
+            slow = mc_band_ratio_of(f[0].times, timed ? (size_t)f[0].ntimes : 0, f[1].times,
+                                    timed ? (size_t)f[1].ntimes : 0, 0.0, NO_SPEED);
+            for (int fused = 0; fused < 2; fused++) {
+                char what[96];
+                snprintf(what, sizeof what, "%s B=%lld %s", m->name, (long long)m->batch,
+                         fused ? "fused" : "eager");
+                modes_finding(&run, what, &f[fused]);
+            }
+            if (fast.place == MC_BAND_STRADDLES || slow.place == MC_BAND_STRADDLES)
+                mc_emit_finding(&run, "%s B=%lld: speed-up %.3fx (median), its 10th-90th percentile "
+                                "%.3f-%.3fx straddles %.2f: the measurement cannot tell (%.0f%% of "
+                                "resampled speed-ups at or above %.2f, %.0f%% at or below %.2f)",
+                                m->name, (long long)m->batch, sp, fast.p_low, fast.p_high,
+                                fast.place == MC_BAND_STRADDLES ? SPEEDS : NO_SPEED, 100.0 * fast.inside,
+                                SPEEDS, 100.0 * slow.inside, NO_SPEED);
+        }
+        const bool is_fast = run.on_gpu && fast.place == MC_BAND_INSIDE;
+        const bool not_fast = run.on_gpu && slow.place == MC_BAND_INSIDE;
         mc_emit_value(&run, m->name, "batch", (double)m->batch, "peak_saving", "fraction", s,
                       "1 - peak(fused) / peak(eager)");
         if (run.on_gpu)
@@ -223,12 +271,21 @@ int main(int argc, char **argv)
                           "median step time eager / fused");
         points++;
         n_mem += s >= MEM_SAVES;
-        n_speed += run.on_gpu && sp >= SPEEDS;
-        n_none += s < NO_MEM && (!run.on_gpu || sp < NO_SPEED);
+        n_speed += is_fast;
+        n_none += s < NO_MEM && (!run.on_gpu || not_fast);
         used += (size_t)snprintf(per + used, sizeof per - used, "%s%s B=%lld: peak -%.1f%%%s", used ? "; " : "",
                                  m->name, (long long)m->batch, 100 * s, "");
-        if (run.on_gpu && used < sizeof per)
-            used += (size_t)snprintf(per + used, sizeof per - used, ", %.2fx faster", sp);
+        if (run.on_gpu && used < sizeof per) {
+            char where[64];
+            if (is_fast) snprintf(where, sizeof where, "at or above %.2f", SPEEDS);
+            else if (not_fast) snprintf(where, sizeof where, "at or below %.2f", NO_SPEED);
+            else if (fast.place == MC_BAND_STRADDLES) snprintf(where, sizeof where, "straddles %.2f", SPEEDS);
+            else if (slow.place == MC_BAND_STRADDLES) snprintf(where, sizeof where, "straddles %.2f", NO_SPEED);
+            else snprintf(where, sizeof where, "between %.2f and %.2f", NO_SPEED, SPEEDS);
+            used += (size_t)snprintf(per + used, sizeof per - used,
+                                     ", %.2fx faster (10th-90th percentile %.2f-%.2fx: %s)", sp, fast.p_low,
+                                     fast.p_high, where);
+        }
         if (used >= sizeof per) used = sizeof per - 1;
 
         /* PyTorch's own, when recorded for this model (batch as in compile_configs.txt) */
@@ -259,6 +316,8 @@ int main(int argc, char **argv)
                                   "tests/torch/compile_reference.py makes one on a GPU",
                             m->name, dir, pt[0].status[0] ? pt[0].status : "missing",
                             pt[1].status[0] ? pt[1].status : "missing");
+        mc_tfm_figures_free(&f[0]);
+        mc_tfm_figures_free(&f[1]);
     }
     mc_verdict v;
     if (oom || points == 0) v = MC_INCONCLUSIVE;

@@ -217,7 +217,10 @@ static void timed_steps(void **state)
     assert_int_equal(f.n, 3);
     assert_int_equal(f.time.n, 3);
     assert_true(f.time.min == 5.0 && f.time.median == 6.0 && f.time.max == 7.0); /* steps 5..7 */
+    assert_int_equal(f.ntimes, 3); /* every timed step's time kept, in order, for band.h */
+    assert_true(f.times[0] == 5.0 && f.times[1] == 6.0 && f.times[2] == 7.0);
     mc_wl_measured_free(&f);
+    assert_true(f.times == NULL && f.ntimes == 0);
     mc_wl_destroy(w);
 
     altered b = {0};
@@ -225,6 +228,7 @@ static void timed_steps(void **state)
     const mc_wl_plan q = {.warm = 1, .reps = 2, .on_gpu = true};
     f = mc_wl_measure(w, &q);
     assert_true(f.time.n == 2 && f.time.min == 2.0 && f.time.max == 3.0); /* the measured steps */
+    assert_true(f.ntimes == 2 && f.times[0] == 2.0 && f.times[1] == 3.0);
     mc_wl_measured_free(&f);
     mc_wl_destroy(w);
 
@@ -233,6 +237,7 @@ static void timed_steps(void **state)
     const mc_wl_plan host = {.warm = 2, .reps = 1, .timed_warm = 1, .timed_reps = 3};
     f = mc_wl_measure(w, &host);   /* model-only: no timed steps */
     assert_true(isnan(f.time.median));
+    assert_true(f.ntimes == 0 && f.times == NULL);
     mc_wl_measured_free(&f);
     mc_wl_destroy(w);
 }

@@ -1,6 +1,7 @@
 /* steady.c: steady.h's calls. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -47,6 +48,18 @@ mc_tfm_figures mc_tfm_measure_run(mc_run *run, const mc_tfm_config *c, bool on_g
         f.peak_act = m.cat[MC_WL_ACTIVATIONS];
     }
     f.time = m.time;
+    if (on_gpu) { /* the host model's step times are not times */
+        f.times = m.times;
+        f.ntimes = m.ntimes;
+        m.times = NULL;
+    }
     mc_wl_measured_free(&m);
     return f;
+}
+
+void mc_tfm_figures_free(mc_tfm_figures *f)
+{
+    free(f->times);
+    f->times = NULL;
+    f->ntimes = 0;
 }

@@ -38,11 +38,15 @@ typedef struct {
     uint64_t peak, peak_act;         /* bytes: peak allocated, activations at it, step 3 */
     double loss[MC_TFM_STEADY_STEP]; /* the first steps' losses (NAN without a GPU) */
     mc_stats time;                   /* step time, s (NAN without a GPU) */
+    double *times;                   /* [ntimes] every timed step's time, s, for band.h's
+                                      * verdicts (NULL without a GPU; mc_tfm_figures_free) */
+    int ntimes;
 } mc_tfm_figures;
 /* The Transformer of c made (on the GPU when on_gpu; one that cannot be made
  * ends the run) and measured so, the loop's problems failed verifications
- * named what. */
+ * named what. The caller frees the result (mc_tfm_figures_free). */
 mc_tfm_figures mc_tfm_measure_run(mc_run *run, const mc_tfm_config *c, bool on_gpu, const char *what);
+void mc_tfm_figures_free(mc_tfm_figures *f);
 
 #ifdef __cplusplus
 }

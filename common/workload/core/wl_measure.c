@@ -61,18 +61,21 @@ mc_wl_measured mc_wl_measure(mc_wl *w, const mc_wl_plan *p)
         t[f.measured++] = r->step_time_s;
     }
     if (p->timed_reps <= 0) {
-        if (f.measured > 0) f.time = mc_stats_of(t, (size_t)f.measured);
+        f.ntimes = f.measured;
     } else if (p->on_gpu && !f.oom) {
-        int n = 0;
         for (int s = 0; s < p->timed_warm + p->timed_reps; s++) {
             mc_workload_step_result r;
             if (mc_wl_step(w, &r) != MC_WL_OK) break;
             check_step(&f, &r, true);
-            if (s >= p->timed_warm) t[n++] = r.step_time_s;
+            if (s >= p->timed_warm) t[f.ntimes++] = r.step_time_s;
         }
-        if (n > 0) f.time = mc_stats_of(t, (size_t)n);
     }
-    free(t);
+    if (f.ntimes > 0) {
+        f.time = mc_stats_of(t, (size_t)f.ntimes);
+        f.times = t;
+    } else {
+        free(t);
+    }
     char err[256];
     if (ca_check_invariants(mc_wl_allocator(w), err, sizeof err) != 0)
         problem(&f, "allocator invariants: %s", err);
@@ -92,5 +95,8 @@ int mc_wl_problems(const mc_wl_measured *f)
 void mc_wl_measured_free(mc_wl_measured *f)
 {
     free(f->step);
+    free(f->times);
     f->step = NULL;
+    f->times = NULL;
+    f->ntimes = 0;
 }

@@ -48,6 +48,10 @@ typedef struct {
     mc_stats time;             /* step time, s (CUDA events): of the timed steps when the plan
                                 * has them, else of the measured ones; NaN in model-only or
                                 * with no step to time */
+    double *times;             /* [ntimes] the step times time was computed from, s, in order:
+                                * a verdict judges their distribution (band.h), not one median;
+                                * NULL when there are none (mc_wl_measured_free) */
+    int ntimes;
     int nproblem;              /* verification failures found (the first MC_WL_PROBLEMS kept) */
     char problem[MC_WL_PROBLEMS][MC_WL_PROBLEM_LEN];
 } mc_wl_measured;
