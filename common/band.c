@@ -139,6 +139,7 @@ mc_modes mc_modes_of(const double *x, size_t n)
     if (n == 0) return m;
     double *s = sorted_copy(x, n);
     size_t min_side = (size_t)ceil(MC_MODES_MIN_SHARE * (double)n), split = 0;
+    if (min_side < MC_MODES_MIN_COUNT) min_side = MC_MODES_MIN_COUNT;
     double best = MC_MODES_GAP;
     for (size_t i = 1; i < n; i++) {
         if (s[i - 1] <= 0 || i < min_side || n - i < min_side) continue;

@@ -54,10 +54,12 @@ double mc_percentile(const double *x, size_t n, double p);
 
 /* Two modes when the sorted positive samples split at a gap where the next
  * sample is at least MC_MODES_GAP times the previous one, with at least
- * MC_MODES_MIN_SHARE of the samples on each side (the largest such gap);
- * else one mode. Each mode's median and share of the samples, ascending. */
+ * MC_MODES_MIN_SHARE of the samples and MC_MODES_MIN_COUNT samples on each
+ * side (the largest such gap: one stray step among five is no mode); else
+ * one mode. Each mode's median and share of the samples, ascending. */
 #define MC_MODES_GAP 2.0
 #define MC_MODES_MIN_SHARE 0.10
+#define MC_MODES_MIN_COUNT 3
 typedef struct {
     int n;              /* 1 or 2 (0 when there are no samples) */
     double median[2];

@@ -77,6 +77,16 @@ static void one_outlier_does_not_straddle(void **state)
     assert_int_equal(mc_modes_of(x, 20).n, 1);    /* one sample is under 10%: no second mode */
 }
 
+/* Five steps, one of them twice as slow: a stray step, not a second mode. */
+static void one_stray_step_of_five_is_no_mode(void **state)
+{
+    (void)state;
+    const double x[5] = {10e-3, 10.2e-3, 25e-3, 10.1e-3, 9.9e-3};
+    assert_int_equal(mc_modes_of(x, 5).n, 1);
+    const double y[6] = {10e-3, 10.2e-3, 25e-3, 26e-3, 10.1e-3, 25.5e-3};
+    assert_int_equal(mc_modes_of(y, 6).n, 2);   /* three a side */
+}
+
 static void empty_establishes_nothing(void **state)
 {
     (void)state;
@@ -131,6 +141,7 @@ int main(void)
         cmocka_unit_test(bimodal_latency_straddles_on_both_machines),
         cmocka_unit_test(tight_distributions_are_placed),
         cmocka_unit_test(one_outlier_does_not_straddle),
+        cmocka_unit_test(one_stray_step_of_five_is_no_mode),
         cmocka_unit_test(empty_establishes_nothing),
         cmocka_unit_test(ratio_of_medians_near_an_edge_straddles),
         cmocka_unit_test(median_of_tight_samples_is_placed),
