@@ -4,11 +4,13 @@
  * start until it ends; the host clock then says how long the copy call took
  * to return. A call that returns while the kernel still runs did not wait for
  * the copy; one that blocks returns only after kernel + copy. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "band.h"
 #include "check_cuda.h"
 #include "clock.h"
 #include "experiment.h"
@@ -52,15 +54,21 @@ static const mc_experiment EXP = {
               "--repeats samples, then more (up to 4x as many) until the robust spread "
               "(1.4826*MAD/median) of kernel + copy and of the copy alone is under 2% or 1 s has "
               "passed.",
-    .verdict_rule = "A case (memory, direction, size) returned early if its median return time < "
-                    "10% of its median kernel + copy time. Large sizes: >= 16 MiB (the largest "
-                    "size when none, as under --quick). holds if pinned returned early in every "
-                    "case and pageable in none; holds-partly if pinned returned early in some case "
-                    "and pageable blocked in some large case, but not all of the holds rule (the "
-                    "note names the pageable sizes that returned early); does-not-hold if pinned "
-                    "never returned early or pageable returned early at every large case; "
-                    "inconclusive if the kernel + copy time of a pinned case was under half the "
-                    "kernel's length (the kernel did not hold the stream).",
+    .verdict_rule = "A case (memory, direction, size) is judged on the spread over its calls "
+                    "(10th to 90th percentile) of return time / kernel + copy time (each call's "
+                    "own), not on medians: it returned early if the spread lies under 10%, blocked "
+                    "if it lies above 10%, and is undecided if it straddles 10% (then it establishes "
+                    "neither side, whichever side its median falls; the note gives the spread and "
+                    "the share of calls under 10%). Large sizes: >= 16 MiB (the largest size when none, as "
+                    "under --quick). holds if pinned returned early in every case and pageable "
+                    "blocked in every case; holds-partly if pinned returned early in some case and "
+                    "pageable blocked in some large case, but not all of the holds rule (the note "
+                    "names the pageable sizes that returned early and the undecided cases); "
+                    "does-not-hold if pinned returned early in no case or pageable blocked in no "
+                    "large case; inconclusive if the spread of a pinned case's kernel + copy "
+                    "times does not lie above half the kernel's length (the kernel did not hold "
+                    "the stream). A case whose return times are bimodal is reported as two modes "
+                    "and their shares (a finding).",
     .flags = 0,
     .default_repeats = 5,
     .default_warmup = 1,
@@ -94,7 +102,11 @@ typedef struct {
     mc_stats ret, total, alone; /* seconds, host clock */
     int busy_at_return;         /* samples whose stream was still busy when the call returned */
     int n;
-    int early;
+    mc_band frac;   /* each call's return / (kernel + copy) against [0, EARLY_SHARE] */
+    int early;      /* frac's spread inside: returned early */
+    int blocked;    /* frac's spread above: waited (neither: undecided) */
+    int held;       /* the spread of kernel + copy lies above half the kernel's length */
+    mc_modes modes; /* of the return times */
 } result;
 
 static result R[NDIR][MAX_SIZES][NKIND];
@@ -188,6 +200,14 @@ static void copy_sample(void *ctx, int i, double *out)
     one_copy(j->b, j->dir, j->kind, j->bytes, 0.0, full, &ignored, &out[S_ALONE], &j->bad);
 }
 
+/* Seconds in the unit that reads best. */
+static const char *time_str(double s, char *buf, size_t len)
+{
+    if (s >= 1e-3) snprintf(buf, len, "%.2f ms", s * 1e3);
+    else snprintf(buf, len, "%.1f us", s * 1e6);
+    return buf;
+}
+
 /* Appends the sizes at which (dir, kind) returned early, or "none". */
 static const char *early_list(int dir, int kind, const uint64_t *sizes, int nsizes, char *buf,
                               size_t len)
@@ -227,6 +247,7 @@ int main(int argc, char **argv)
     int reps = run.opt.repeats;
     mc_sampler sp = {reps, SAMPLE_MAX_FACTOR * reps, MC_SAMPLER_NOISE, SAMPLE_BUDGET_S, S_RET, NULL};
     double *x = (double *)mc_xmalloc((size_t)NSERIES * (size_t)mc_sampler_cap(&sp) * sizeof *x);
+    double *frac = (double *)mc_xmalloc((size_t)mc_sampler_cap(&sp) * sizeof *frac);
     char sz[32], metric[64], note[256];
     /* Direction outermost: D2H overwrites the host buffers that H2D reads. */
     for (int d = 0; d < NDIR; d++)
@@ -248,13 +269,23 @@ int main(int argc, char **argv)
                 r->alone = st[S_ALONE];
                 r->busy_at_return = job.busy;
                 r->n = got.n;
-                r->early = r->ret.median < EARLY_SHARE * r->total.median;
+                /* Each call against the band, not the medians: a case whose
+                 * calls fall on both sides of 10% reads the same on every
+                 * machine, wherever its median lands (band.h). */
+                const double *ret = x + (size_t)S_RET * mc_sampler_cap(&sp);
+                const double *tot = x + (size_t)S_TOTAL * mc_sampler_cap(&sp);
+                for (int i = 0; i < got.n; i++) frac[i] = ret[i] / tot[i];
+                r->frac = mc_band_of(frac, (size_t)got.n, 0.0, EARLY_SHARE);
+                r->early = r->frac.place == MC_BAND_INSIDE;
+                r->blocked = r->frac.place == MC_BAND_ABOVE;
+                r->held = mc_band_of(tot, (size_t)got.n, 0.5 * busy_s, INFINITY).place == MC_BAND_INSIDE;
+                r->modes = mc_modes_of(ret, (size_t)got.n);
                 if (bad)
                     mc_verify_failed(&run, KIND[k], "%s %s copy of %llu bytes: %llu words wrong",
                                      KIND[k], DIR[d], (unsigned long long)bytes, (unsigned long long)bad);
                 mc_log(&run, "%s %-8s %8s: returned after %9.1f us of %8.2f ms (%s)", DIR[d], KIND[k],
                        mc_bytes_str(bytes, MC_UNIT_MIB, sz, sizeof sz), 1e6 * r->ret.median, 1e3 * r->total.median,
-                       r->early ? "early" : "blocked");
+                       r->early ? "early" : r->blocked ? "blocked" : "undecided");
             }
 
     /* ---- rows ---- */
@@ -272,9 +303,13 @@ int main(int argc, char **argv)
                 mc_emit(&run, KIND[k], "bytes", pv, metric, "s", r->alone, "ok",
                         "no kernel ahead: cudaMemcpyAsync + cudaStreamSynchronize");
                 snprintf(metric, sizeof metric, "%s_return_fraction", DIR[d]);
+                if (r->early) snprintf(note, sizeof note, "returned early (< 10%% of kernel + copy)");
+                else if (r->blocked) snprintf(note, sizeof note, "blocked");
+                else snprintf(note, sizeof note, "undecided: per call, return / (kernel + copy) "
+                              "%.3f-%.3f (10th-90th percentile) straddles 10%%; %.0f%% of calls under",
+                              r->frac.p_low, r->frac.p_high, 100.0 * r->frac.below + 100.0 * r->frac.inside);
                 mc_emit_value(&run, KIND[k], "bytes", pv, metric, "ratio",
-                              r->ret.median / r->total.median,
-                              r->early ? "returned early (< 10% of kernel + copy)" : "blocked");
+                              r->ret.median / r->total.median, note);
                 snprintf(metric, sizeof metric, "%s_return_over_copy_alone", DIR[d]);
                 mc_emit_value(&run, KIND[k], "bytes", pv, metric, "ratio",
                               r->ret.median / r->alone.median, "return time / copy alone, medians");
@@ -285,7 +320,8 @@ int main(int argc, char **argv)
             }
 
     /* ---- verdict and findings ---- */
-    int np = 0, p_early = 0, nl = 0, l_blocked = 0, pg_early = 0, held = 1, first_large = nsizes - 1;
+    int np = 0, p_early = 0, nl = 0, l_blocked = 0, pg_early = 0, pg_blocked = 0, held = 1;
+    int first_large = nsizes - 1;
     double pin_max_ret = 0.0;
     for (int si = 0; si < nsizes; si++)
         if (sizes[si] >= LARGE_BYTES) { first_large = si; break; }
@@ -295,11 +331,12 @@ int main(int argc, char **argv)
             np++;
             p_early += pin->early;
             pg_early += pg->early;
+            pg_blocked += pg->blocked;
             if (pin->ret.median > pin_max_ret) pin_max_ret = pin->ret.median;
-            if (pin->total.median < 0.5 * busy_s) held = 0;
+            if (!pin->held) held = 0;
             if (si >= first_large) {
                 nl++;
-                l_blocked += !pg->early;
+                l_blocked += pg->blocked;
             }
         }
     char eh2d[512], ed2h[512], bh2d[512], bd2h[512];
@@ -323,18 +360,52 @@ int main(int argc, char **argv)
                     mc_bytes_str(sizes[L], MC_UNIT_MIB, sz, sizeof sz), 1e6 * R[H2D][L][PINNED].ret.median,
                     1e3 * R[H2D][L][PAGEABLE].ret.median, 1e3 * R[H2D][L][PINNED].alone.median,
                     1e3 * R[H2D][L][PAGEABLE].alone.median, 1e3 * busy_s);
+    /* Undecided cases (neither early nor blocked) and bimodal return times. */
+    char undecided[1024] = "", modes[512], m0[32], m1[32];
+    int nu = 0;
+    for (int k = 0; k < NKIND; k++)
+        for (int d = 0; d < NDIR; d++) {
+            modes[0] = '\0';
+            for (int si = 0; si < nsizes; si++) {
+                const result *r = &R[d][si][k];
+                size_t len = strlen(undecided), ml = strlen(modes);
+                mc_bytes_str(sizes[si], MC_UNIT_MIB, sz, sizeof sz);
+                if (!r->early && !r->blocked) {
+                    nu++;
+                    snprintf(undecided + len, sizeof undecided - len, "%s%s %s %s %.3f-%.3f, %.0f%% of "
+                             "calls under", len ? "; " : "", KIND[k], DIR[d], sz, r->frac.p_low,
+                             r->frac.p_high, 100.0 * (r->frac.below + r->frac.inside));
+                }
+                if (r->modes.n == 2)
+                    snprintf(modes + ml, sizeof modes - ml, "%s%s: %s (%.0f%% of calls) and %s (%.0f%%)",
+                             ml ? "; " : "", sz, time_str(r->modes.median[0], m0, sizeof m0),
+                             100.0 * r->modes.share[0], time_str(r->modes.median[1], m1, sizeof m1),
+                             100.0 * r->modes.share[1]);
+            }
+            if (modes[0])
+                mc_emit_finding(&run, "%s %s: the return time of cudaMemcpyAsync is bimodal (two modes "
+                                "at least %.0fx apart, each at least %.0f%% of the calls) at %s. The "
+                                "median depends on the shares; the verdict judges the spread of the calls.",
+                                KIND[k], d == H2D ? "H2D" : "D2H", MC_MODES_GAP,
+                                100.0 * MC_MODES_MIN_SHARE, modes);
+        }
     mc_verdict v;
     if (!held) v = MC_INCONCLUSIVE;
-    else if (p_early == np && pg_early == 0) v = MC_HOLDS;
+    else if (p_early == np && pg_blocked == np) v = MC_HOLDS;
     else if (p_early == 0 || l_blocked == 0) v = MC_DOES_NOT_HOLD;
     else v = MC_HOLDS_PARTLY;
     mc_emit_verdict(&run, v, "pinned returned early in %d/%d cases; pageable blocked in %d/%d cases "
-                    ">= %s and returned early in %d/%d cases (H2D: %s; D2H: %s); early = return < "
-                    "10%% of kernel + copy, kernel %.0f ms%s",
-                    p_early, np, l_blocked, nl, mc_bytes_str(sizes[first_large], MC_UNIT_MIB, sz, sizeof sz), pg_early,
-                    np, eh2d, ed2h, 1e3 * busy_s,
-                    held ? "" : "; a pinned case took under half the kernel's length");
+                    ">= %s, in %d/%d cases in all, and returned early in %d/%d cases (H2D: %s; D2H: "
+                    "%s); undecided in %d cases%s%s%s; early = the 10th-90th percentile of return / "
+                    "(kernel + copy) over the calls lies under 10%%, blocked = above, undecided = "
+                    "straddles; kernel %.0f ms%s",
+                    p_early, np, l_blocked, nl, mc_bytes_str(sizes[first_large], MC_UNIT_MIB, sz, sizeof sz),
+                    pg_blocked, np, pg_early, np, eh2d, ed2h, nu, nu ? " (" : "", undecided,
+                    nu ? ")" : "", 1e3 * busy_s,
+                    held ? "" : "; the kernel + copy times of a pinned case reached under half the "
+                                "kernel's length");
 
+    free(frac);
     free(x);
     free_buffers(&b);
     mc_pattern_counter_free(b.count);
