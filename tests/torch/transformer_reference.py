@@ -459,14 +459,20 @@ def main():
                          "(to find where a figure differs; commit only TRACED's)")
     ap.add_argument("--no-trace", action="store_true",
                     help="write no trace (timing runs: recording the history slows PyTorch's step)")
+    ap.add_argument("--configs", help="a file of NAME<TAB>flags lines to run instead of CONFIGS "
+                                      "(tests/torch/random_configs.py writes one)")
     ap.add_argument("--child", help=argparse.SUPPRESS)  # one configuration, in this process
     ap.add_argument("--retry", action="store_true", help=argparse.SUPPRESS)  # traced again, no stacks
     a = ap.parse_args()
     if a.steps < 1 or a.device < 0:
         ap.error("--steps must be >= 1 and --device >= 0")
-    table = dict(CONFIGS)
+    configs = CONFIGS
+    if a.configs:
+        with open(a.configs) as f:
+            configs = [tuple(l.rstrip("\n").split("\t", 1)) for l in f if l.strip() and not l.startswith("#")]
+    table = dict(configs)
     if a.list:
-        for n, fl in CONFIGS:
+        for n, fl in configs:
             print("%s\t%s --steps %d" % (n, fl, a.steps))
         return 0
     if a.child:
@@ -475,7 +481,7 @@ def main():
         return run_child(a.child, table[a.child], a.outdir, a.steps, a.device, a.trace_all, a.retry,
                          a.no_trace)
 
-    names = [n for n, _ in CONFIGS]
+    names = [n for n, _ in configs]
     if a.only:
         names = [s for s in a.only.split(",") if s]
         bad = [s for s in names if s not in table]
@@ -498,7 +504,7 @@ def main():
     for n in names:
         cmd = [sys.executable, os.path.abspath(__file__), a.outdir, "--child", n,
                "--steps", str(a.steps), "--device", str(a.device)] + (["--trace-all"] if a.trace_all else []) \
-            + (["--no-trace"] if a.no_trace else [])
+            + (["--no-trace"] if a.no_trace else []) + (["--configs", os.path.abspath(a.configs)] if a.configs else [])
         rc = run_one(n, cmd)
         if rc not in (0, 77) and trace_stacks_for(n, table[n], a.trace_all, False, a.no_trace) == "python":
             print("transformer_reference: %s failed (exit %d) while traced with Python stacks: "

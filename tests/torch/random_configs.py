@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""random_configs.py: PyTorch's figures for Transformer configurations drawn at
+random over the whole flag space of build/workload --arch transformer|encoder
+(issue 22: exact beyond the fixtures, not only on the configurations tuned).
+
+    python3 tests/torch/random_configs.py --list [--n N] [--seed S]
+    python3 tests/torch/random_configs.py OUTDIR [--n N] [--seed S] [--steps K]
+
+draws N configurations with a seeded generator (the same N and seed give the
+same draws anywhere, with the standard library alone), writes them to
+OUTDIR/drawn.txt and runs tests/torch/transformer_reference.py over them
+(each in a fresh process, no trace) on the GPU machine. Copy OUTDIR's files
+into tests/fixtures/random_transformer/; make test replays every drawn
+configuration with build/workload --model-only and compares each step's peak
+and end-of-step allocated bytes (tests/scripts/test_random_configs.sh).
+
+The space: architecture; d_model = heads x head size (heads 1, 2, 3, 4, 6, 8;
+head sizes 8..128 in multiples of 8, the ones the model takes: a head size
+that sends PyTorch to its math attention is refused by build/workload, not
+modelled); 1-3 encoder and 1-2 decoder layers;
+ff 8..512; dropout 0, 0.1 or 0.3; relu or gelu; post- or pre-norm;
+batch-first or not; causal (encoder only); sequence 1..128 and micro-batch
+1..16 with accumulation 1, 2 or 4; sgd, momentum, adam or adamw; fp32, fp16
+or bf16; checkpointing on or off. Sizes stay small so that N configurations
+run in a few minutes on one GPU.
+"""
+import argparse
+import os
+import random
+import subprocess
+import sys
+
+DEFAULT_N = 40
+DEFAULT_SEED = 22
+DEFAULT_STEPS = 4
+
+
+def draw(n, seed):
+    """N (name, build/workload flags) pairs from a generator seeded with seed."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        arch = rng.choice(("transformer", "encoder"))
+        heads = rng.choice((1, 2, 3, 4, 6, 8))
+        hd = rng.choice((8, 16, 24, 32, 40, 64, 72, 128))
+        d = heads * hd
+        enc = rng.randint(1, 3)
+        dec = rng.randint(1, 2)
+        ff = rng.randint(8, 512)
+        dropout = rng.choice(("0", "0.1", "0.3"))
+        act = rng.choice(("relu", "gelu"))
+        norm_first = rng.random() < 0.5
+        batch_first = rng.random() < 0.5
+        causal = arch == "encoder" and rng.random() < 0.4
+        seq = rng.choice((1, 2, 5, 16, 31, 64, 100, 128))
+        accum = rng.choice((1, 1, 2, 4))
+        batch = accum * rng.randint(1, 16)
+        opt = rng.choice(("sgd", "momentum", "adam", "adamw"))
+        prec = rng.choice(("fp32", "fp16", "bf16"))
+        ckpt = rng.random() < 0.3
+        flags = ["--arch", arch, "--d-model", str(d), "--heads", str(heads), "--enc-layers", str(enc)]
+        if arch == "transformer":
+            flags += ["--dec-layers", str(dec)]
+        flags += ["--ff", str(ff), "--dropout", dropout, "--activation", act, "--seq", str(seq),
+                  "--batch", str(batch), "--accum", str(accum), "--optimizer", opt, "--precision", prec]
+        flags += (["--norm-first"] if norm_first else []) + (["--batch-first"] if batch_first else [])
+        flags += (["--causal"] if causal else []) + (["--checkpoint"] if ckpt else [])
+        out.append(("r%02d_%s_%s_%s" % (i, "tfm" if arch == "transformer" else "enc", opt, prec),
+                    " ".join(flags)))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("outdir", nargs="?", help="folder for drawn.txt and transformer_reference.py's files")
+    ap.add_argument("--n", type=int, default=DEFAULT_N, help="configurations to draw")
+    ap.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the generator's seed")
+    ap.add_argument("--steps", type=int, default=DEFAULT_STEPS, help="steps per configuration")
+    ap.add_argument("--list", action="store_true", help="print the draws and exit")
+    a = ap.parse_args()
+    if a.n < 1 or a.steps < 1:
+        ap.error("--n and --steps must be >= 1")
+    drawn = draw(a.n, a.seed)
+    if a.list:
+        for name, flags in drawn:
+            print("%s\t%s" % (name, flags))
+        return 0
+    if not a.outdir:
+        ap.error("give OUTDIR (or --list)")
+    os.makedirs(a.outdir, exist_ok=True)
+    path = os.path.join(a.outdir, "drawn.txt")
+    with open(path, "w") as f:
+        f.write("# name<TAB>build/workload flags; drawn by tests/torch/random_configs.py --n %d --seed %d\n"
+                % (a.n, a.seed))
+        for name, flags in drawn:
+            f.write("%s\t%s\n" % (name, flags))
+    ref = os.path.join(os.path.dirname(os.path.abspath(__file__)), "transformer_reference.py")
+    return subprocess.call([sys.executable, ref, a.outdir, "--configs", path, "--no-trace",
+                            "--steps", str(a.steps)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
