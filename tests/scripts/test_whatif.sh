@@ -99,7 +99,7 @@ fi
 # setting and card (--conf always: it replaces the trace's settings; the
 # garbage-collection setting also with the card's room as --limit).
 trace=$tmp/run.trace
-gzip -dc "$tmp/train run.pickle.gz" > "$tmp/run.pickle" && "$root/scripts/snapshot2trace" "$tmp/run.pickle" > "$trace"
+gzip -dc "$tmp/train run.pickle.gz" > "$tmp/run.pickle" && "$root/scripts/snapshot2trace" --replay "$build/replay" "$tmp/run.pickle" > "$trace"
 # as_replay SETTING CARD: the row's figures, and build/replay's, as two lines
 as_replay() {
     local row conf cap limit
