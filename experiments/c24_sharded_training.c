@@ -6,12 +6,7 @@
  * of DDP's Reducer and FSDP2's fully_shard): per-rank peak allocated
  * predicted by the allocator model for N = 1..64 ranks (no GPU needed), and
  * on N GPUs (--gpus, default 2) each rank's measured peak and the device
- * time of its collectives through NCCL, verified value by value.
- *
- * Started by torchrun or mpirun (launcher.h's variables), the process runs
- * and reports its own rank only, on device LOCAL_RANK, and the world is the
- * launcher's (--gpus is then not used): the same binary across nodes. This
- * multi-process path has been compiled, not yet run on GPUs. */
+ * time of its collectives through NCCL, verified value by value. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,7 +15,6 @@
 
 #include "check.h"
 #include "experiment.h"
-#include "workload/sharded/launcher.h"
 #include "workload/sharded/sharded_gpu.h"
 #include "workload/sharded/sharded_seq.h"
 
@@ -154,7 +148,7 @@ static bool gpu_part(mc_run *run, int64_t width)
         if (r->bad_values)
             mc_verify_failed(run, mc_sh_mode_name(MODES[m]), "%llu values wrong after %llu collectives",
                              (unsigned long long)r->bad_values, (unsigned long long)r->collectives);
-        for (int q = r->first; q < r->first + r->count; q++) { /* the ranks this process ran */
+        for (int q = 0; q < gpus_opt; q++) {
             double pk[MC_SH_MAX_STEPS], cs[MC_SH_MAX_STEPS];
             for (int s = first; s < steps; s++) {
                 pk[s - first] = (double)r->peak[q][s];
@@ -170,18 +164,18 @@ static bool gpu_part(mc_run *run, int64_t width)
             mc_emit(run, variant, "ranks", gpus_opt, "comm_time", "s", sc, "ok",
                     "CUDA events around each collective and its copies, summed per step");
             if (fabs(sp.median - model) > MODEL_TOL * model) model_ok = false;
-            if (q == r->first) {
+            if (q == 0) {
                 comm_med[m] = sc.median;
                 peak_med[m] = sp.median;
             }
         }
     }
     if (peak_med[0] > 0 && peak_med[2] > 0)
-        mc_emit_finding(run, "On %d GPUs at width %lld (measured, rank %d): per-rank peak DDP %.2f GiB, "
+        mc_emit_finding(run, "On %d GPUs at width %lld (measured, rank 0): per-rank peak DDP %.2f GiB, "
                         "ZeRO-2 %.2f GiB, FSDP %.2f GiB (%.2fx less than DDP); device time of the "
                         "step's collectives and copies DDP %.3f ms, ZeRO-2 %.3f ms, FSDP %.3f ms "
                         "(%.2fx DDP's; computation, the same for all three, not run).",
-                        gpus_opt, (long long)width, res[0].first, peak_med[0] / (1ULL << 30),
+                        gpus_opt, (long long)width, peak_med[0] / (1ULL << 30),
                         peak_med[1] / (1ULL << 30), peak_med[2] / (1ULL << 30),
                         peak_med[0] / peak_med[2], comm_med[0] * 1e3, comm_med[1] * 1e3,
                         comm_med[2] * 1e3, comm_med[0] > 0 ? comm_med[2] / comm_med[0] : NAN);
@@ -253,12 +247,6 @@ int main(int argc, char **argv)
     bool model_ok = true;
     if (run.on_gpu) {
         char why[256];
-        mc_launch l;
-        if (mc_launch_from_env(&l, why, sizeof why) != 0) {
-            mc_log(&run, "%s", why);
-            exit(MC_EXIT_USAGE); /* a launcher's variables that cannot be right: bad input */
-        }
-        if (l.kind != MC_LAUNCH_NONE) gpus_opt = l.world; /* one rank here, the world the launcher's */
         if (!mc_sh_gpu_available(gpus_opt, why, sizeof why)) mc_run_waive(&run, "%s", why);
         model_ok = gpu_part(&run, width_opt ? width_opt : run.opt.quick ? 1024 : 4096);
     }

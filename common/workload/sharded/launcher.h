@@ -1,6 +1,10 @@
 /* launcher.h: the environment an existing launcher gives each process, read
  * strictly, so that C24's ranks can be processes on several nodes instead of
- * one process with a thread per GPU (the default on one machine).
+ * one process with a thread per GPU (the default on one machine). Not yet
+ * called by C24: its wire-up (commit 8bc59c5, sharded_gpu.cu and
+ * c24_sharded_training.c) was taken out again until it can run on GPUs with
+ * NCCL; this module and rendezvous.c are tested on the CPU
+ * (tests/test_launcher.c, tests/test_rendezvous.c).
  *
  *   torchrun:  RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT
  *   mpirun:    OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE,

@@ -38,9 +38,7 @@ extern "C" int mc_sh_gpu_run(const mc_sh_config *c, int steps, mc_sh_gpu_result 
 #include <nccl.h>
 
 #include "alloc/alloc_cuda.h"
-#include "launcher.h"
 #include "pattern.h"
-#include "rendezvous.h"
 #include "sharded_internal.h"
 #include "sharded_plan.h"
 
@@ -94,7 +92,7 @@ typedef struct {
 } pending;
 
 typedef struct {
-    int rank, world, device; /* device: rank with a thread a rank, LOCAL_RANK under a launcher */
+    int rank, world;
     mc_sh_config c;
     const ncclUniqueId *id;
     ncclComm_t comm;
@@ -263,7 +261,7 @@ static void on_comm(void *ctx, const mc_sh_comm *c)
 static void *rank_main(void *arg)
 {
     rank_ctx *k = (rank_ctx *)arg;
-    CHECK_CUDA(cudaSetDevice(k->device));
+    CHECK_CUDA(cudaSetDevice(k->rank));
     CHECK_CUDA(cudaStreamCreateWithFlags(&k->s, cudaStreamNonBlocking));
     CHECK_CUDA(cudaEventCreate(&k->e0));
     CHECK_CUDA(cudaEventCreate(&k->e1));
@@ -308,19 +306,6 @@ extern "C" int mc_sh_gpu_available(int ranks, char *why, size_t len)
 {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
-    mc_launch l;
-    if (mc_launch_from_env(&l, why, len) != 0) return 0;
-    if (l.kind != MC_LAUNCH_NONE) { /* one rank in this process, on device LOCAL_RANK */
-        if (l.world != ranks) {
-            snprintf(why, len, "%s started %d ranks, %d asked", mc_launch_kind_name(l.kind), l.world, ranks);
-            return 0;
-        }
-        if (l.local_rank >= n) {
-            snprintf(why, len, "LOCAL_RANK=%d but found %d GPUs", l.local_rank, n);
-            return 0;
-        }
-        return 1;
-    }
     if (n < ranks) {
         snprintf(why, len, "needs %d GPUs, found %d", ranks, n);
         return 0;
@@ -354,28 +339,12 @@ extern "C" int mc_sh_gpu_run(const mc_sh_config *c, int steps, mc_sh_gpu_result 
     }
     setenv("NCCL_NVLS_ENABLE", "0", 1); /* NVLink multicast off, whatever was set: it can take shared GPUs out of service */
     ncclUniqueId id;
-    memset(&id, 0, sizeof id);
-    mc_launch l;
-    if (mc_launch_from_env(&l, err, len) != 0) return -1;
-    /* The ranks this process runs: all, a thread each, or the launcher's one
-     * (not yet run on GPUs: sharded_gpu.h). */
-    const int first = l.kind == MC_LAUNCH_NONE ? 0 : l.rank, count = l.kind == MC_LAUNCH_NONE ? world : 1;
-    if (l.kind != MC_LAUNCH_NONE && l.world != world) {
-        snprintf(err, len, "%s started %d ranks, %d asked", mc_launch_kind_name(l.kind), l.world, world);
-        return -1;
-    }
-    if (first == 0) CHECK_NCCL(ncclGetUniqueId(&id));
-    if (l.kind != MC_LAUNCH_NONE &&
-        mc_rdv_exchange(l.addr, l.port, l.rank, world, &id, sizeof id, MC_SH_RENDEZVOUS_S, err, len) != 0)
-        return -1;
-    res->first = first;
-    res->count = count;
-    rank_ctx *k = (rank_ctx *)calloc((size_t)count, sizeof *k);
-    pthread_t *t = (pthread_t *)calloc((size_t)count, sizeof *t);
+    CHECK_NCCL(ncclGetUniqueId(&id));
+    rank_ctx *k = (rank_ctx *)calloc((size_t)world, sizeof *k);
+    pthread_t *t = (pthread_t *)calloc((size_t)world, sizeof *t);
     CHECK(k && t, "out of host memory");
-    for (int q = 0; q < count; q++) {
-        k[q].rank = first + q;
-        k[q].device = l.kind == MC_LAUNCH_NONE ? first + q : l.local_rank;
+    for (int q = 0; q < world; q++) {
+        k[q].rank = q;
         k[q].world = world;
         k[q].c = *c;
         k[q].id = &id;
@@ -384,12 +353,12 @@ extern "C" int mc_sh_gpu_run(const mc_sh_config *c, int steps, mc_sh_gpu_result 
         CHECK(pthread_create(&t[q], NULL, rank_main, &k[q]) == 0, "pthread_create");
     }
     int rc = 0;
-    for (int q = 0; q < count; q++) {
+    for (int q = 0; q < world; q++) {
         pthread_join(t[q], NULL);
         res->collectives += k[q].ncoll;
         res->bad_values += k[q].bad;
         if (k[q].err[0]) {
-            snprintf(err, len, "rank %d: %s", k[q].rank, k[q].err);
+            snprintf(err, len, "rank %d: %s", q, k[q].err);
             rc = -1;
         }
     }

@@ -20,17 +20,6 @@
  * NCCL_NVLS_ENABLE=0 is set (setenv, unless already set) before the
  * communicators are made: NVLink multicast stays off.
  *
- * Started by a launcher instead (torchrun's or mpirun's variables,
- * launcher.h), the process runs one rank only: the launcher's RANK of its
- * WORLD_SIZE, on device LOCAL_RANK, so the same binary spans nodes. Rank 0
- * makes the NCCL unique id and hands it to the others through rendezvous.h
- * at MASTER_ADDR:MASTER_PORT (every rank waits at most
- * MC_SH_RENDEZVOUS_S). NOT YET RUN ON GPUS: this multi-process path was
- * only compiled (against a stub nccl.h); the rendezvous itself is tested
- * over loopback (tests/test_rendezvous.c). A rank that fails inside NCCL
- * still exits alone, and the others wait in their collective: no abort
- * path or collective time-out yet.
- *
  * Built without NCCL (no -DMC_HAVE_NCCL), mc_sh_gpu_available says so and
  * mc_sh_gpu_run refuses. */
 #ifndef MC_SHARDED_GPU_H
@@ -47,12 +36,9 @@ extern "C" {
 
 #define MC_SH_MAX_GPUS 16
 #define MC_SH_MAX_STEPS 64
-#define MC_SH_RENDEZVOUS_S 120.0 /* seconds a launched rank waits for the NCCL id (all ranks' start-up) */
 
 typedef struct {
     int ranks, steps;
-    int first, count;   /* the ranks this process ran and measured: all of them (a thread
-                           each), or its own one when a launcher started it */
     uint64_t peak[MC_SH_MAX_GPUS][MC_SH_MAX_STEPS];   /* each rank's max_memory_allocated per step */
     uint64_t model[MC_SH_MAX_GPUS][MC_SH_MAX_STEPS];  /* the same rank's host-backend prediction */
     double comm_s[MC_SH_MAX_GPUS][MC_SH_MAX_STEPS];   /* events: the step's collectives and copies */
@@ -61,15 +47,11 @@ typedef struct {
     int oom;                                          /* a rank ran out of memory */
 } mc_sh_gpu_result;
 
-/* 1 if this build has NCCL and `ranks` CUDA devices exist (started by a
- * launcher: its world is `ranks` and device LOCAL_RANK exists); else 0
- * with the reason ("built without NCCL (set NCCL_HOME)", "needs 2 GPUs,
- * found 1", a bad launcher variable). */
+/* 1 if this build has NCCL and `ranks` CUDA devices exist; else 0 with the
+ * reason ("built without NCCL (set NCCL_HOME)", "needs 2 GPUs, found 1"). */
 int mc_sh_gpu_available(int ranks, char *why, size_t len);
 
-/* Runs `steps` steps of c->mode over c->world GPUs (c->rank is ignored):
- * every rank in this process, or only the launcher's rank (res->first,
- * res->count say which were measured; the model's figures cover all).
+/* Runs `steps` steps of c->mode over c->world GPUs (c->rank is ignored).
  * Returns 0, or -1 with the reason in err. */
 int mc_sh_gpu_run(const mc_sh_config *c, int steps, mc_sh_gpu_result *res, char *err, size_t len);
 
