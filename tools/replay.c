@@ -196,35 +196,20 @@ int main(int argc, char **argv)
     }
     double t1 = mc_now_s();
     /* --conf replaces the trace's allocator settings, --limit its limit. */
-    ca_config cfg = t.cfg;
-    if (conf) {
-        cfg = ca_config_default();
-        cfg.limit_bytes = t.cfg.limit_bytes;
-        char why[512];
-        if (ca_conf_parse(conf, &cfg, why, sizeof why) != 0) { /* cannot fail: checked above */
-            fprintf(stderr, "replay: --%s\n", why);
-            ca_trace_free(&t);
-            return MC_EXIT_USAGE;
-        }
+    ca_config cfg;
+    char why[512];
+    if (ca_replay_config(&t, conf, have_limit ? &limit : NULL, o.capacity, &cfg, why, sizeof why) != 0) {
+        ca_trace_free(&t); /* the capacity: --conf was checked as it was read */
+        return usage("%s", why);
     }
-    if (have_limit) cfg.limit_bytes = limit;
     o.what_if = conf || have_limit || capacity_given;
-    if (cfg.expandable_segments && o.capacity > (1ULL << 61)) {
-        ca_trace_free(&t);
-        return usage("--capacity above 2^61 leaves no address space for expandable segments");
-    }
     o.cfg = &cfg;
     ca_replay_result res;
     memset(&res, 0, sizeof res);
     int rc = ca_replay(&t, &o, stdout, &res, err, sizeof err);
     double t2 = mc_now_s();
     if (rc != 0) fprintf(stderr, "%s\n", err);
-    if (res.addr_mismatches > 0 && ca_config_equal(&cfg, &t.cfg))
-        fprintf(stderr, "replay: %llu of the trace's addresses differ from the model's\n",
-                (unsigned long long)res.addr_mismatches);
-    if (res.hint_conflicts > 0)
-        fprintf(stderr, "replay: %llu addresses overlapped live segments and were not used\n",
-                (unsigned long long)res.hint_conflicts);
+    ca_replay_notes(&t, &cfg, &res, stderr);
     if (timing && rc == 0)
         fprintf(stderr,
                 "replay: %zu ops; parse %.6f s, replay+CSV %.6f s, total %.6f s (CLOCK_MONOTONIC); "

@@ -293,6 +293,37 @@ static void json_u64_or_null(FILE *out, const char *key, uint64_t v, bool null)
         fprintf(out, ",\"%s\":%llu", key, (unsigned long long)v);
 }
 
+int ca_replay_config(const ca_trace *t, const char *conf, const uint64_t *limit, uint64_t capacity,
+                     ca_config *cfg, char *err, size_t errlen)
+{
+    *cfg = t->cfg;
+    if (conf) {
+        *cfg = ca_config_default();
+        cfg->limit_bytes = t->cfg.limit_bytes; /* --conf replaces the trace's settings, not its limit */
+        char why[512];
+        if (ca_conf_parse(conf, cfg, why, sizeof why) != 0) {
+            snprintf(err, errlen, "--%s", why); /* as build/replay says it: "--conf ..." */
+            return -1;
+        }
+    }
+    if (limit) cfg->limit_bytes = *limit;
+    if (cfg->expandable_segments && capacity > (1ULL << 61)) {
+        snprintf(err, errlen, "--capacity above 2^61 leaves no address space for expandable segments");
+        return -1;
+    }
+    return 0;
+}
+
+void ca_replay_notes(const ca_trace *t, const ca_config *cfg, const ca_replay_result *res, FILE *log)
+{
+    if (res->addr_mismatches > 0 && ca_config_equal(cfg, &t->cfg))
+        fprintf(log, "replay: %llu of the trace's addresses differ from the model's\n",
+                (unsigned long long)res->addr_mismatches);
+    if (res->hint_conflicts > 0)
+        fprintf(log, "replay: %llu addresses overlapped live segments and were not used\n",
+                (unsigned long long)res->hint_conflicts);
+}
+
 int ca_replay_summary(FILE *out, const ca_replay_result *x, const ca_config *cfg)
 {
     char conf[1024];

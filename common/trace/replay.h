@@ -105,6 +105,21 @@ ca_replay_opts ca_replay_defaults(void);
 int ca_replay(const ca_trace *t, const ca_replay_opts *o, FILE *out, ca_replay_result *res,
               char *err, size_t errlen);
 
+/* The settings a what-if replay runs under, as build/replay's --conf and
+ * --limit set them: the trace's own; with conf (PYTORCH_CUDA_ALLOC_CONF's
+ * text; NULL: none) the defaults with conf applied and the trace's limit
+ * kept; then *limit where limit is not NULL. A capacity (bytes) above 2^61
+ * leaves expandable segments no address space and is refused. 0, or -1 with
+ * the reason in err ("--" and ca_conf_parse's, or the capacity's). Used by
+ * build/replay and build/whatif, so the two replay the same way. */
+int ca_replay_config(const ca_trace *t, const char *conf, const uint64_t *limit, uint64_t capacity,
+                     ca_config *cfg, char *err, size_t errlen);
+/* After a replay under cfg, what build/replay says on stderr, one line each
+ * into log: trace addresses the model placed elsewhere (only under the
+ * trace's own settings, where they should agree), and address hints not
+ * used because they overlapped live segments. */
+void ca_replay_notes(const ca_trace *t, const ca_config *cfg, const ca_replay_result *res, FILE *log);
+
 /* Writes res as one JSON object on one line (keys in docs/TRACE.md), with
  * the settings cfg it ran under. Returns 0, or -1 if the write failed. */
 int ca_replay_summary(FILE *out, const ca_replay_result *res, const ca_config *cfg);

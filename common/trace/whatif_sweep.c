@@ -40,21 +40,15 @@ ca_whatif_job *ca_whatif_jobs(char *const cards[], size_t n_cards, uint64_t cont
 int ca_whatif_replay(const ca_trace *t, const char *conf, const ca_whatif_job *j, uint64_t limit, bool summary,
                      FILE *out, FILE *log, ca_replay_result *res)
 {
-    ca_config cfg = ca_config_default();
-    cfg.limit_bytes = t->cfg.limit_bytes; /* --conf replaces the trace's settings, not its limit */
+    ca_config cfg;
     char err[512];
     memset(res, 0, sizeof *res);
-    if (ca_conf_parse(conf, &cfg, err, sizeof err) != 0) {
-        fprintf(log, "replay: --%s\n", err);
-        return -1;
-    }
-    if (limit) cfg.limit_bytes = limit;
     if (!(j->room >= 1 && j->room <= (double)(1ULL << 62))) {
         fprintf(log, "replay: bad --capacity '%.0f' (bytes >= 1, at most 2^62)\n", j->room);
         return -1;
     }
-    if (cfg.expandable_segments && j->capacity > (1ULL << 61)) {
-        fprintf(log, "replay: --capacity above 2^61 leaves no address space for expandable segments\n");
+    if (ca_replay_config(t, conf, limit ? &limit : NULL, j->capacity, &cfg, err, sizeof err) != 0) {
+        fprintf(log, "replay: %s\n", err);
         return -1;
     }
     ca_replay_opts o = ca_replay_defaults();
@@ -66,12 +60,7 @@ int ca_whatif_replay(const ca_trace *t, const char *conf, const ca_whatif_job *j
     o.capacity = j->capacity;
     int rc = ca_replay(t, &o, out, res, err, sizeof err);
     if (rc != 0) fprintf(log, "%s\n", err);
-    if (res->addr_mismatches > 0 && ca_config_equal(&cfg, &t->cfg))
-        fprintf(log, "replay: %llu of the trace's addresses differ from the model's\n",
-                (unsigned long long)res->addr_mismatches);
-    if (res->hint_conflicts > 0)
-        fprintf(log, "replay: %llu addresses overlapped live segments and were not used\n",
-                (unsigned long long)res->hint_conflicts);
+    ca_replay_notes(t, &cfg, res, log);
     return rc;
 }
 

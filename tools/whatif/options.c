@@ -22,7 +22,7 @@ static const char help_text[] =
     "which setting helps (make whatif SNAPSHOT=run.pickle [CONTEXT=BYTES]).\n"
     "\n"
     "  build/whatif [--context BYTES] [--cards 8,12,...] [--jobs N]\n"
-    "               [--build DIR] [--results DIR] SNAPSHOT\n"
+    "               [--results DIR] SNAPSHOT\n"
     "\n"
     "SNAPSHOT is what torch.cuda.memory._dump_snapshot() wrote (gzipped or not).\n"
     "It is converted once (scripts/snapshot2trace) and parsed once, then replayed\n"
@@ -38,9 +38,8 @@ static const char help_text[] =
     "charts, logs/; then points RESULTS/whatif-latest at it. The folder appears\n"
     "whole or not at all; earlier ones are never touched. Context: --context,\n"
     "else the C11 figure of the latest run (RESULTS/latest/context_cost.csv),\n"
-    "else the committed H100 reference's. --build DIR is for scripts/whatif (it\n"
-    "runs DIR/whatif); the program ignores it. Progress on stderr. Exit 0; 1 a\n"
-    "tool failed; 2 bad input; 130 interrupted (nothing written).\n";
+    "else the committed H100 reference's. Progress on stderr. Exit 0; 1 a tool\n"
+    "failed; 2 bad input; 130 interrupted (nothing written).\n";
 
 /* BYTES: digits with an optional fraction, and a K/M/G suffix (KiB/MiB/GiB;
  * also written KB or KiB), rounded to whole bytes; a fraction needs a suffix.
@@ -117,9 +116,6 @@ void wi_parse_args(int argc, char **argv, wi_options *o)
                       (v[1] == '\0' || (v[1] >= '0' && v[1] <= '9' && v[2] == '\0'));
             if (!ok) wi_die(2, "--jobs needs 1..99");
             o->jobs = atoi(v);
-            i++;
-        } else if (!strcmp(a, "--build")) {
-            if (!v) wi_die(2, "--build needs a folder");
             i++;
         } else if (!strcmp(a, "--results")) {
             if (!v) wi_die(2, "--results needs a folder");
