@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "child.h"
 #include "results/csv_read.h"
 #include "whatif.h"
 
@@ -133,17 +134,25 @@ void wi_parse_args(int argc, char **argv, wi_options *o)
     }
 }
 
+/* The folder this program is in (build/, build/san/), from the harness's
+ * mc_self_exe. */
+static char *own_folder(void)
+{
+    char exe[PATH_MAX];
+    if (mc_self_exe(exe, sizeof exe) != 0) wi_die(2, "cannot tell where this program is (/proc/self/exe)");
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = '\0';
+    return wi_fmt("%s", exe);
+}
+
 /* The first folder above this program's with scripts/snapshot2trace
  * (build/whatif, build/san/whatif). */
 char *wi_find_root(void)
 {
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) wi_die(2, "cannot tell where this program is (/proc/self/exe)");
-    exe[n] = '\0';
-    for (char *slash; (slash = strrchr(exe, '/')) != NULL && slash != exe;) {
+    char *dir = own_folder();
+    for (char *slash; (slash = strrchr(dir, '/')) != NULL && slash != dir;) {
         *slash = '\0';
-        if (access(wi_fmt("%s/scripts/snapshot2trace", exe), F_OK) == 0) return wi_fmt("%s", exe);
+        if (access(wi_fmt("%s/scripts/snapshot2trace", dir), F_OK) == 0) return dir;
     }
     wi_die(2, "no scripts/snapshot2trace in any folder above this program: run the whatif of a memclaims checkout");
 }
@@ -152,13 +161,7 @@ char *wi_find_root(void)
  * asks for the allocator settings' names (replay --settings). */
 char *wi_replay_beside(void)
 {
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) wi_die(2, "cannot tell where this program is (/proc/self/exe)");
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash) *slash = '\0';
-    return wi_fmt("%s/replay", exe);
+    return wi_fmt("%s/replay", own_folder());
 }
 
 /* ------------------------------------------------------------ context */
