@@ -7,7 +7,7 @@
  * q, k, v, o and lse. Thread (i, sub) of 4 per row owns O[i][sub + 4 k]
  * and scores (i, 16 k2 + 4 sub + r), so that a thread's four consecutive
  * keys share one philox block. */
-#include "tfm_attention.cuh"
+#include "tfm_attention_tc.cuh"
 
 template <typename T, int D>
 __global__ void __launch_bounds__(tile_of<D>::THREADS_)
@@ -142,5 +142,11 @@ extern "C" void tfm_attn_fwd(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view 
                              tfm_view vv, int dt)
 {
     check_attn(a);
+    const void *ptrs[] = {o, q, k, v};
+    const tfm_view views[] = {vo, vq, vk, vv};
+    if (tc_usable(a, dt, ptrs, 4, views, 4)) {
+        tc_attn_fwd(g, a, o, vo, lse, q, vq, k, vk, v, vv, dt);
+        return;
+    }
     DISPATCH(dt, attn_fwd, g, a, o, vo, lse, q, vq, k, vk, v, vv);
 }

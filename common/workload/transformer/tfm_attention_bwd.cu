@@ -11,7 +11,7 @@
  *     dQ_i = scale sum_j dS_ij K_j.
  * Splitting dQ from dK/dV recomputes S and dP once more but needs neither
  * an fp32 dQ accumulator nor atomics (and is deterministic). */
-#include "tfm_attention.cuh"
+#include "tfm_attention_tc.cuh"
 
 /* ------------------------------------------------------------ delta */
 
@@ -213,6 +213,12 @@ static void attn_bwd_d(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, 
     k_attn_delta<T><<<(unsigned)((rows + 3) / 4), 128, 0, st_>>>(delta, (const T *)dout, vdo, (const T *)o, vo,
                                                                 a->H, a->Lq, a->Dh, rows);
     CHECK_LAUNCH();
+    const void *ptrs[] = {dq, dk, dv, dout, q, k, v};
+    const tfm_view views[] = {vdq, vdk, vdv, vdo, vq, vk, vv};
+    if (tc_usable(a, tc_dt<T>::v, ptrs, 7, views, 7)) {
+        tc_attn_bwd(g, a, dq, vdq, dk, vdk, dv, vdv, delta, dout, vdo, q, vq, k, vk, v, vv, lse, tc_dt<T>::v);
+        return;
+    }
     const float p = a->dropout_p;
     const uint32_t thr = tfm_rng_threshold(p);
     const float f = p > 0.0f ? (float)(1.0 / (1.0 - (double)p)) : 1.0f;

@@ -5,7 +5,9 @@
  * some callers hand them over), on MultiheadAttention's [3, L, B, E]
  * slices with SDPA's [B, L, E] output, and on separate contiguous
  * [B, H, L, Dh] tensors with Lq != Lk (cross-attention); causal or not,
- * dropout or not. Lengths that are no multiple of the tiles. A dropout
+ * dropout or not. Lengths that are no multiple of the tiles, and
+ * sequences of 1024 to 2048 at head sizes 64 and 128. fp16 and bf16 run the
+ * tensor-core kernels (tfm_attention_tc.cuh), fp32 the general ones. A dropout
  * decision that differed from the reference's would show as an error of
  * the order of the values themselves, far above the tolerance. */
 #include <math.h>
@@ -149,5 +151,14 @@ int tfm_verify_attention(tfm_vctx *v)
             attn_case(v, dt, MHA, dims[d], true, 0.1f, 3, 2, 68, 68);          /* Lk % 4 == 0: one per 4 */
             attn_case(v, dt, SEPARATE, dims[d], false, 0.3f, 1, 2, 20, 36);
         }
+    /* The sizes users run (sequence 1024 and more), head sizes 64 and 128:
+     * many key tiles per row, so the online softmax's rescaling and the
+     * dropout stream are checked far from the first tile. */
+    for (int dt = MC_DT_F32; dt <= MC_DT_BF16; dt++) {
+        attn_case(v, dt, MHA, 64, true, 0.1f, 1, 2, 1024, 1024);
+        attn_case(v, dt, BATCH_FIRST, 128, false, 0.1f, 1, 2, 1100, 1100);
+        attn_case(v, dt, SEPARATE, 128, true, 0.0f, 1, 1, 1030, 1536);
+        attn_case(v, dt, SEPARATE, 64, false, 0.2f, 1, 1, 2048, 2050); /* Lk % 4 != 0 */
+    }
     return v->fails - before;
 }

@@ -1,0 +1,182 @@
+/* tfm_attention_tc.cu: the attention forward on the tensor cores
+ * (tfm_attention_tc.cuh), and which calls it takes. One block of 4 warps
+ * per (64 query rows, b * H + h); each warp owns 16 rows. The block walks
+ * the key tiles of 64: S = Q K^T on the tensor cores, then, on the
+ * accumulators, the online softmax (running max m and sum l per row, base
+ * 2) and the dropout of the probabilities that go into O (not into l, as
+ * SDPA's dropout), and O += P V with P rounded to fp16/bf16 (as
+ * FlashAttention does). Writes O / l and lse = ln(sum_j exp(scale q.k_j)),
+ * the same outputs as the general kernel (tfm_attention.cu). */
+#include <stdio.h>
+
+#include "tfm_attention_tc.cuh"
+
+template <typename T, int D>
+__global__ void __launch_bounds__(TC_THREADS)
+k_attn_fwd_tc(tfm_attn a, T *o, tfm_view vo, float *lse, const T *q, tfm_view vq, const T *k,
+              tfm_view vk, const T *v, tfm_view vv, uint32_t thr, float f)
+{
+    constexpr int BR = 16 * TC_WARPS, BC = 64, SQ = D + TC_PAD, SV = BC + TC_PAD;
+    constexpr int NS = BC / 8, NO = D / 8; /* 8-column tiles of S and of O */
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    T *qs = reinterpret_cast<T *>(smem_raw); /* [BR][SQ] */
+    T *ks = qs + BR * SQ;                    /* [BC][SQ] */
+    T *vts = ks + BC * SQ;                   /* [D][SV]: V transposed, the B of P V */
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int64_t bh = blockIdx.y, b = bh / a.H, h = bh % a.H;
+    const int q0 = blockIdx.x * BR, r0 = warp * 16;
+    const int i_row[2] = {q0 + r0 + g, q0 + r0 + g + 8};
+    const bool drop = a.dropout_p > 0.0f;
+    const float sl2 = a.scale * LOG2E; /* scores in base 2 */
+
+    tc_load<T, D>(qs, SQ, q, vq, b, h, q0, BR, a.Lq);
+    float acc[NO][4];
+#pragma unroll
+    for (int c = 0; c < NO; c++) acc[c][0] = acc[c][1] = acc[c][2] = acc[c][3] = 0.0f;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+
+    int n_tiles = (a.Lk + BC - 1) / BC;
+    if (a.causal) { /* keys past the block's last query are masked for every row */
+        const int last = min(q0 + BR - 1, a.Lq - 1);
+        n_tiles = min(n_tiles, last / BC + 1);
+    }
+    for (int tile = 0; tile < n_tiles; tile++) {
+        const int k0 = tile * BC;
+        __syncthreads(); /* the previous tile's ks, vts are consumed */
+        tc_load<T, D>(ks, SQ, k, vk, b, h, k0, BC, a.Lk);
+        tc_load_t<T, D>(vts, SV, v, vv, b, h, k0, BC, a.Lk);
+        __syncthreads();
+        float s[NS][4];
+#pragma unroll
+        for (int nt = 0; nt < NS; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+        tc_mma_ss<T, D / 16, NS>(s, qs + r0 * SQ, SQ, ks, SQ);
+
+        float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int nt = 0; nt < NS; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int i = i_row[e >> 1], j = k0 + nt * 8 + 2 * t + (e & 1);
+                const bool masked = i >= a.Lq || j >= a.Lk || (a.causal && j > i);
+                s[nt][e] = masked ? -INFINITY : s[nt][e] * sl2;
+                mx[e >> 1] = fmaxf(mx[e >> 1], s[nt][e]);
+            }
+        float alpha[2], mn[2], rs[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+            mn[r] = fmaxf(m[r], mx[r]);
+            /* mn is -inf only for a row with nothing visible yet (padding rows) */
+            alpha[r] = mn[r] == -INFINITY ? 1.0f : exp2f(m[r] - mn[r]);
+        }
+#pragma unroll
+        for (int nt = 0; nt < NS; nt++) {
+            const unsigned keep = drop ? tc_keep_rows_q(a, thr, bh, q0 + r0, k0 + nt * 8) : 0xfu;
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const float p = s[nt][e] == -INFINITY ? 0.0f : exp2f(s[nt][e] - mn[e >> 1]);
+                rs[e >> 1] += p;
+                s[nt][e] = drop ? ((keep >> e) & 1u ? p * f : 0.0f) : p;
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            rs[r] += __shfl_xor_sync(0xffffffffu, rs[r], 1);
+            rs[r] += __shfl_xor_sync(0xffffffffu, rs[r], 2);
+            l[r] = l[r] * alpha[r] + rs[r];
+            m[r] = mn[r];
+        }
+#pragma unroll
+        for (int c = 0; c < NO; c++) {
+            acc[c][0] *= alpha[0];
+            acc[c][1] *= alpha[0];
+            acc[c][2] *= alpha[1];
+            acc[c][3] *= alpha[1];
+        }
+        tc_mma_rs<T, NS, NO>(acc, s, vts, SV);
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int i = i_row[r];
+        if (i >= a.Lq) continue;
+        const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+        T *orow = o + b * vo.b + h * vo.h + (int64_t)i * vo.l;
+#pragma unroll
+        for (int c = 0; c < NO; c++) {
+            orow[c * 8 + 2 * t] = st<T>(acc[c][2 * r] * inv);
+            orow[c * 8 + 2 * t + 1] = st<T>(acc[c][2 * r + 1] * inv);
+        }
+        if (t == 0) lse[bh * a.Lq + i] = m[r] * LN2 + logf(l[r]);
+    }
+}
+
+template <typename T, int D>
+static void fwd_d(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view vo, float *lse, const void *q,
+                  tfm_view vq, const void *k, tfm_view vk, const void *v, tfm_view vv)
+{
+    constexpr int BR = 16 * TC_WARPS, BC = 64;
+    const size_t smem = sizeof(T) * (size_t)((BR + BC) * (D + TC_PAD) + D * (BC + TC_PAD));
+    static bool ready = false; /* one device per process */
+    if (!ready) {
+        allow_smem(k_attn_fwd_tc<T, D>, smem);
+        ready = true;
+    }
+    const float p = a->dropout_p;
+    const uint32_t thr = tfm_rng_threshold(p);
+    const float f = p > 0.0f ? (float)(1.0 / (1.0 - (double)p)) : 1.0f;
+    const dim3 grid((unsigned)((a->Lq + BR - 1) / BR), (unsigned)(a->B * a->H));
+    k_attn_fwd_tc<T, D><<<grid, TC_THREADS, smem, mc_gpu_stream(g)>>>(
+        *a, (T *)o, vo, lse, (const T *)q, vq, (const T *)k, vk, (const T *)v, vv, thr, f);
+    CHECK_LAUNCH();
+}
+
+template <typename T>
+static void fwd_t(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view vo, float *lse, const void *q,
+                  tfm_view vq, const void *k, tfm_view vk, const void *v, tfm_view vv)
+{
+    if (a->Dh == 16) fwd_d<T, 16>(g, a, o, vo, lse, q, vq, k, vk, v, vv);
+    else if (a->Dh == 32) fwd_d<T, 32>(g, a, o, vo, lse, q, vq, k, vk, v, vv);
+    else if (a->Dh == 64) fwd_d<T, 64>(g, a, o, vo, lse, q, vq, k, vk, v, vv);
+    else fwd_d<T, 128>(g, a, o, vo, lse, q, vq, k, vk, v, vv);
+}
+
+void tc_attn_fwd(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view vo, float *lse, const void *q,
+                 tfm_view vq, const void *k, tfm_view vk, const void *v, tfm_view vv, int dt)
+{
+    if (dt == MC_DT_F16) fwd_t<__half>(g, a, o, vo, lse, q, vq, k, vk, v, vv);
+    else fwd_t<__nv_bfloat16>(g, a, o, vo, lse, q, vq, k, vk, v, vv);
+}
+
+/* ------------------------------------------------------------ which calls */
+
+static int compute_major(void)
+{
+    static int major = -1; /* one device per process */
+    if (major < 0) {
+        int dev = 0;
+        CHECK_CUDA(cudaGetDevice(&dev));
+        CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    }
+    return major;
+}
+
+bool tc_usable(const tfm_attn *a, int dt, const void *const *ptrs, int n_ptrs,
+               const tfm_view *views, int n_views)
+{
+    if (dt == MC_DT_F32) return false; /* fp32 keeps fp32 arithmetic: the general kernels */
+    const char *why = NULL;
+    if (!(a->Dh == 16 || a->Dh == 32 || a->Dh == 64 || a->Dh == 128)) why = "head dim";
+    else if (compute_major() < 8) why = "a GPU before sm_80 (no mma.sync m16n8k16)";
+    for (int i = 0; !why && i < n_ptrs; i++)
+        if ((uintptr_t)ptrs[i] % 16 != 0) why = "a tensor not 16-byte aligned";
+    for (int i = 0; !why && i < n_views; i++)
+        if (views[i].b % 8 || views[i].h % 8 || views[i].l % 8) why = "strides not in 16-byte chunks";
+    if (!why) return true;
+    static bool said = false;
+    if (!said) {
+        fprintf(stderr, "attention: %s: the general kernels run instead of the tensor-core ones\n", why);
+        said = true;
+    }
+    return false;
+}

@@ -1,0 +1,245 @@
+/* tfm_attention_tc_bwd.cu: the attention backward on the tensor cores
+ * (tfm_attention_tc.cuh), the same two passes as the general kernels
+ * (tfm_attention_bwd.cu), after the same delta = rowsum(dO * O):
+ *   dK, dV: one block per (64 keys, bh), each warp 16 keys, walks the query
+ *     tiles. It forms the scores transposed, S^T = K Q^T and dP^T = V dO^T
+ *     (rows keys, columns queries), so that P~^T and dS^T come out in the
+ *     accumulator layout that is the A of dV += P~^T dO and dK += dS^T Q;
+ *   dQ: one block per (64 queries, bh), each warp 16 queries, walks the key
+ *     tiles: S = Q K^T, dP = dO V^T, dQ += dS K.
+ * P = exp(scale s - lse), P~ = P z / (1 - p) with z the forward's keep
+ * decision, dS = P (z / (1 - p) dP - delta); P~ and dS are rounded to
+ * fp16/bf16 for their products, as FlashAttention's backward does. No
+ * memory beyond the caller's: no fp32 dQ accumulator, no atomics. */
+#include "tfm_attention_tc.cuh"
+
+/* The query (or key) tile the dK/dV (or dQ) pass walks: 32 rows for head
+ * dim 128, so that the fp32 accumulators of two 16 x 128 tiles and the
+ * scores stay in registers. */
+template <int D> struct tc_walk { static constexpr int N = D >= 128 ? 32 : 64; };
+
+/* ------------------------------------------------------------ dK, dV */
+
+template <typename T, int D>
+__global__ void __launch_bounds__(TC_THREADS)
+k_attn_dkdv_tc(tfm_attn a, T *dk, tfm_view vdk, T *dv, tfm_view vdv, const float *delta,
+               const T *dout, tfm_view vdo, const T *q, tfm_view vq, const T *k, tfm_view vk,
+               const T *v, tfm_view vv, const float *lse, uint32_t thr, float f)
+{
+    constexpr int BC = 16 * TC_WARPS, BQ = tc_walk<D>::N, SD = D + TC_PAD, SQT = BQ + TC_PAD;
+    constexpr int NQ = BQ / 8, NO = D / 8;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    T *ks = reinterpret_cast<T *>(smem_raw); /* [BC][SD] A of S^T */
+    T *vs = ks + BC * SD;                    /* [BC][SD] A of dP^T */
+    T *qs = vs + BC * SD;                    /* [BQ][SD] B of S^T */
+    T *dos = qs + BQ * SD;                   /* [BQ][SD] B of dP^T */
+    T *qts = dos + BQ * SD;                  /* [D][SQT] B of dK */
+    T *dots = qts + D * SQT;                 /* [D][SQT] B of dV */
+    float *lse2_s = reinterpret_cast<float *>(dots + D * SQT); /* [BQ] lse in base 2 */
+    float *delta_s = lse2_s + BQ;                              /* [BQ] */
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int64_t bh = blockIdx.y, b = bh / a.H, h = bh % a.H;
+    const int k0 = blockIdx.x * BC, r0 = warp * 16;
+    const int j_row[2] = {k0 + r0 + g, k0 + r0 + g + 8};
+    const bool drop = a.dropout_p > 0.0f;
+    const float sl2 = a.scale * LOG2E;
+
+    tc_load<T, D>(ks, SD, k, vk, b, h, k0, BC, a.Lk);
+    tc_load<T, D>(vs, SD, v, vv, b, h, k0, BC, a.Lk);
+    float adk[NO][4], adv[NO][4];
+#pragma unroll
+    for (int c = 0; c < NO; c++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) adk[c][e] = adv[c][e] = 0.0f;
+
+    const int n_q = (a.Lq + BQ - 1) / BQ;
+    const int t0 = a.causal ? k0 / BQ : 0; /* query tiles wholly before k0 see none of these keys */
+    for (int tile = t0; tile < n_q; tile++) {
+        const int q0 = tile * BQ;
+        __syncthreads(); /* the previous tile is consumed */
+        tc_load<T, D>(qs, SD, q, vq, b, h, q0, BQ, a.Lq);
+        tc_load<T, D>(dos, SD, dout, vdo, b, h, q0, BQ, a.Lq);
+        tc_load_t<T, D>(qts, SQT, q, vq, b, h, q0, BQ, a.Lq);
+        tc_load_t<T, D>(dots, SQT, dout, vdo, b, h, q0, BQ, a.Lq);
+        for (int r = threadIdx.x; r < BQ; r += blockDim.x) {
+            const int i = q0 + r;
+            lse2_s[r] = i < a.Lq ? lse[bh * a.Lq + i] * LOG2E : 0.0f;
+            delta_s[r] = i < a.Lq ? delta[bh * a.Lq + i] : 0.0f;
+        }
+        __syncthreads();
+        float s[NQ][4], dp[NQ][4];
+#pragma unroll
+        for (int nt = 0; nt < NQ; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) s[nt][e] = dp[nt][e] = 0.0f;
+        tc_mma_ss<T, D / 16, NQ>(s, ks + r0 * SD, SD, qs, SD);
+        tc_mma_ss<T, D / 16, NQ>(dp, vs + r0 * SD, SD, dos, SD);
+#pragma unroll
+        for (int nt = 0; nt < NQ; nt++) {
+            const unsigned keep = drop ? tc_keep_rows_k(a, thr, bh, k0 + r0, q0 + nt * 8) : 0xfu;
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int il = nt * 8 + 2 * t + (e & 1), i = q0 + il, j = j_row[e >> 1];
+                const bool ok = i < a.Lq && j < a.Lk && !(a.causal && j > i);
+                const float pr = ok ? exp2f(s[nt][e] * sl2 - lse2_s[il]) : 0.0f;
+                const float zf = drop ? ((keep >> e) & 1u ? f : 0.0f) : 1.0f;
+                s[nt][e] = pr * zf;                            /* P~^T */
+                dp[nt][e] = pr * (zf * dp[nt][e] - delta_s[il]); /* dS^T */
+            }
+        }
+        tc_mma_rs<T, NQ, NO>(adv, s, dots, SQT);
+        tc_mma_rs<T, NQ, NO>(adk, dp, qts, SQT);
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int j = j_row[r];
+        if (j >= a.Lk) continue;
+        T *dkr = dk + b * vdk.b + h * vdk.h + (int64_t)j * vdk.l;
+        T *dvr = dv + b * vdv.b + h * vdv.h + (int64_t)j * vdv.l;
+#pragma unroll
+        for (int c = 0; c < NO; c++)
+#pragma unroll
+            for (int x = 0; x < 2; x++) {
+                dkr[c * 8 + 2 * t + x] = st<T>(adk[c][2 * r + x] * a.scale);
+                dvr[c * 8 + 2 * t + x] = st<T>(adv[c][2 * r + x]);
+            }
+    }
+}
+
+/* ------------------------------------------------------------ dQ */
+
+template <typename T, int D>
+__global__ void __launch_bounds__(TC_THREADS)
+k_attn_dq_tc(tfm_attn a, T *dq, tfm_view vdq, const float *delta, const T *dout, tfm_view vdo,
+             const T *q, tfm_view vq, const T *k, tfm_view vk, const T *v, tfm_view vv,
+             const float *lse, uint32_t thr, float f)
+{
+    constexpr int BR = 16 * TC_WARPS, BC = tc_walk<D>::N, SD = D + TC_PAD, SKT = BC + TC_PAD;
+    constexpr int NS = BC / 8, NO = D / 8;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    T *qs = reinterpret_cast<T *>(smem_raw); /* [BR][SD] A of S */
+    T *dos = qs + BR * SD;                   /* [BR][SD] A of dP */
+    T *ks = dos + BR * SD;                   /* [BC][SD] B of S */
+    T *vs = ks + BC * SD;                    /* [BC][SD] B of dP */
+    T *kts = vs + BC * SD;                   /* [D][SKT] B of dQ */
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int64_t bh = blockIdx.y, b = bh / a.H, h = bh % a.H;
+    const int q0 = blockIdx.x * BR, r0 = warp * 16;
+    const int i_row[2] = {q0 + r0 + g, q0 + r0 + g + 8};
+    const bool drop = a.dropout_p > 0.0f;
+    const float sl2 = a.scale * LOG2E;
+    float lse2[2], dl[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        lse2[r] = i_row[r] < a.Lq ? lse[bh * a.Lq + i_row[r]] * LOG2E : 0.0f;
+        dl[r] = i_row[r] < a.Lq ? delta[bh * a.Lq + i_row[r]] : 0.0f;
+    }
+
+    tc_load<T, D>(qs, SD, q, vq, b, h, q0, BR, a.Lq);
+    tc_load<T, D>(dos, SD, dout, vdo, b, h, q0, BR, a.Lq);
+    float acc[NO][4];
+#pragma unroll
+    for (int c = 0; c < NO; c++) acc[c][0] = acc[c][1] = acc[c][2] = acc[c][3] = 0.0f;
+
+    int n_k = (a.Lk + BC - 1) / BC;
+    if (a.causal) {
+        const int last = min(q0 + BR - 1, a.Lq - 1);
+        n_k = min(n_k, last / BC + 1);
+    }
+    for (int tile = 0; tile < n_k; tile++) {
+        const int k0 = tile * BC;
+        __syncthreads();
+        tc_load<T, D>(ks, SD, k, vk, b, h, k0, BC, a.Lk);
+        tc_load<T, D>(vs, SD, v, vv, b, h, k0, BC, a.Lk);
+        tc_load_t<T, D>(kts, SKT, k, vk, b, h, k0, BC, a.Lk);
+        __syncthreads();
+        float s[NS][4], dp[NS][4];
+#pragma unroll
+        for (int nt = 0; nt < NS; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) s[nt][e] = dp[nt][e] = 0.0f;
+        tc_mma_ss<T, D / 16, NS>(s, qs + r0 * SD, SD, ks, SD);
+        tc_mma_ss<T, D / 16, NS>(dp, dos + r0 * SD, SD, vs, SD);
+#pragma unroll
+        for (int nt = 0; nt < NS; nt++) {
+            const unsigned keep = drop ? tc_keep_rows_q(a, thr, bh, q0 + r0, k0 + nt * 8) : 0xfu;
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int i = i_row[e >> 1], j = k0 + nt * 8 + 2 * t + (e & 1);
+                const bool ok = i < a.Lq && j < a.Lk && !(a.causal && j > i);
+                const float pr = ok ? exp2f(s[nt][e] * sl2 - lse2[e >> 1]) : 0.0f;
+                const float zf = drop ? ((keep >> e) & 1u ? f : 0.0f) : 1.0f;
+                dp[nt][e] = pr * (zf * dp[nt][e] - dl[e >> 1]); /* dS */
+            }
+        }
+        tc_mma_rs<T, NS, NO>(acc, dp, kts, SKT);
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int i = i_row[r];
+        if (i >= a.Lq) continue;
+        T *dqr = dq + b * vdq.b + h * vdq.h + (int64_t)i * vdq.l;
+#pragma unroll
+        for (int c = 0; c < NO; c++) {
+            dqr[c * 8 + 2 * t] = st<T>(acc[c][2 * r] * a.scale);
+            dqr[c * 8 + 2 * t + 1] = st<T>(acc[c][2 * r + 1] * a.scale);
+        }
+    }
+}
+
+/* ------------------------------------------------------------ launch */
+
+template <typename T, int D>
+static void bwd_d(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void *dk, tfm_view vdk,
+                  void *dv, tfm_view vdv, const float *delta, const void *dout, tfm_view vdo,
+                  const void *q, tfm_view vq, const void *k, tfm_view vk, const void *v,
+                  tfm_view vv, const float *lse)
+{
+    constexpr int B64 = 16 * TC_WARPS, N = tc_walk<D>::N, SD = D + TC_PAD;
+    const size_t smem_kv = sizeof(T) * (size_t)(2 * B64 * SD + 2 * N * SD + 2 * D * (N + TC_PAD)) +
+                           sizeof(float) * 2 * N;
+    const size_t smem_q = sizeof(T) * (size_t)(2 * B64 * SD + 2 * N * SD + D * (N + TC_PAD));
+    static bool ready = false; /* one device per process */
+    if (!ready) {
+        allow_smem(k_attn_dkdv_tc<T, D>, smem_kv);
+        allow_smem(k_attn_dq_tc<T, D>, smem_q);
+        ready = true;
+    }
+    cudaStream_t st_ = mc_gpu_stream(g);
+    const float p = a->dropout_p;
+    const uint32_t thr = tfm_rng_threshold(p);
+    const float f = p > 0.0f ? (float)(1.0 / (1.0 - (double)p)) : 1.0f;
+    const dim3 grid_kv((unsigned)((a->Lk + B64 - 1) / B64), (unsigned)(a->B * a->H));
+    k_attn_dkdv_tc<T, D><<<grid_kv, TC_THREADS, smem_kv, st_>>>(
+        *a, (T *)dk, vdk, (T *)dv, vdv, delta, (const T *)dout, vdo, (const T *)q, vq, (const T *)k,
+        vk, (const T *)v, vv, lse, thr, f);
+    CHECK_LAUNCH();
+    const dim3 grid_q((unsigned)((a->Lq + B64 - 1) / B64), (unsigned)(a->B * a->H));
+    k_attn_dq_tc<T, D><<<grid_q, TC_THREADS, smem_q, st_>>>(
+        *a, (T *)dq, vdq, delta, (const T *)dout, vdo, (const T *)q, vq, (const T *)k, vk,
+        (const T *)v, vv, lse, thr, f);
+    CHECK_LAUNCH();
+}
+
+template <typename T>
+static void bwd_t(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void *dk, tfm_view vdk,
+                  void *dv, tfm_view vdv, const float *delta, const void *dout, tfm_view vdo,
+                  const void *q, tfm_view vq, const void *k, tfm_view vk, const void *v,
+                  tfm_view vv, const float *lse)
+{
+    if (a->Dh == 16) bwd_d<T, 16>(g, a, dq, vdq, dk, vdk, dv, vdv, delta, dout, vdo, q, vq, k, vk, v, vv, lse);
+    else if (a->Dh == 32) bwd_d<T, 32>(g, a, dq, vdq, dk, vdk, dv, vdv, delta, dout, vdo, q, vq, k, vk, v, vv, lse);
+    else if (a->Dh == 64) bwd_d<T, 64>(g, a, dq, vdq, dk, vdk, dv, vdv, delta, dout, vdo, q, vq, k, vk, v, vv, lse);
+    else bwd_d<T, 128>(g, a, dq, vdq, dk, vdk, dv, vdv, delta, dout, vdo, q, vq, k, vk, v, vv, lse);
+}
+
+void tc_attn_bwd(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void *dk, tfm_view vdk,
+                 void *dv, tfm_view vdv, const float *delta, const void *dout, tfm_view vdo,
+                 const void *q, tfm_view vq, const void *k, tfm_view vk, const void *v,
+                 tfm_view vv, const float *lse, int dt)
+{
+    if (dt == MC_DT_F16)
+        bwd_t<__half>(g, a, dq, vdq, dk, vdk, dv, vdv, delta, dout, vdo, q, vq, k, vk, v, vv, lse);
+    else
+        bwd_t<__nv_bfloat16>(g, a, dq, vdq, dk, vdk, dv, vdv, delta, dout, vdo, q, vq, k, vk, v, vv, lse);
+}
