@@ -36,12 +36,13 @@ __device__ __forceinline__ void load_tile(float *s, const T *base, tfm_view v, i
 }
 
 /* Dropout factor of element (bh, i, j) of the probabilities: 0 or f, from
- * word e % 4 of philox block e / 4, e = (bh Lq + i) Lk + j (tfm_kernels.h). */
+ * half e % 8 of philox block e / 8, e = (bh Lq + i) Lk + j (tfm_rng_attn_keep;
+ * thr is tfm_rng_threshold16(p)). */
 __device__ __forceinline__ float attn_drop(const tfm_attn &a, uint32_t thr, float f, int64_t bh,
                                            int i, int j)
 {
     const uint64_t e = ((uint64_t)bh * (uint64_t)a.Lq + (uint64_t)i) * (uint64_t)a.Lk + (uint64_t)j;
-    return tfm_rng_word_keeps(tfm_philox(a.seed, a.offset, e >> 2).w[e & 3], thr) ? f : 0.0f;
+    return tfm_rng_half_keeps(tfm_philox(a.seed, a.offset, e >> 3), (int)(e & 7), thr) ? f : 0.0f;
 }
 
 /* Dropout factors of (bh, i, j0 .. j0 + 3): one philox block where the four
@@ -51,9 +52,9 @@ __device__ __forceinline__ void attn_drop4(const tfm_attn &a, uint32_t thr, floa
 {
     if (a.Lk % 4 == 0) {
         const uint64_t e = ((uint64_t)bh * (uint64_t)a.Lq + (uint64_t)i) * (uint64_t)a.Lk + (uint64_t)j0;
-        const tfm_rng4 r = tfm_philox(a.seed, a.offset, e >> 2);
+        const tfm_rng4 r = tfm_philox(a.seed, a.offset, e >> 3);
 #pragma unroll
-        for (int k = 0; k < 4; k++) z[k] = tfm_rng_word_keeps(r.w[k], thr) ? f : 0.0f;
+        for (int k = 0; k < 4; k++) z[k] = tfm_rng_half_keeps(r, (int)(e & 7) + k, thr) ? f : 0.0f;
     } else {
 #pragma unroll
         for (int k = 0; k < 4; k++) z[k] = attn_drop(a, thr, f, bh, i, j0 + k);

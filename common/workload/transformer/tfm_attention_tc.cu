@@ -51,14 +51,21 @@ k_attn_fwd_tc(tfm_attn a, T *o, tfm_view vo, float *lse, const T *q, tfm_view vq
         for (int nt = 0; nt < NS; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
         tc_mma_ss<T, D / 16, NS>(s, qs + r0 * SQ, SQ, ks, SQ);
 
+        /* Masks only on the tiles that need them: the last key tile, the
+         * last query block, and (causal) the tiles the diagonal crosses. */
+        const bool edge = k0 + BC > a.Lk || q0 + BR > a.Lq || (a.causal && k0 + BC - 1 > q0 + r0);
         float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
         for (int nt = 0; nt < NS; nt++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const int i = i_row[e >> 1], j = k0 + nt * 8 + 2 * t + (e & 1);
-                const bool masked = i >= a.Lq || j >= a.Lk || (a.causal && j > i);
-                s[nt][e] = masked ? -INFINITY : s[nt][e] * sl2;
+                if (edge) {
+                    const int i = i_row[e >> 1], j = k0 + nt * 8 + 2 * t + (e & 1);
+                    const bool masked = i >= a.Lq || j >= a.Lk || (a.causal && j > i);
+                    s[nt][e] = masked ? -INFINITY : s[nt][e] * sl2;
+                } else {
+                    s[nt][e] *= sl2;
+                }
                 mx[e >> 1] = fmaxf(mx[e >> 1], s[nt][e]);
             }
         float alpha[2], mn[2], rs[2] = {0.0f, 0.0f};
@@ -71,14 +78,17 @@ k_attn_fwd_tc(tfm_attn a, T *o, tfm_view vo, float *lse, const T *q, tfm_view vq
             alpha[r] = mn[r] == -INFINITY ? 1.0f : exp2f(m[r] - mn[r]);
         }
 #pragma unroll
-        for (int nt = 0; nt < NS; nt++) {
-            const unsigned keep = drop ? tc_keep_rows_q(a, thr, bh, q0 + r0, k0 + nt * 8) : 0xfu;
+        for (int nt = 0; nt < NS; nt += 2) {
+            const unsigned keep = drop ? tc_keep2_rows_q(a, thr, bh, q0 + r0, k0 + nt * 8) : 0xffu;
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const float p = s[nt][e] == -INFINITY ? 0.0f : exp2f(s[nt][e] - mn[e >> 1]);
-                rs[e >> 1] += p;
-                s[nt][e] = drop ? ((keep >> e) & 1u ? p * f : 0.0f) : p;
-            }
+            for (int x = 0; x < 2; x++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    float &sv = s[nt + x][e];
+                    const float p = sv == -INFINITY ? 0.0f : exp2f(sv - mn[e >> 1]);
+                    rs[e >> 1] += p;
+                    sv = drop ? ((keep >> (4 * x + e)) & 1u ? p * f : 0.0f) : p;
+                }
         }
 #pragma unroll
         for (int r = 0; r < 2; r++) {
@@ -123,7 +133,7 @@ static void fwd_d(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view vo, float *
         ready = true;
     }
     const float p = a->dropout_p;
-    const uint32_t thr = tfm_rng_threshold(p);
+    const uint32_t thr = tfm_rng_threshold16(p);
     const float f = p > 0.0f ? (float)(1.0 / (1.0 - (double)p)) : 1.0f;
     const dim3 grid((unsigned)((a->Lq + BR - 1) / BR), (unsigned)(a->B * a->H));
     k_attn_fwd_tc<T, D><<<grid, TC_THREADS, smem, mc_gpu_stream(g)>>>(

@@ -82,22 +82,60 @@ template <typename T> __device__ __forceinline__ uint32_t tc_ld32(const T *p)
     return *reinterpret_cast<const uint32_t *>(p);
 }
 
+/* Four 8 x 8 matrices of 16-bit values from shared memory (ldmatrix): lane
+ * L names the address of row L % 8 of matrix L / 8; register m of lane 4 g
+ * + t receives elements (g, 2t) and (g, 2t + 1) of matrix m: the fragment
+ * layout above, four registers in one instruction. */
+__device__ __forceinline__ void tc_ldsm4(uint32_t r[4], const void *p)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned addr = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+#else
+    (void)p;
+    r[0] = r[1] = r[2] = r[3] = 0u;
+    __trap();
+#endif
+}
+
+/* Where lane L points for an A fragment (16 rows x 16 k at a, row stride
+ * sa): matrices (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15),
+ * (rows 8-15, k 8-15) = a0..a3. */
+template <typename T> __device__ __forceinline__ const T *tc_a_lane(const T *a, int sa)
+{
+    const int lane = threadIdx.x & 31;
+    return a + ((lane & 7) + 8 * ((lane >> 3) & 1)) * sa + 8 * (lane >> 4);
+}
+
+/* Where lane L points for the B fragments of two 8-column tiles (a tile
+ * stored [n][k] at b, row stride sb): matrices (n 0-7, k 0-7), (n 0-7, k
+ * 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15) = b0, b1 of the first tile, b0,
+ * b1 of the second. */
+template <typename T> __device__ __forceinline__ const T *tc_b_lane(const T *b, int sb)
+{
+    const int lane = threadIdx.x & 31;
+    return b + ((lane & 7) + 8 * (lane >> 4)) * sb + 8 * ((lane >> 3) & 1);
+}
+
 /* acc[NT] += A B for the warp's 16 rows: A read from shared memory, 16 rows
  * of KS 16-wide k steps at a (row stride sa elements); B from a shared tile
- * stored [n][k] at b (NT 8-row groups of n, row stride sb). */
+ * stored [n][k] at b (NT 8-row groups of n, NT even, row stride sb). */
 template <typename T, int KS, int NT>
 __device__ __forceinline__ void tc_mma_ss(float acc[NT][4], const T *a, int sa, const T *b, int sb)
 {
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const T *al = tc_a_lane(a, sa), *bl = tc_b_lane(b, sb);
 #pragma unroll
     for (int ks = 0; ks < KS; ks++) {
-        const T *ap = a + g * sa + ks * 16 + 2 * t;
-        const uint32_t a0 = tc_ld32(ap), a1 = tc_ld32(ap + 8 * sa), a2 = tc_ld32(ap + 8),
-                       a3 = tc_ld32(ap + 8 * sa + 8);
+        uint32_t af[4];
+        tc_ldsm4(af, al + ks * 16);
 #pragma unroll
-        for (int nt = 0; nt < NT; nt++) {
-            const T *bp = b + (nt * 8 + g) * sb + ks * 16 + 2 * t;
-            tc_mma<T>(acc[nt], a0, a1, a2, a3, tc_ld32(bp), tc_ld32(bp + 8));
+        for (int nt = 0; nt < NT; nt += 2) {
+            uint32_t bf[4];
+            tc_ldsm4(bf, bl + nt * 8 * sb + ks * 16);
+            tc_mma<T>(acc[nt], af[0], af[1], af[2], af[3], bf[0], bf[1]);
+            tc_mma<T>(acc[nt + 1], af[0], af[1], af[2], af[3], bf[2], bf[3]);
         }
     }
 }
@@ -108,7 +146,7 @@ __device__ __forceinline__ void tc_mma_ss(float acc[NT][4], const T *a, int sa, 
 template <typename T, int KT, int NT>
 __device__ __forceinline__ void tc_mma_rs(float acc[NT][4], const float p[KT][4], const T *b, int sb)
 {
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const T *bl = tc_b_lane(b, sb);
 #pragma unroll
     for (int kk = 0; kk < KT / 2; kk++) {
         const uint32_t a0 = tc_pack<T>(p[2 * kk][0], p[2 * kk][1]);
@@ -116,9 +154,11 @@ __device__ __forceinline__ void tc_mma_rs(float acc[NT][4], const float p[KT][4]
         const uint32_t a2 = tc_pack<T>(p[2 * kk + 1][0], p[2 * kk + 1][1]);
         const uint32_t a3 = tc_pack<T>(p[2 * kk + 1][2], p[2 * kk + 1][3]);
 #pragma unroll
-        for (int nt = 0; nt < NT; nt++) {
-            const T *bp = b + (nt * 8 + g) * sb + kk * 16 + 2 * t;
-            tc_mma<T>(acc[nt], a0, a1, a2, a3, tc_ld32(bp), tc_ld32(bp + 8));
+        for (int nt = 0; nt < NT; nt += 2) {
+            uint32_t bf[4];
+            tc_ldsm4(bf, bl + nt * 8 * sb + kk * 16);
+            tc_mma<T>(acc[nt], a0, a1, a2, a3, bf[0], bf[1]);
+            tc_mma<T>(acc[nt + 1], a0, a1, a2, a3, bf[2], bf[3]);
         }
     }
 }
@@ -161,75 +201,81 @@ __device__ __forceinline__ void tc_load_t(T *s, int S, const T *base, tfm_view v
 
 /* ------------------------------------------------------------ dropout */
 
-/* Keep bits of a 16 x 8 accumulator tile whose rows are queries i0 + (g,
- * g + 8) and whose columns are keys j0 + (2t, 2t + 1): bit 0 (row g, 2t),
- * bit 1 (g, 2t + 1), bit 2 (g + 8, 2t), bit 3 (g + 8, 2t + 1). Element
- * (bh, i, j) is word e % 4 of philox block e / 4, e = (bh Lq + i) Lk + j
- * (tfm_kernels.h). Where Lk % 4 == 0 (and j0 % 4 == 0) the tile's 128
- * elements are 32 blocks of four keys: each lane draws one (row g' = lane /
- * 2 over the 16 rows, keys 4 (lane % 2)), and the owners fetch their bits by
- * shuffle; else one block per element. Every lane of the warp calls it. */
-__device__ __forceinline__ unsigned tc_keep_rows_q(const tfm_attn &a, uint32_t thr, int64_t bh,
-                                                   int i0, int j0)
+/* The eight keep bits of one philox block: keys jb .. jb + 7 of query i
+ * (tfm_rng_attn_keep; jb % 8 == 0 and Lk % 8 == 0, so they share it). */
+__device__ __forceinline__ unsigned tc_keep8(const tfm_attn &a, uint32_t thr, int64_t bh, int i, int jb)
+{
+    const uint64_t e = ((uint64_t)bh * (uint64_t)a.Lq + (uint64_t)i) * (uint64_t)a.Lk + (uint64_t)jb;
+    const tfm_rng4 w = tfm_philox(a.seed, a.offset, e >> 3);
+    unsigned m = 0;
+#pragma unroll
+    for (int k = 0; k < 8; k++) m |= (tfm_rng_half_keeps(w, k, thr) ? 1u : 0u) << k;
+    return m;
+}
+
+__device__ __forceinline__ unsigned tc_keep1(const tfm_attn &a, uint32_t thr, int64_t bh, int i, int j)
+{
+    const uint64_t e = ((uint64_t)bh * (uint64_t)a.Lq + (uint64_t)i) * (uint64_t)a.Lk + (uint64_t)j;
+    return tfm_rng_half_keeps(tfm_philox(a.seed, a.offset, e >> 3), (int)(e & 7), thr) ? 1u : 0u;
+}
+
+/* Keep bits of two adjacent 16 x 8 accumulator tiles whose rows are
+ * queries i0 + (g, g + 8) and whose columns are keys j0 + 8 x + (2t, 2t +
+ * 1), x = 0, 1: bit 4 x + e for element c[e] of tile x (e = 0: row g, col
+ * 2t; 1: g, 2t + 1; 2: g + 8, 2t; 3: g + 8, 2t + 1). Where Lk % 8 == 0 the
+ * 256 elements are 32 philox blocks of eight keys: lane L draws row L % 16,
+ * keys j0 + 8 (L / 16), and the owners fetch their bits by shuffle; else a
+ * block per element. Every lane of the warp calls it (j0 % 8 == 0). */
+__device__ __forceinline__ unsigned tc_keep2_rows_q(const tfm_attn &a, uint32_t thr, int64_t bh,
+                                                    int i0, int j0)
 {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    if (a.Lk % 4 == 0) {
-        const int r = lane >> 1, jb = j0 + 4 * (lane & 1);
-        const uint64_t e = ((uint64_t)bh * (uint64_t)a.Lq + (uint64_t)(i0 + r)) * (uint64_t)a.Lk + (uint64_t)jb;
-        const tfm_rng4 w = tfm_philox(a.seed, a.offset, e >> 2);
-        unsigned m4 = 0;
-#pragma unroll
-        for (int k = 0; k < 4; k++) m4 |= (tfm_rng_word_keeps(w.w[k], thr) ? 1u : 0u) << k;
-        /* (row g, cols 2t, 2t + 1) lie in block (row g, keys 4 (t / 2)): lane 2 g + t / 2,
-         * words 2 (t % 2), 2 (t % 2) + 1; row g + 8: lane 2 (g + 8) + t / 2. */
-        const unsigned lo = __shfl_sync(0xffffffffu, m4, 2 * g + (t >> 1));
-        const unsigned hi = __shfl_sync(0xffffffffu, m4, 2 * (g + 8) + (t >> 1));
-        const int sh = 2 * (t & 1);
-        return ((lo >> sh) & 3u) | (((hi >> sh) & 3u) << 2);
-    }
     unsigned bits = 0;
+    if (a.Lk % 8 == 0) {
+        const unsigned m8 = tc_keep8(a, thr, bh, i0 + (lane & 15), j0 + 8 * (lane >> 4));
 #pragma unroll
-    for (int k = 0; k < 4; k++) {
-        const int i = i0 + g + 8 * (k >> 1), j = j0 + 2 * t + (k & 1);
-        const uint64_t e = ((uint64_t)bh * (uint64_t)a.Lq + (uint64_t)i) * (uint64_t)a.Lk + (uint64_t)j;
-        bits |= (tfm_rng_word_keeps(tfm_philox(a.seed, a.offset, e >> 2).w[e & 3], thr) ? 1u : 0u) << k;
+        for (int x = 0; x < 2; x++)
+#pragma unroll
+            for (int rr = 0; rr < 2; rr++) {
+                const unsigned m = __shfl_sync(0xffffffffu, m8, g + 8 * rr + 16 * x);
+                bits |= ((m >> (2 * t)) & 3u) << (4 * x + 2 * rr);
+            }
+        return bits;
     }
+#pragma unroll
+    for (int x = 0; x < 2; x++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            bits |= tc_keep1(a, thr, bh, i0 + g + 8 * (e >> 1), j0 + 8 * x + 2 * t + (e & 1)) << (4 * x + e);
     return bits;
 }
 
-/* The same for a tile whose rows are keys j0 + (g, g + 8) and whose
- * columns are queries i0 + (2t, 2t + 1) (the backward's transposed
- * scores): bit 0 (row g, col 2t), bit 1 (g, 2t + 1), bit 2 (g + 8, 2t),
- * bit 3 (g + 8, 2t + 1). Where Lk % 4 == 0 the 32 blocks are (query i0 +
- * lane % 8, keys j0 + 4 (lane / 8)); the owner of (key row g, query col c)
- * reads bit g % 4 from lane 8 (g / 4) + c. */
-__device__ __forceinline__ unsigned tc_keep_rows_k(const tfm_attn &a, uint32_t thr, int64_t bh,
-                                                   int j0, int i0)
+/* The same for two tiles whose rows are keys j0 + (g, g + 8) and whose
+ * columns are queries i0 + 8 x + (2t, 2t + 1) (the backward's transposed
+ * scores). Where Lk % 8 == 0 lane L draws query i0 + L % 16, keys j0 + 8
+ * (L / 16); the owner of (key row r, query column c) reads bit r % 8 of
+ * lane c + 16 (r / 8). */
+__device__ __forceinline__ unsigned tc_keep2_rows_k(const tfm_attn &a, uint32_t thr, int64_t bh,
+                                                    int j0, int i0)
 {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    if (a.Lk % 4 == 0) {
-        const int i = i0 + (lane & 7), jb = j0 + 4 * (lane >> 3);
-        const uint64_t e = ((uint64_t)bh * (uint64_t)a.Lq + (uint64_t)i) * (uint64_t)a.Lk + (uint64_t)jb;
-        const tfm_rng4 w = tfm_philox(a.seed, a.offset, e >> 2);
-        unsigned m4 = 0;
+    unsigned bits = 0;
+    if (a.Lk % 8 == 0) {
+        const unsigned m8 = tc_keep8(a, thr, bh, i0 + (lane & 15), j0 + 8 * (lane >> 4));
 #pragma unroll
-        for (int k = 0; k < 4; k++) m4 |= (tfm_rng_word_keeps(w.w[k], thr) ? 1u : 0u) << k;
-        unsigned bits = 0;
+        for (int x = 0; x < 2; x++)
 #pragma unroll
-        for (int k = 0; k < 4; k++) {
-            const int row = g + 8 * (k >> 1), col = 2 * t + (k & 1);
-            const unsigned m = __shfl_sync(0xffffffffu, m4, 8 * (row >> 2) + col);
-            bits |= ((m >> (row & 3)) & 1u) << k;
-        }
+            for (int e = 0; e < 4; e++) {
+                const unsigned m = __shfl_sync(0xffffffffu, m8, 8 * x + 2 * t + (e & 1) + 16 * (e >> 1));
+                bits |= ((m >> g) & 1u) << (4 * x + e);
+            }
         return bits;
     }
-    unsigned bits = 0;
 #pragma unroll
-    for (int k = 0; k < 4; k++) {
-        const int j = j0 + g + 8 * (k >> 1), i = i0 + 2 * t + (k & 1);
-        const uint64_t e = ((uint64_t)bh * (uint64_t)a.Lq + (uint64_t)i) * (uint64_t)a.Lk + (uint64_t)j;
-        bits |= (tfm_rng_word_keeps(tfm_philox(a.seed, a.offset, e >> 2).w[e & 3], thr) ? 1u : 0u) << k;
-    }
+    for (int x = 0; x < 2; x++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            bits |= tc_keep1(a, thr, bh, i0 + 8 * x + 2 * t + (e & 1), j0 + g + 8 * (e >> 1)) << (4 * x + e);
     return bits;
 }
 

@@ -74,18 +74,21 @@ k_attn_dkdv_tc(tfm_attn a, T *dk, tfm_view vdk, T *dv, tfm_view vdv, const float
             for (int e = 0; e < 4; e++) s[nt][e] = dp[nt][e] = 0.0f;
         tc_mma_ss<T, D / 16, NQ>(s, ks + r0 * SD, SD, qs, SD);
         tc_mma_ss<T, D / 16, NQ>(dp, vs + r0 * SD, SD, dos, SD);
+        const bool edge = k0 + BC > a.Lk || q0 + BQ > a.Lq || (a.causal && k0 + r0 + 15 > q0);
 #pragma unroll
-        for (int nt = 0; nt < NQ; nt++) {
-            const unsigned keep = drop ? tc_keep_rows_k(a, thr, bh, k0 + r0, q0 + nt * 8) : 0xfu;
+        for (int nt = 0; nt < NQ; nt += 2) {
+            const unsigned keep = drop ? tc_keep2_rows_k(a, thr, bh, k0 + r0, q0 + nt * 8) : 0xffu;
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int il = nt * 8 + 2 * t + (e & 1), i = q0 + il, j = j_row[e >> 1];
-                const bool ok = i < a.Lq && j < a.Lk && !(a.causal && j > i);
-                const float pr = ok ? exp2f(s[nt][e] * sl2 - lse2_s[il]) : 0.0f;
-                const float zf = drop ? ((keep >> e) & 1u ? f : 0.0f) : 1.0f;
-                s[nt][e] = pr * zf;                            /* P~^T */
-                dp[nt][e] = pr * (zf * dp[nt][e] - delta_s[il]); /* dS^T */
-            }
+            for (int x = 0; x < 2; x++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int il = (nt + x) * 8 + 2 * t + (e & 1), i = q0 + il, j = j_row[e >> 1];
+                    const bool ok = !edge || (i < a.Lq && j < a.Lk && !(a.causal && j > i));
+                    const float pr = ok ? exp2f(s[nt + x][e] * sl2 - lse2_s[il]) : 0.0f;
+                    const float zf = drop ? ((keep >> (4 * x + e)) & 1u ? f : 0.0f) : 1.0f;
+                    s[nt + x][e] = pr * zf;                                   /* P~^T */
+                    dp[nt + x][e] = pr * (zf * dp[nt + x][e] - delta_s[il]); /* dS^T */
+                }
         }
         tc_mma_rs<T, NQ, NO>(adv, s, dots, SQT);
         tc_mma_rs<T, NQ, NO>(adk, dp, qts, SQT);
@@ -160,17 +163,20 @@ k_attn_dq_tc(tfm_attn a, T *dq, tfm_view vdq, const float *delta, const T *dout,
             for (int e = 0; e < 4; e++) s[nt][e] = dp[nt][e] = 0.0f;
         tc_mma_ss<T, D / 16, NS>(s, qs + r0 * SD, SD, ks, SD);
         tc_mma_ss<T, D / 16, NS>(dp, dos + r0 * SD, SD, vs, SD);
+        const bool edge = k0 + BC > a.Lk || q0 + BR > a.Lq || (a.causal && k0 + BC - 1 > q0 + r0);
 #pragma unroll
-        for (int nt = 0; nt < NS; nt++) {
-            const unsigned keep = drop ? tc_keep_rows_q(a, thr, bh, q0 + r0, k0 + nt * 8) : 0xfu;
+        for (int nt = 0; nt < NS; nt += 2) {
+            const unsigned keep = drop ? tc_keep2_rows_q(a, thr, bh, q0 + r0, k0 + nt * 8) : 0xffu;
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int i = i_row[e >> 1], j = k0 + nt * 8 + 2 * t + (e & 1);
-                const bool ok = i < a.Lq && j < a.Lk && !(a.causal && j > i);
-                const float pr = ok ? exp2f(s[nt][e] * sl2 - lse2[e >> 1]) : 0.0f;
-                const float zf = drop ? ((keep >> e) & 1u ? f : 0.0f) : 1.0f;
-                dp[nt][e] = pr * (zf * dp[nt][e] - dl[e >> 1]); /* dS */
-            }
+            for (int x = 0; x < 2; x++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int i = i_row[e >> 1], j = k0 + (nt + x) * 8 + 2 * t + (e & 1);
+                    const bool ok = !edge || (i < a.Lq && j < a.Lk && !(a.causal && j > i));
+                    const float pr = ok ? exp2f(s[nt + x][e] * sl2 - lse2[e >> 1]) : 0.0f;
+                    const float zf = drop ? ((keep >> (4 * x + e)) & 1u ? f : 0.0f) : 1.0f;
+                    dp[nt + x][e] = pr * (zf * dp[nt + x][e] - dl[e >> 1]); /* dS */
+                }
         }
         tc_mma_rs<T, NS, NO>(acc, dp, kts, SKT);
     }
@@ -207,7 +213,7 @@ static void bwd_d(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void 
     }
     cudaStream_t st_ = mc_gpu_stream(g);
     const float p = a->dropout_p;
-    const uint32_t thr = tfm_rng_threshold(p);
+    const uint32_t thr = tfm_rng_threshold16(p);
     const float f = p > 0.0f ? (float)(1.0 / (1.0 - (double)p)) : 1.0f;
     const dim3 grid_kv((unsigned)((a->Lk + B64 - 1) / B64), (unsigned)(a->B * a->H));
     k_attn_dkdv_tc<T, D><<<grid_kv, TC_THREADS, smem_kv, st_>>>(

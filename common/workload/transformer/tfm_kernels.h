@@ -19,8 +19,9 @@
  *
  * Dropout randomness is tfm_rng.h's: element e of a dropout call with
  * (seed, offset) is kept iff tfm_rng_keep(seed, offset, e, p), the same
- * decision the host reference (tfm_host_ref.h) draws. The caller gives each
- * dropout call of a step its own offset (see tfm_rng.h). */
+ * decision the host reference (tfm_host_ref.h) draws; attention's dropout
+ * draws tfm_rng_attn_keep (eight decisions a philox block). The caller gives
+ * each dropout call of a step its own offset (see tfm_rng.h). */
 #ifndef MC_TFM_KERNELS_H
 #define MC_TFM_KERNELS_H
 
@@ -82,7 +83,7 @@ typedef struct {
     int Dh;            /* head dim: 16, 32, 64 or 128 */
     bool causal;       /* key j masked for query i where j > i (top-left, as SDPA's is_causal) */
     float dropout_p;   /* on the attention probabilities; 0: none */
-    uint64_t seed, offset; /* tfm_rng stream: element (bh, i, j) is index (bh * Lq + i) * Lk + j */
+    uint64_t seed, offset; /* tfm_rng_attn_keep stream: element (bh, i, j) is index (bh * Lq + i) * Lk + j */
     float scale;       /* softmax scale; 1 / sqrt(Dh) as SDPA's default */
 } tfm_attn;
 

@@ -87,26 +87,49 @@ __global__ void k_ln_bwd_dx(T *dx, const T *dy, const T *x, const T *gamma, cons
 /* ------------------------------------------------------------ backward: dgamma, dbeta */
 
 #define GB_X 32
-#define GB_Y 8
+#define GB_Y 32     /* row threads of a block: 1024 threads */
+#define GB_UNROLL 4 /* rows a thread loads before it adds: loads in flight */
 
 /* Block (x, y): columns 32 x, rows [y rows_per, (y + 1) rows_per). With
- * partial buffers: part[y][c]; without (gridDim.y == 1): the outputs. */
+ * partial buffers: part[y][c]; without (gridDim.y == 1): the outputs.
+ * Without partial buffers there are only n / 32 blocks (32 for d_model
+ * 1024), each walking every row: the rows are spread over 32 warps, each
+ * keeping GB_UNROLL rows' loads in flight, so that the few SMs that work
+ * still pull memory at a good rate. Deterministic: no atomics. */
 template <typename T>
-__global__ void k_ln_gb(T *dgamma, T *dbeta, float *part_g, float *part_b, const T *dy, const T *x,
-                        const float *mean, const float *rstd, int64_t rows, int64_t n,
-                        int64_t rows_per)
+__global__ void __launch_bounds__(GB_X * GB_Y)
+k_ln_gb(T *dgamma, T *dbeta, float *part_g, float *part_b, const T *dy, const T *x,
+        const float *mean, const float *rstd, int64_t rows, int64_t n, int64_t rows_per)
 {
     __shared__ float sg[GB_Y][GB_X + 1], sb[GB_Y][GB_X + 1];
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int64_t c = (int64_t)blockIdx.x * GB_X + tx;
     const int64_t r0 = (int64_t)blockIdx.y * rows_per, r1 = r0 + rows_per < rows ? r0 + rows_per : rows;
     float ag = 0.0f, ab = 0.0f;
-    if (c < n)
-        for (int64_t r = r0 + ty; r < r1; r += GB_Y) {
+    if (c < n) {
+        int64_t r = r0 + ty;
+        for (; r + (GB_UNROLL - 1) * GB_Y < r1; r += GB_UNROLL * GB_Y) {
+            float d[GB_UNROLL], xv[GB_UNROLL], mu[GB_UNROLL], rs[GB_UNROLL];
+#pragma unroll
+            for (int u = 0; u < GB_UNROLL; u++) {
+                const int64_t ru = r + u * GB_Y;
+                d[u] = ld<T>(dy[ru * n + c]);
+                xv[u] = ld<T>(x[ru * n + c]);
+                mu[u] = mean[ru];
+                rs[u] = rstd[ru];
+            }
+#pragma unroll
+            for (int u = 0; u < GB_UNROLL; u++) {
+                ag += d[u] * (xv[u] - mu[u]) * rs[u];
+                ab += d[u];
+            }
+        }
+        for (; r < r1; r += GB_Y) {
             const float d = ld<T>(dy[r * n + c]);
             ag += d * (ld<T>(x[r * n + c]) - mean[r]) * rstd[r];
             ab += d;
         }
+    }
     sg[ty][tx] = ag;
     sb[ty][tx] = ab;
     __syncthreads();
