@@ -43,4 +43,60 @@ check_eq "a figure missing from the run: one line" "$(wc -l < "$tmp/err")" 1
 block=$("$root/scripts/readme" --block fixtures)
 n=$(ls "$root"/tests/fixtures/mlp/*.meta | wc -l)
 check "the fixtures block counts the MLP fixtures ($n)" grep -q " $n configurations" <<< "$block"
+# ------------------------------------------------------------ the speed table
+# From a run folder of scripts/tfm-speed-run (tests/fixtures/
+# readme_speed_synthetic: SYNTHETIC figures, its README says which), looked
+# for as transformer_speed_*/ under MEMCLAIMS_SPEED_ROOT.
+syn=$root/tests/fixtures/readme_speed_synthetic
+mkdir -p "$tmp/speed"
+ln -s "$root/tests/fixtures/transformer_speed_h100" "$tmp/speed/transformer_speed_h100"
+block=$(MEMCLAIMS_SPEED_ROOT=$tmp/speed "$root/scripts/readme" --block transformer)
+check "only the first run's layout: its table" grep -q '^| Configuration | suite (ms) | PyTorch eager (ms) | ratio | suite again (ms) | ratio |$' <<< "$block"
+cp -r "$syn" "$tmp/speed/transformer_speed_synth"
+block=$(MEMCLAIMS_SPEED_ROOT=$tmp/speed "$root/scripts/readme" --block transformer); rc=$?
+check_eq "both layouts: exit 0" "$rc" 0
+check "both layouts: the new run's table is preferred" grep -q '^| Configuration | d_model | layers | batch x seq | precision | TFLOP a step | suite (ms) | PyTorch eager (ms) | ratio | where the time goes |$' <<< "$block"
+check_eq "both layouts: not the old table" "$(grep -c 'suite again (ms)' <<< "$block")" 0
+rows=$(grep '^| [a-z]' <<< "$block" | grep -v '^| Configuration')
+check_eq "every configuration of the run, smallest step first (configs.txt lists them out of order)" \
+    "$(cut -d'|' -f2 <<< "$rows" | tr -d ' ' | tr '\n' ' ')" "tiny_oom small_fast mid_slow_oneprof mid_fast_noslower big_slow "
+check_eq "as many rows as configs.txt has configurations" "$(wc -l <<< "$rows")" "$(grep -cv '^#' "$syn/configs.txt")"
+check "a row's columns: d_model, layers, batch x seq, precision, TFLOP, ms, ratio, where" \
+    grep -qx '| big_slow | 512 | 6 | 16 x 256 | fp16 | 0.503 | 30.00 | 20.00 | 1.50 | attention +4.00 ms |' <<< "$rows"
+check "an encoder-decoder's layers N+M" grep -q '^| mid_slow_oneprof | 128 | 2+2 | 16 x 64 | fp32 |' <<< "$rows"
+check "one profile CSV only: where the time goes blank" grep -qx '| mid_slow_oneprof | .* | 1.20 |  |' <<< "$rows"
+check "no profile: blank" grep -qx '| small_fast | .* | 0.50 |  |' <<< "$rows"
+check "both profiles, the suite faster in every kind" grep -qx '| mid_fast_noslower | .* | 0.50 | no kind slower |' <<< "$rows"
+check "a run not ok: not measured, with its first run not ok" grep -q '^| tiny_oom | .* | - | - | not measured: suite oom | |$' <<< "$rows"
+check "the line under the table: the GPU, the slower count and names" \
+    grep -q '^the suite is slower than PyTorch eager in 2 of the 4 configurations measured: mid_slow_oneprof, big_slow. Not measured: tiny_oom' <<< "$block"
+check "the line under the table names the GPU of gpu.txt" grep -q '^On the SYNTHETIC GPU (not a measurement) (ratio:' <<< "$block"
+check "PyTorch's compile record stays under the table" grep -q "^- PyTorch's own \`torch.compile\`" <<< "$block"
+
+# speed_refused WHAT: the block fails with exit 2 and one line.
+speed_refused() {
+    MEMCLAIMS_SPEED_ROOT=$tmp/speed "$root/scripts/readme" --block transformer > "$tmp/out" 2> "$tmp/err"; rc=$?
+    if [ "$rc" -eq 2 ] && [ "$(wc -l < "$tmp/err")" -eq 1 ]; then pass "$1: exit 2, one line ($(cat "$tmp/err"))"
+    else failure "$1: exit 2, one line" "exit $rc: $(head -3 "$tmp/err")"; fi
+}
+s=$tmp/speed/transformer_speed_synth
+cp "$s/big_slow/suite.csv" "$tmp/keep.csv"
+awk -F, -v OFS=, 'NR == 4 { $6 = "abc" } { print }' "$tmp/keep.csv" > "$s/big_slow/suite.csv"
+speed_refused "a malformed suite.csv"
+cp "$tmp/keep.csv" "$s/big_slow/suite.csv"
+cp "$s/big_slow/pytorch_profile.csv" "$tmp/keep.csv"
+echo "tensorcore,1,0.1" >> "$s/big_slow/pytorch_profile.csv"
+speed_refused "a profile CSV with an unknown kind"
+sed -i '1s/.*/kind,ms/' "$s/big_slow/pytorch_profile.csv"
+speed_refused "a profile CSV with a wrong header"
+: > "$s/big_slow/pytorch_profile.csv"
+speed_refused "an empty profile CSV"
+cp "$tmp/keep.csv" "$s/big_slow/pytorch_profile.csv"
+mv "$s/small_fast" "$tmp/small_fast"
+speed_refused "a configuration without its folder"
+mv "$tmp/small_fast" "$s/small_fast"
+cp -r "$s" "$tmp/speed/transformer_speed_other"
+speed_refused "two runs of the new layout"
+rm -r "$tmp/speed/transformer_speed_other"
+check "the copy restored reads again" env MEMCLAIMS_SPEED_ROOT="$tmp/speed" "$root/scripts/readme" --block transformer
 summary

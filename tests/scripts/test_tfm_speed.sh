@@ -47,7 +47,7 @@ out=$("$speed" fast "$tmp/fast_s.csv" "$tmp/fast_p.csv" slow "$tmp/slow_s.csv" "
 printf '%s\n' "$out" > "$tmp/table.csv"
 check_eq "three configurations: exit 0" "$rc" 0
 check_eq "the table's header" "$(head -1 "$tmp/table.csv")" \
-    "name,suite_median_s,pytorch_median_s,ratio,verdict,suite_n,suite_min_s,suite_max_s,pytorch_n,pytorch_min_s,pytorch_max_s"
+    "name,suite_median_s,pytorch_median_s,ratio,verdict,suite_n,suite_min_s,suite_max_s,pytorch_n,pytorch_min_s,pytorch_max_s,suite_runs,suite1_median_s,suite2_median_s"
 check_eq "one row per configuration, in order" "$(cut -d, -f1 "$tmp/table.csv" | tail -n +2 | tr '\n' ' ')" "fast slow equal "
 check_eq "suite median of an odd count after 2 warm-up rows" "$(field "$tmp/table.csv" fast 2)" 0.01
 check_eq "pytorch median of an even count: the mean of the middle two" "$(field "$tmp/table.csv" fast 3)" 0.02
@@ -89,6 +89,30 @@ echo "not a configuration" > "$tmp/run/notes.txt"
 check_eq "--dir: exit 0" "$rc" 0
 check_eq "--dir: one row per folder, sorted, files ignored" "$(cut -d, -f1,4,5 "$tmp/dir.csv" | tail -n +2 | tr '\n' ' ')" \
     "a_fast,0.5000,ok b_slow,1.5000,slower "
+check_eq "--dir without suite2.csv: one suite run" "$(field "$tmp/dir.csv" a_fast 12),$(field "$tmp/dir.csv" a_fast 13),$(field "$tmp/dir.csv" a_fast 14)" "1,0.01,"
+
+# suite2.csv: the suite's median over both runs' timed steps (0.010 0.012
+# 0.009 and 0.030 0.031 0.032 0.033: pooled median 0.030), each run's own
+# median kept (0.010, 0.0315).
+steps "$tmp/run/a_fast/suite2.csv" 9 9 0.030 0.031 0.032 0.033
+# A configuration the runner marked failed: a status file, no pytorch.csv.
+mkdir -p "$tmp/run/c_oom"
+cp "$tmp/fast_s.csv" "$tmp/run/c_oom/suite.csv"
+printf 'suite ok 3.1\npytorch oom 9.0 torch.OutOfMemoryError\n' > "$tmp/run/c_oom/status"
+"$speed" --dir "$tmp/run" > "$tmp/dir2.csv" 2>"$tmp/dir2.sum"; rc=$?
+check_eq "--dir with suite2.csv and a failed folder: exit 0" "$rc" 0
+check_eq "suite2: pooled median, steps, min and max of both runs" \
+    "$(field "$tmp/dir2.csv" a_fast 2),$(field "$tmp/dir2.csv" a_fast 6),$(field "$tmp/dir2.csv" a_fast 7),$(field "$tmp/dir2.csv" a_fast 8)" \
+    "0.03,7,0.009,0.033"
+check_eq "suite2: ratio of the pooled median" "$(field "$tmp/dir2.csv" a_fast 4),$(field "$tmp/dir2.csv" a_fast 5)" "1.5000,slower"
+check_eq "suite2: two runs, each run's median" \
+    "$(field "$tmp/dir2.csv" a_fast 12),$(field "$tmp/dir2.csv" a_fast 13),$(field "$tmp/dir2.csv" a_fast 14)" "2,0.01,0.0315"
+check_eq "a folder with a status and no pytorch.csv: not measured, no figures" \
+    "$(grep '^c_oom,' "$tmp/dir2.csv")" "c_oom,,,,not-measured,0,,,0,,,0,,"
+check "the summary names the configuration not measured" grep -q '^not measured (see DIR/NAME/status): c_oom$' "$tmp/dir2.sum"
+check "the summary counts only the measured ones" grep -q '^0 of 2 configurations at most 1x' "$tmp/dir2.sum"
+check "the summary gives both suite runs" grep -Eq '^a_fast .*suite runs 10\.000 and 31\.500 ms\)$' "$tmp/dir2.sum"
+rm -r "$tmp/run/c_oom" "$tmp/run/a_fast/suite2.csv"
 
 # ------------------------------------------------------------ bad input
 # refused WHAT ARGS...: exit 2, exactly one line on stderr, nothing on stdout.
@@ -136,7 +160,11 @@ refused "--dir that does not exist" --dir "$tmp/nowhere"
 mkdir -p "$tmp/emptyrun" "$tmp/halfrun/x"
 cp "$tmp/fast_s.csv" "$tmp/halfrun/x/suite.csv"
 refused "--dir with no configuration folder" --dir "$tmp/emptyrun"
-refused "--dir with a folder lacking pytorch.csv" --dir "$tmp/halfrun"
+refused "--dir with a folder lacking pytorch.csv (no status file)" --dir "$tmp/halfrun"
+mkdir -p "$tmp/badrun2/x"
+cp "$tmp/fast_s.csv" "$tmp/badrun2/x/suite.csv"; cp "$tmp/fast_p.csv" "$tmp/badrun2/x/pytorch.csv"
+cp "$tmp/nan.csv" "$tmp/badrun2/x/suite2.csv"
+refused "--dir with a malformed suite2.csv" --dir "$tmp/badrun2"
 refused "--dir with triples as well" --dir "$tmp/run" a "$tmp/fast_s.csv" "$tmp/fast_p.csv"
 "$speed" --csv "$tmp/badout.csv" a "$tmp/fast_s.csv" "$tmp/nan.csv" 2>/dev/null
 check_eq "bad input with --csv writes nothing" "$(ls "$tmp" | grep -c badout)" 0
