@@ -24,31 +24,6 @@
 #define TFM_HD __host__ __device__ __forceinline__
 #else
 #define TFM_HD static inline
-/* Attention's dropout (the probabilities, inside the fused kernels, which
- * regenerate each decision in the forward and twice in the backward): eight
- * decisions a philox block, from its 16-bit halves, so that the kernels run
- * half as many philox rounds as with tfm_rng_keep's four. Element e is half
- * e % 8 of block e / 8 (word (e % 8) / 2, its low half first), kept iff that
- * half is below floor((1 - p) 2^16): P(keep) = 1 - p to within 2^-16. */
-TFM_HD uint32_t tfm_rng_threshold16(float p)
-{
-    double t = (1.0 - (double)p) * 65536.0;
-    return t <= 0.0 ? 0u : t >= 65536.0 ? 65536u : (uint32_t)t;
-}
-
-/* Whether half k (0..7) of block r survives under threshold16 thr. */
-TFM_HD bool tfm_rng_half_keeps(tfm_rng4 r, int k, uint32_t thr)
-{
-    const uint32_t w = r.w[k >> 1];
-    return ((k & 1) ? w >> 16 : w & 0xffffu) < thr;
-}
-
-/* Whether element e of attention's stream (seed, offset) survives dropout p. */
-TFM_HD bool tfm_rng_attn_keep(uint64_t seed, uint64_t offset, uint64_t e, float p)
-{
-    return tfm_rng_half_keeps(tfm_philox(seed, offset, e >> 3), (int)(e & 7), tfm_rng_threshold16(p));
-}
-
 #endif
 
 #define TFM_PHILOX_M0 0xD2511F53u
