@@ -53,6 +53,18 @@ static void cli_good(void **state)
     assert_false(cli.cfg.checkpoint);
     assert_int_equal(parse("--verify", &cli, err), 0);
     assert_int_equal(parse("--help", &cli, err), 0);
+    assert_false(cli.profile);
+    assert_null(cli.profile_csv);
+    /* --profile: one more step after the CSV's, timed by kind; --profile-csv implies it */
+    assert_int_equal(parse("--layers 3 --in 4 --width 4 --out 4 --batch 4 --profile", &cli, err), 0);
+    assert_true(cli.profile);
+    assert_null(cli.profile_csv);
+    assert_int_equal(parse("--layers 3 --in 4 --width 4 --out 4 --batch 4 --profile-csv p.csv", &cli, err), 0);
+    assert_true(cli.profile);
+    assert_string_equal(cli.profile_csv, "p.csv");
+    assert_int_equal(parse("--arch encoder --seq 8 --batch 2 --d-model 64 --heads 4 --profile", &cli, err), 0);
+    assert_true(cli.profile);
+    assert_int_equal(parse("--profile --help", &cli, err), 0); /* help wins */
 }
 
 static void cli_bad(void **state)
@@ -78,6 +90,12 @@ static void cli_bad(void **state)
         "--layers 3 --in 4 --width 4 --out 4 --batch 4 --checkpoint-segments 2 --checkpoint",
         "--layers 3 --in 4 --width 4 --out 4 --batch 4 --checkpoint-segments 2 --precision fp16",
         "--arch encoder --seq 8 --batch 2 --d-model 64 --heads 4 --checkpoint-segments 2",
+        /* --profile times GPU operations: not without the GPU, not with the check */
+        "--layers 3 --in 4 --width 4 --out 4 --batch 4 --profile --model-only",
+        "--layers 3 --in 4 --width 4 --out 4 --batch 4 --profile-csv p.csv --model-only",
+        "--arch encoder --seq 8 --batch 2 --d-model 64 --heads 4 --profile --model-only",
+        "--profile --verify",
+        "--layers 3 --in 4 --width 4 --out 4 --batch 4 --profile-csv",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         mc_workload_cli cli;

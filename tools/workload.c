@@ -4,9 +4,12 @@
  * stderr. On a GPU it trains for real, every tensor from the caching-
  * allocator model over cudaMalloc; --model-only runs the same requests over
  * the host backend. --verify runs the GPU arithmetic check (make test-gpu).
+ * --profile: after the CSV's steps one more, its GPU time by kind on stderr
+ * (and in --profile-csv FILE), from CUDA events around each GPU operation.
  *
  * Exit: 0 ran (an out-of-memory step is a row with status oom), 1 --verify
- * failed, 2 usage or an unwritable trace, 3 CUDA error, 77 no CUDA device. */
+ * failed, 2 usage or an unwritable trace or profile CSV, 3 CUDA error, 77
+ * no CUDA device. */
 #include <stdio.h>
 
 #include <cuda_runtime_api.h>
@@ -20,10 +23,38 @@
 #include "workload/mlp/mlp.h"
 #include "workload/workload_args.h"
 
+/* --profile's output after the steps: a line naming the configuration (the
+ * command line) and the step, the table (stderr), and --profile-csv's
+ * file. Returns the exit code. */
+static int report_profile(const mc_workload_cli *cli, int argc, char **argv,
+                          const mc_workload_step_result *r, const mc_prof_table *t)
+{
+    fprintf(stderr, "profile:");
+    for (int i = 1; i < argc; i++) fprintf(stderr, " %s", argv[i]);
+    fprintf(stderr, ": step %d (after the CSV's %d), %ld GPU operations timed\n", r->step,
+            cli->steps, t->ops);
+    if (t->total_ms <= 0) {
+        fprintf(stderr, "profile: no step ran (the parameters do not fit): no table\n");
+        return MC_EXIT_OK;
+    }
+    if (r->status != MC_WL_OK)
+        fprintf(stderr, "profile: the step ran out of memory: the table is of the part that ran\n");
+    if (t->grown)
+        fprintf(stderr, "profile: %ld event pairs were made during the step (host time, in idle)\n",
+                t->grown);
+    mc_prof_table_print(stderr, t);
+    char err[512];
+    if (cli->profile_csv && mc_prof_table_write_csv(cli->profile_csv, t, err, sizeof err) != 0) {
+        fprintf(stderr, "workload: %s\n", err);
+        return MC_EXIT_USAGE;
+    }
+    return MC_EXIT_OK;
+}
+
 /* --arch transformer|encoder: trains on the GPU, or the model-only
  * sequence; --verify: the Transformer kernels, then whole training steps,
  * against the float64 host reference on the GPU. */
-static int run_transformer(mc_workload_cli *cli)
+static int run_transformer(mc_workload_cli *cli, int argc, char **argv)
 {
     char err[256];
     if (!cli->model_only || cli->verify) {
@@ -60,13 +91,20 @@ static int run_transformer(mc_workload_cli *cli)
         mc_tfm_step(t, &r);
         mc_workload_csv_row(stdout, &r);
     }
+    int rc = MC_EXIT_OK;
+    if (fflush(stdout) != 0) rc = MC_EXIT_USAGE;
+    if (cli->profile && rc == MC_EXIT_OK) {
+        mc_workload_step_result r;
+        mc_prof_table tab;
+        mc_tfm_profile_step(t, &r, &tab);
+        rc = report_profile(cli, argc, argv, &r, &tab);
+    }
     mc_tfm_destroy(t);
-    if (fflush(stdout) != 0) return MC_EXIT_USAGE;
     if (trace && fclose(trace) != 0) {
         fprintf(stderr, "workload: error writing %s\n", cli->trace_path);
         return MC_EXIT_USAGE;
     }
-    return MC_EXIT_OK;
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -82,7 +120,7 @@ int main(int argc, char **argv)
         mc_workload_usage(stdout);
         return MC_EXIT_OK;
     }
-    if (cli.arch != MC_WL_ARCH_MLP) return run_transformer(&cli);
+    if (cli.arch != MC_WL_ARCH_MLP) return run_transformer(&cli, argc, argv);
     if (!cli.model_only || cli.verify) {
         char reason[256];
         if (!mc_gpu_open(cli.device, reason, sizeof reason)) {
@@ -114,11 +152,18 @@ int main(int argc, char **argv)
         mc_workload_step(w, &r);
         mc_workload_csv_row(stdout, &r);
     }
+    rc = MC_EXIT_OK;
+    if (fflush(stdout) != 0) rc = MC_EXIT_USAGE;
+    if (cli.profile && rc == MC_EXIT_OK) {
+        mc_workload_step_result r;
+        mc_prof_table tab;
+        mc_workload_profile_step(w, &r, &tab);
+        rc = report_profile(&cli, argc, argv, &r, &tab);
+    }
     mc_workload_destroy(w);
-    if (fflush(stdout) != 0) return MC_EXIT_USAGE;
     if (trace && fclose(trace) != 0) {
         fprintf(stderr, "workload: error writing %s\n", cli.trace_path);
         return MC_EXIT_USAGE;
     }
-    return MC_EXIT_OK;
+    return rc;
 }

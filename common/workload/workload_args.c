@@ -33,6 +33,12 @@ void mc_workload_usage(FILE *fp)
         "  --seed N  --sms N (SMs, for reduction scratch; 132)  --device N\n"
         "  --trace FILE       write the request sequence (memclaims-trace v1: set-up, 2 steps)\n"
         "  --verify           check the arithmetic on the GPU against a float64 reference\n"
+        "  --profile          after the last step, one more step (not a CSV row, not traced) with each\n"
+        "                     GPU operation timed by CUDA events; its GPU time by kind on stderr:\n"
+        "                     gemm, attention, layernorm, elementwise, optimizer, copy, idle (the GPU\n"
+        "                     waiting on the host), total (the step's elapsed time). The CSV's steps\n"
+        "                     are not timed so. Not with --model-only or --verify\n"
+        "  --profile-csv FILE --profile, and the table as CSV in FILE: kind,ms,share (share in %%)\n"
         "\n"
         "usage: workload --arch transformer|encoder --seq L --batch B [options]\n"
         "PyTorch's nn.Transformer (src and tgt of the same shape, loss mse_loss(out, tgt)) or\n"
@@ -51,7 +57,7 @@ void mc_workload_usage(FILE *fp)
         "  --seq L --batch B  the whole batch; --accum K makes micro-batches of B/K\n"
         "  --optimizer sgd|momentum|adam|adamw   --precision, --accum, --checkpoint (each layer),\n"
         "  --steps, --limit, --max-split-size, --lr (sgd, momentum 0.01; adam, adamw 0.001), --seed,\n"
-        "  --sms, --device, --trace as above\n"
+        "  --sms, --device, --trace, --profile, --profile-csv as above\n"
         "Exit: 0 ran, 1 --verify failed, 2 usage, 3 CUDA error, 77 no CUDA device.\n"
         "An out-of-memory step is a row with status oom, not an error.\n",
         MC_WORKLOAD_CSV_HEADER);
@@ -92,6 +98,7 @@ int mc_workload_parse_args(mc_workload_cli *cli, int argc, char **argv, char *er
         if (!strcmp(a, "--model-only")) { cli->model_only = true; continue; }
         if (!strcmp(a, "--checkpoint")) { cli->cfg.checkpoint = true; continue; }
         if (!strcmp(a, "--verify")) { cli->verify = true; continue; }
+        if (!strcmp(a, "--profile")) { cli->profile = true; continue; }
         if (strncmp(a, "--", 2) != 0) {
             snprintf(err, len, "unexpected argument '%s' (see --help)", a);
             return MC_EXIT_USAGE;
@@ -109,7 +116,7 @@ int mc_workload_parse_args(mc_workload_cli *cli, int argc, char **argv, char *er
         static const char *const valued[] = {
             "--layers", "--in", "--width", "--out", "--batch", "--optimizer", "--precision",
             "--accum", "--steps", "--limit", "--max-split-size", "--lr", "--inject-overflow",
-            "--seed", "--sms", "--device", "--trace", "--conf", "--checkpoint-segments", NULL};
+            "--seed", "--sms", "--device", "--trace", "--conf", "--checkpoint-segments", "--profile-csv", NULL};
         int k = 0;
         while (valued[k] && strcmp(valued[k], a)) k++;
         if (!valued[k]) {
@@ -180,9 +187,19 @@ int mc_workload_parse_args(mc_workload_cli *cli, int argc, char **argv, char *er
         } else if (!strcmp(a, "--trace")) {
             if (!*v) return bad(err, len, a, "a file name", v);
             cli->trace_path = v;
+        } else if (!strcmp(a, "--profile-csv")) {
+            if (!*v) return bad(err, len, a, "a file name", v);
+            cli->profile_csv = v;
+            cli->profile = true;
         }
     }
-    if (cli->help || cli->verify) return 0;
+    if (cli->help) return 0;
+    if (cli->profile && (cli->model_only || cli->verify)) {
+        snprintf(err, len, "--profile times a step's GPU operations: not with %s",
+                 cli->verify ? "--verify" : "--model-only");
+        return MC_EXIT_USAGE;
+    }
+    if (cli->verify) return 0;
     if (cli->arch != MC_WL_ARCH_MLP && cli->cfg.checkpoint_segments) {
         snprintf(err, len, "--checkpoint-segments is the MLP's (the Transformer has --checkpoint, per layer)");
         return MC_EXIT_USAGE;

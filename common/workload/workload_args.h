@@ -19,6 +19,9 @@
  *   --seed N, --sms N (SMs for reduction scratch, default 132), --device N
  *   --trace FILE                                     the request sequence (memclaims-trace v1)
  *   --verify                                         the GPU arithmetic check, then exit
+ *   --profile                                        one more step, its GPU time by kind on stderr
+ *   --profile-csv FILE                               the same, and as CSV in FILE (not with
+ *                                                    --model-only or --verify)
  *   --help
  *
  *   --arch mlp|transformer|encoder                  default mlp; the Transformer's flags:
@@ -52,6 +55,8 @@ typedef struct {
     bool model_only, verify, help;
     bool sms_given;           /* --sms given (else a GPU run asks the device) */
     const char *trace_path;   /* NULL: none */
+    bool profile;             /* --profile or --profile-csv: one more step, timed by kind */
+    const char *profile_csv;  /* --profile-csv FILE (NULL: the table on stderr only) */
 } mc_workload_cli;
 
 /* Returns 0, or MC_EXIT_USAGE with one line (no newline) in err. --help and

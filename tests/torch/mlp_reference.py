@@ -157,6 +157,82 @@ class Cfg:
                              "without --checkpoint")
 
 
+# ---------------------------------------------------------------- the training step
+
+class Training:
+    """A configuration's network, optimizer, GradScaler and training step,
+    as the module docstring says; shared with profile_reference.py. Built in
+    the order of its requests: parameters (the optimizer's and GradScaler's
+    state come lazily, in the first step)."""
+
+    def __init__(self, torch, cfg, dev):
+        import torch.nn.functional as F
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint, checkpoint_sequential
+        self.torch, self.cfg, self.dev = torch, cfg, dev
+        self.F, self.checkpoint, self.checkpoint_sequential = F, checkpoint, checkpoint_sequential
+        dims = [cfg.in_] + [cfg.width] * (cfg.layers - 1) + [cfg.out]
+        mods = []
+        for i in range(cfg.layers):
+            mods.append(nn.Linear(dims[i], dims[i + 1], device=dev))
+            if i < cfg.layers - 1:
+                mods.append(nn.ReLU())
+        self.mods = mods
+        self.model = nn.Sequential(*mods)
+        self.pairs = [nn.Sequential(mods[2 * i], mods[2 * i + 1]) for i in range(cfg.layers - 1)]
+        params = list(self.model.parameters())
+        if cfg.optimizer == "sgd":
+            self.opt = torch.optim.SGD(params, lr=LR["sgd"])
+        elif cfg.optimizer == "momentum":
+            self.opt = torch.optim.SGD(params, lr=LR["momentum"], momentum=0.9)
+        else:
+            self.opt = torch.optim.Adam(params, lr=LR["adam"])
+        self.scaler = torch.amp.GradScaler("cuda") if cfg.precision == "fp16" else None
+        self.amp_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(cfg.precision)
+
+    def autocast(self):
+        if self.amp_dtype is None:
+            return contextlib.nullcontext()
+        return self.torch.autocast("cuda", dtype=self.amp_dtype)
+
+    def forward(self, x):
+        cfg = self.cfg
+        if cfg.segments:
+            return self.checkpoint_sequential(self.model, cfg.segments, x, use_reentrant=False)
+        if not cfg.checkpoint:
+            return self.model(x)
+        h = x
+        for p in self.pairs:
+            h = self.checkpoint(p, h, use_reentrant=False)
+        return self.mods[-1](h)
+
+    def step(self, loss_host):
+        """One training step: K = --accum micro-steps (fresh x and y, forward
+        under autocast, loss / K, backward, each micro-step's loss copied into
+        loss_host[k], a pinned float32 tensor of K), then the optimizer
+        (through the GradScaler in fp16) and zero_grad(set_to_none=True)."""
+        torch, F, cfg, scaler, opt = self.torch, self.F, self.cfg, self.scaler, self.opt
+        K, b = cfg.accum, cfg.batch // cfg.accum
+        for k in range(K):
+            x = torch.randn(b, cfg.in_, device=self.dev)
+            y = torch.randn(b, cfg.out, device=self.dev)
+            with self.autocast():
+                out = self.forward(x)
+                loss = F.mse_loss(out, y) / K
+            if scaler is not None:
+                scaler.scale(loss).backward()
+            else:
+                loss.backward()
+            loss_host[k].copy_(loss.detach(), non_blocking=True)
+            del x, y, out, loss
+        if scaler is not None:
+            scaler.step(opt)
+            scaler.update()
+        else:
+            opt.step()
+        opt.zero_grad(set_to_none=True)
+
+
 # ---------------------------------------------------------------- one configuration
 
 def run_child(name, flags, outdir, steps, device):
@@ -165,9 +241,6 @@ def run_child(name, flags, outdir, steps, device):
     except ImportError:
         print("mlp_reference: torch is not installed here: waived", file=sys.stderr)
         return 77
-    import torch.nn.functional as F
-    from torch import nn
-    from torch.utils.checkpoint import checkpoint, checkpoint_sequential
 
     if not torch.cuda.is_available() or device >= torch.cuda.device_count():
         print("mlp_reference: no CUDA device %d: waived" % device, file=sys.stderr)
@@ -186,40 +259,8 @@ def run_child(name, flags, outdir, steps, device):
 
     mark("set-up: parameters, optimizer%s" % (", GradScaler" if cfg.precision == "fp16" else ""),
          False)
-    dims = [cfg.in_] + [cfg.width] * (cfg.layers - 1) + [cfg.out]
-    mods = []
-    for i in range(cfg.layers):
-        mods.append(nn.Linear(dims[i], dims[i + 1], device=dev))
-        if i < cfg.layers - 1:
-            mods.append(nn.ReLU())
-    model = nn.Sequential(*mods)
-    pairs = [nn.Sequential(mods[2 * i], mods[2 * i + 1]) for i in range(cfg.layers - 1)]
-    params = list(model.parameters())
-    if cfg.optimizer == "sgd":
-        opt = torch.optim.SGD(params, lr=LR["sgd"])
-    elif cfg.optimizer == "momentum":
-        opt = torch.optim.SGD(params, lr=LR["momentum"], momentum=0.9)
-    else:
-        opt = torch.optim.Adam(params, lr=LR["adam"])
-    scaler = torch.amp.GradScaler("cuda") if cfg.precision == "fp16" else None
-    amp_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(cfg.precision)
-    K, b = cfg.accum, cfg.batch // cfg.accum
-
-    def autocast():
-        if amp_dtype is None:
-            return contextlib.nullcontext()
-        return torch.autocast("cuda", dtype=amp_dtype)
-
-    def forward(x):
-        if cfg.segments:
-            return checkpoint_sequential(model, cfg.segments, x, use_reentrant=False)
-        if not cfg.checkpoint:
-            return model(x)
-        h = x
-        for p in pairs:
-            h = checkpoint(p, h, use_reentrant=False)
-        return mods[-1](h)
-
+    tr = Training(torch, cfg, dev)
+    K, scaler = cfg.accum, tr.scaler
     loss_host = torch.zeros(K, dtype=torch.float32).pin_memory()
     start = torch.cuda.Event(enable_timing=True)
     stop = torch.cuda.Event(enable_timing=True)
@@ -231,24 +272,7 @@ def run_child(name, flags, outdir, steps, device):
             mark("step %d" % step, True)
         torch.cuda.reset_peak_memory_stats()
         start.record()
-        for k in range(K):
-            x = torch.randn(b, cfg.in_, device=dev)
-            y = torch.randn(b, cfg.out, device=dev)
-            with autocast():
-                out = forward(x)
-                loss = F.mse_loss(out, y) / K
-            if scaler is not None:
-                scaler.scale(loss).backward()
-            else:
-                loss.backward()
-            loss_host[k].copy_(loss.detach(), non_blocking=True)
-            del x, y, out, loss
-        if scaler is not None:
-            scaler.step(opt)
-            scaler.update()
-        else:
-            opt.step()
-        opt.zero_grad(set_to_none=True)
+        tr.step(loss_host)
         stop.record()
         stop.synchronize()
         st = torch.cuda.memory_stats()

@@ -9,6 +9,7 @@
 #include "check_cuda.h"
 #include "optimizer_step.h"
 #include "wl_kernels.cuh"
+#include "wl_profile.h"
 
 /* ------------------------------------------------------------ foreach updates */
 
@@ -79,6 +80,7 @@ static void foreach(mc_wl_gpu *g, int nt, float *const *p, float *const *gr, flo
 
 extern "C" void mc_gpu_sgd(mc_wl_gpu *g, int nt, float *const *p, float *const *gr, const int64_t *n, float lr)
 {
+    MC_PROF(g, MC_PROF_OPTIMIZER);
     mt_scalars s = {};
     s.lr = lr;
     foreach(g, nt, p, gr, NULL, NULL, n, s, OP_SGD);
@@ -87,6 +89,7 @@ extern "C" void mc_gpu_sgd(mc_wl_gpu *g, int nt, float *const *p, float *const *
 extern "C" void mc_gpu_momentum(mc_wl_gpu *g, int nt, float *const *p, float *const *gr,
                                 float *const *buf, const int64_t *n, float lr, float momentum, bool first)
 {
+    MC_PROF(g, MC_PROF_OPTIMIZER);
     mt_scalars s = {};
     s.lr = lr;
     s.a = momentum;
@@ -97,6 +100,7 @@ extern "C" void mc_gpu_adam(mc_wl_gpu *g, int nt, float *const *p, float *const 
                             float *const *v, const int64_t *n, float lr, float beta1, float beta2,
                             float eps, int step)
 {
+    MC_PROF(g, MC_PROF_OPTIMIZER);
     mt_scalars s = {};
     s.lr = lr;
     s.a = beta1;
@@ -110,6 +114,7 @@ extern "C" void mc_gpu_adam(mc_wl_gpu *g, int nt, float *const *p, float *const 
 extern "C" void mc_gpu_unscale(mc_wl_gpu *g, int nt, float *const *gr, const int64_t *n,
                                const float *inv_scale, float *found)
 {
+    MC_PROF(g, MC_PROF_OPTIMIZER);
     mt_scalars s = {};
     s.inv = inv_scale;
     s.found = found;
@@ -153,6 +158,7 @@ extern "C" void mc_gpu_adamw(mc_wl_gpu *g, int nt, float *const *p, float *const
                           float *const *v, const int64_t *n, double lr, double beta1, double beta2,
                           double eps, double weight_decay, int step)
 {
+    MC_PROF(g, MC_PROF_OPTIMIZER);
     CHECK(step >= 1, "AdamW step %d", step);
     aw_scalars s;
     s.decay = (float)(1.0 - lr * weight_decay);

@@ -10,6 +10,7 @@
 
 #include "alloc/alloc_cuda.h"
 #include "check.h"
+#include "wl_profile.h"
 
 /* ------------------------------------------------------------ life cycle */
 
@@ -47,6 +48,19 @@ void wl_ctx_close(wl_ctx *x)
     if (x->gpu) mc_gpu_destroy(x->gpu);
     free(x->live);
     memset(x, 0, sizeof *x);
+}
+
+void wl_ctx_profile_begin(wl_ctx *x)
+{
+    CHECK(x->gpu != NULL, "profile: on a GPU only");
+    if (x->trace_steps > x->step) x->trace_steps = x->step;
+    mc_gpu_profile_start(x->gpu);
+}
+
+void wl_ctx_profile_end(wl_ctx *x, mc_prof_table *t)
+{
+    CHECK(x->gpu != NULL, "profile: on a GPU only");
+    mc_gpu_profile_stop(x->gpu, t);
 }
 
 /* ------------------------------------------------------------ trace */

@@ -15,6 +15,7 @@
 #include "alloc/alloc_host.h"
 #include "alloc/alloc_model.h"
 #include "wl_gpu.h"
+#include "wl_profile_table.h"
 #include "wl_types.h"
 
 #ifdef __cplusplus
@@ -59,6 +60,12 @@ void wl_ctx_open(wl_ctx *x, const ca_config *alloc, bool on_gpu, uint64_t host_c
 void wl_ctx_open_backend(wl_ctx *x, const ca_config *alloc, ca_backend be);
 /* Frees every live tensor (untraced), the allocator, the host device, the GPU context. */
 void wl_ctx_close(wl_ctx *x);
+
+/* --profile (wl_gpu.h): every GPU operation of the steps run between begin
+ * and end is timed (on a GPU only); t gets their split by kind. Those steps
+ * are not traced: the trace keeps the steps of the CSV. */
+void wl_ctx_profile_begin(wl_ctx *x);
+void wl_ctx_profile_end(wl_ctx *x, mc_prof_table *t);
 
 /* A request of `bytes` into t (not live), counted as cat; keep: survives
  * wl_unwind. Returns 0, or -1 when the allocator is out of memory (nothing

@@ -18,6 +18,7 @@
 
 #include "check.h"
 #include "check_cuda.h"
+#include "wl_profile.h"
 
 #define MAX_PLANS 64 /* distinct (handle, shape, dtype) Linear calls cached */
 
@@ -40,9 +41,17 @@ struct mc_wl_gpu {
     int n_loss;
     lt_plan plans[MAX_PLANS];
     int n_plans;
+    mc_wl_prof *prof;   /* --profile: the recorder while on, else NULL */
+    double prof_ms;     /* elapsed ms of the steps ended while on */
 };
 
+/* Event pairs made before a profiled step: a step of seed 000's Transformer
+ * (accumulation 4) launches a few thousand operations. A step that needs
+ * more makes them as it goes, host time that build/workload reports. */
+#define PROFILE_OPS 16384
+
 extern "C" cudaStream_t mc_gpu_stream(mc_wl_gpu *g) { return g->stream; }
+extern "C" mc_wl_prof *mc_gpu_prof(mc_wl_gpu *g) { return g->prof; }
 
 static cudaDataType_t cuda_type(int dt)
 {
@@ -78,6 +87,7 @@ extern "C" void mc_gpu_destroy(mc_wl_gpu *g)
         cublasLtMatmulDescDestroy(p->op);
     }
     for (int i = 0; i < 2; i++) CHECK_CUBLAS(cublasDestroy(g->h[i]));
+    mc_prof_destroy(g->prof);
     CHECK_CUDA(cudaEventDestroy(g->start));
     CHECK_CUDA(cudaEventDestroy(g->stop));
     CHECK_CUDA(cudaFreeHost(g->pinned));
@@ -104,10 +114,29 @@ extern "C" double mc_gpu_step_end(mc_wl_gpu *g)
     CHECK_CUDA(cudaEventSynchronize(g->stop));
     float ms = 0;
     CHECK_CUDA(cudaEventElapsedTime(&ms, g->start, g->stop));
+    if (g->prof) g->prof_ms += ms;
     return (double)ms * 1e-3;
 }
 
 extern "C" void mc_gpu_sync(mc_wl_gpu *g) { CHECK_CUDA(cudaStreamSynchronize(g->stream)); }
+
+extern "C" void mc_gpu_profile_start(mc_wl_gpu *g)
+{
+    CHECK(g->prof == NULL, "profile: started twice");
+    g->prof = mc_prof_create(g->stream, PROFILE_OPS);
+    g->prof_ms = 0;
+}
+
+extern "C" void mc_gpu_profile_stop(mc_wl_gpu *g, mc_prof_table *t)
+{
+    CHECK(g->prof != NULL, "profile: stopped without a start");
+    mc_prof_table_init(t);
+    mc_prof_sum(g->prof, t);
+    t->grown = mc_prof_grown(g->prof);
+    mc_prof_table_finish(t, g->prof_ms);
+    mc_prof_destroy(g->prof);
+    g->prof = NULL;
+}
 
 /* ------------------------------------------------------------ Linear (cuBLASLt) */
 
@@ -157,6 +186,7 @@ static lt_plan *plan_for(mc_wl_gpu *g, int handle, int64_t m, int64_t k, int64_t
 extern "C" void mc_gpu_linear(mc_wl_gpu *g, int handle, void *h, const void *x, const void *W,
                               const void *b, int64_t m, int64_t k, int64_t n, int dt)
 {
+    MC_PROF(g, MC_PROF_GEMM);
     CHECK(g->lt_ws[handle] != NULL, "cuBLASLt workspace of handle %d not set", handle);
     lt_plan *p = plan_for(g, handle, m, k, n, dt);
     CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &b,
@@ -186,6 +216,7 @@ static void gemm(mc_wl_gpu *g, int handle, cublasOperation_t ta, cublasOperation
 extern "C" void mc_gpu_mm_nt(mc_wl_gpu *g, int handle, void *h, const void *x, const void *W,
                              int64_t m, int64_t k, int64_t n, int dt)
 {
+    MC_PROF(g, MC_PROF_GEMM);
     gemm(g, handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, W, k, x, k, h, n, dt);
 }
 
@@ -193,6 +224,7 @@ extern "C" void mc_gpu_mm_nt(mc_wl_gpu *g, int handle, void *h, const void *x, c
 extern "C" void mc_gpu_gemm_dx(mc_wl_gpu *g, int handle, void *gx, const void *gh, const void *W,
                                int64_t m, int64_t k, int64_t n, int dt)
 {
+    MC_PROF(g, MC_PROF_GEMM);
     gemm(g, handle, CUBLAS_OP_N, CUBLAS_OP_N, k, m, n, W, k, gh, n, gx, k, dt);
 }
 
@@ -200,6 +232,7 @@ extern "C" void mc_gpu_gemm_dx(mc_wl_gpu *g, int handle, void *gx, const void *g
 extern "C" void mc_gpu_gemm_dw(mc_wl_gpu *g, int handle, void *gW, const void *gh, const void *x,
                                int64_t m, int64_t k, int64_t n, int dt)
 {
+    MC_PROF(g, MC_PROF_GEMM);
     gemm(g, handle, CUBLAS_OP_N, CUBLAS_OP_T, k, n, m, x, k, gh, n, gW, k, dt);
 }
 
@@ -207,6 +240,7 @@ extern "C" void mc_gpu_gemm_dw(mc_wl_gpu *g, int handle, void *gW, const void *g
 
 extern "C" void mc_gpu_read_loss(mc_wl_gpu *g, int slot, const float *loss)
 {
+    MC_PROF(g, MC_PROF_COPY);
     CHECK(slot >= 0 && slot < g->n_loss, "loss slot %d out of range", slot);
     CHECK_CUDA(cudaMemcpyAsync(&g->pinned[slot], loss, sizeof(float), cudaMemcpyDeviceToHost,
                                g->stream));
@@ -227,12 +261,14 @@ extern "C" float mc_gpu_slot_loss(const mc_wl_gpu *g, int slot)
 
 extern "C" void mc_gpu_from_host(mc_wl_gpu *g, void *dev, const void *host, uint64_t bytes)
 {
+    MC_PROF(g, MC_PROF_COPY);
     CHECK_CUDA(cudaMemcpyAsync(dev, host, (size_t)bytes, cudaMemcpyHostToDevice, g->stream));
     CHECK_CUDA(cudaStreamSynchronize(g->stream)); /* host may be pageable and go out of scope */
 }
 
 extern "C" float mc_gpu_read_scalar(mc_wl_gpu *g, const float *p)
 {
+    MC_PROF(g, MC_PROF_COPY);
     float *slot = &g->pinned[g->n_loss];
     CHECK_CUDA(cudaMemcpyAsync(slot, p, sizeof(float), cudaMemcpyDeviceToHost, g->stream));
     CHECK_CUDA(cudaStreamSynchronize(g->stream));
@@ -241,12 +277,14 @@ extern "C" float mc_gpu_read_scalar(mc_wl_gpu *g, const float *p)
 
 extern "C" void mc_gpu_write_scalar(mc_wl_gpu *g, float *p, float v)
 {
+    MC_PROF(g, MC_PROF_COPY);
     CHECK_CUDA(cudaMemcpyAsync(p, &v, sizeof v, cudaMemcpyHostToDevice, g->stream));
     CHECK_CUDA(cudaStreamSynchronize(g->stream));
 }
 
 extern "C" void mc_gpu_to_host(mc_wl_gpu *g, float *host, const void *dev, int64_t n, int dt)
 {
+    MC_PROF(g, MC_PROF_COPY);
     size_t es = (size_t)MC_DT_SIZE(dt);
     void *tmp = dt == MC_DT_F32 ? (void *)host : malloc((size_t)n * es);
     CHECK(tmp != NULL, "out of host memory");
@@ -273,10 +311,12 @@ extern "C" void mc_gpu_pinned_free(void *host)
 
 extern "C" void mc_gpu_to_pinned(mc_wl_gpu *g, void *host, const void *dev, uint64_t bytes)
 {
+    MC_PROF(g, MC_PROF_COPY);
     CHECK_CUDA(cudaMemcpyAsync(host, dev, (size_t)bytes, cudaMemcpyDeviceToHost, g->stream));
 }
 
 extern "C" void mc_gpu_from_pinned(mc_wl_gpu *g, void *dev, const void *host, uint64_t bytes)
 {
+    MC_PROF(g, MC_PROF_COPY);
     CHECK_CUDA(cudaMemcpyAsync(dev, host, (size_t)bytes, cudaMemcpyHostToDevice, g->stream));
 }

@@ -6,6 +6,7 @@
 #include "check.h"
 #include "check_cuda.h"
 #include "wl_kernels.cuh"
+#include "wl_profile.h"
 
 /* ------------------------------------------------------------ bias gradient */
 
@@ -127,5 +128,6 @@ static void colsum(mc_wl_gpu *g, void *gb, const void *gh, int64_t m, int64_t n,
 extern "C" void mc_gpu_bias_grad(mc_wl_gpu *g, void *gb, const void *gh, int64_t m, int64_t n, int dt,
                                  void *scratch, uint64_t scratch_bytes)
 {
+    MC_PROF(g, MC_PROF_ELEMENTWISE);
     DISPATCH(dt, colsum, g, gb, gh, m, n, scratch, scratch_bytes);
 }

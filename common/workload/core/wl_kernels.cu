@@ -11,6 +11,7 @@
 #include "check.h"
 #include "check_cuda.h"
 #include "wl_kernels.cuh"
+#include "wl_profile.h"
 
 /* ------------------------------------------------------------ random data */
 
@@ -64,11 +65,13 @@ static void fill_random(mc_wl_gpu *g, float *p, int64_t n, uint64_t seed, uint64
 
 extern "C" void mc_gpu_randn(mc_wl_gpu *g, float *p, int64_t n, uint64_t seed, uint64_t sid)
 {
+    MC_PROF(g, MC_PROF_ELEMENTWISE);
     fill_random(g, p, n, seed, sid, 1, 0.0f);
 }
 
 extern "C" void mc_gpu_uniform(mc_wl_gpu *g, float *p, int64_t n, float bound, uint64_t seed, uint64_t sid)
 {
+    MC_PROF(g, MC_PROF_ELEMENTWISE);
     fill_random(g, p, n, seed, sid, 0, bound);
 }
 
@@ -105,6 +108,7 @@ template <typename D> static void cast_to(mc_wl_gpu *g, void *d, const void *s, 
 
 extern "C" void mc_gpu_cast(mc_wl_gpu *g, void *dst, int dt_dst, const void *src, int dt_src, int64_t n)
 {
+    MC_PROF(g, MC_PROF_COPY);
     DISPATCH(dt_dst, cast_to, g, dst, src, dt_src, n);
 }
 
@@ -112,29 +116,34 @@ __global__ void k_fill(float *p, float v, int64_t n) { GRID_STRIDE(i, n) p[i] = 
 
 extern "C" void mc_gpu_fill(mc_wl_gpu *g, float *p, float v, int64_t n)
 {
+    MC_PROF(g, MC_PROF_COPY);
     k_fill<<<blocks_for(n), THREADS, 0, mc_gpu_stream(g)>>>(p, v, n);
     CHECK_LAUNCH();
 }
 
 extern "C" void mc_gpu_copy(mc_wl_gpu *g, void *dst, const void *src, uint64_t bytes)
 {
+    MC_PROF(g, MC_PROF_COPY);
     CHECK_CUDA(cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyDeviceToDevice, mc_gpu_stream(g)));
 }
 
 extern "C" void mc_gpu_copy2d(mc_wl_gpu *g, void *dst, uint64_t dpitch, const void *src,
                               uint64_t spitch, uint64_t width, uint64_t rows)
 {
+    MC_PROF(g, MC_PROF_COPY);
     CHECK_CUDA(cudaMemcpy2DAsync(dst, (size_t)dpitch, src, (size_t)spitch, (size_t)width,
                                  (size_t)rows, cudaMemcpyDeviceToDevice, mc_gpu_stream(g)));
 }
 
 extern "C" void mc_gpu_zero(mc_wl_gpu *g, void *p, uint64_t bytes)
 {
+    MC_PROF(g, MC_PROF_COPY);
     CHECK_CUDA(cudaMemsetAsync(p, 0, (size_t)bytes, mc_gpu_stream(g)));
 }
 
 extern "C" void mc_gpu_fill_bytes(mc_wl_gpu *g, void *p, int byte, uint64_t bytes)
 {
+    MC_PROF(g, MC_PROF_COPY);
     CHECK_CUDA(cudaMemsetAsync(p, byte, (size_t)bytes, mc_gpu_stream(g)));
 }
 
@@ -160,6 +169,7 @@ template <typename T> static void relu(mc_wl_gpu *g, void *r, const void *h, int
 
 extern "C" void mc_gpu_relu(mc_wl_gpu *g, void *r, const void *h, int64_t n, int dt)
 {
+    MC_PROF(g, MC_PROF_ELEMENTWISE);
     DISPATCH(dt, relu, g, r, h, n);
 }
 
@@ -187,6 +197,7 @@ template <typename T> static void relu_bwd(mc_wl_gpu *g, void *gh, const void *g
 
 extern "C" void mc_gpu_relu_bwd(mc_wl_gpu *g, void *gh, const void *gr, const void *r, int64_t n, int dt)
 {
+    MC_PROF(g, MC_PROF_ELEMENTWISE);
     DISPATCH(dt, relu_bwd, g, gh, gr, r, n);
 }
 
@@ -194,6 +205,7 @@ __global__ void k_add(float *d, const float *s, int64_t n) { GRID_STRIDE(i, n) d
 
 extern "C" void mc_gpu_add(mc_wl_gpu *g, float *dst, const float *src, int64_t n)
 {
+    MC_PROF(g, MC_PROF_ELEMENTWISE);
     k_add<<<blocks_for(n), THREADS, 0, mc_gpu_stream(g)>>>(dst, src, n);
     CHECK_LAUNCH();
 }
@@ -208,12 +220,14 @@ __global__ void k_scalar(float *d, const float *a, const float *b, float c, floa
 
 extern "C" void mc_gpu_scalar(mc_wl_gpu *g, float *dst, const float *a, const float *b, float c)
 {
+    MC_PROF(g, MC_PROF_ELEMENTWISE);
     k_scalar<<<1, 32, 0, mc_gpu_stream(g)>>>(dst, a, b, c, 0.0f);
     CHECK_LAUNCH();
 }
 
 extern "C" void mc_gpu_poison(mc_wl_gpu *g, float *p)
 {
+    MC_PROF(g, MC_PROF_COPY);
     k_scalar<<<1, 32, 0, mc_gpu_stream(g)>>>(p, p, NULL, 1.0f, 1.0f);
     CHECK_LAUNCH();
 }
@@ -225,6 +239,7 @@ __global__ void k_inv_scale(float *inv, const float *scale)
 
 extern "C" void mc_gpu_inv_scale(mc_wl_gpu *g, float *inv, const float *scale)
 {
+    MC_PROF(g, MC_PROF_OPTIMIZER);
     k_inv_scale<<<1, 32, 0, mc_gpu_stream(g)>>>(inv, scale);
     CHECK_LAUNCH();
 }
@@ -265,6 +280,7 @@ template <bool V> __global__ void k_mse(float *loss, float *tmp, const float *o,
 extern "C" void mc_gpu_mse(mc_wl_gpu *g, float *loss, float *tmp, const float *o, const float *y,
                            int64_t n, float scale)
 {
+    MC_PROF(g, MC_PROF_ELEMENTWISE);
     cudaStream_t q = mc_gpu_stream(g);
     CHECK_CUDA(cudaMemsetAsync(loss, 0, sizeof(float), q));
     unsigned b = blocks_for(n);
@@ -292,6 +308,7 @@ __global__ void k_mse_bwd(float *go, const float *o, const float *y, const float
 extern "C" void mc_gpu_mse_bwd(mc_wl_gpu *g, float *go, const float *o, const float *y,
                                const float *gscalar, int64_t n)
 {
+    MC_PROF(g, MC_PROF_ELEMENTWISE);
     const bool v = aligned(go) && aligned(o) && aligned(y);
     const float f = (float)(2.0 / (double)n);
     cudaStream_t q = mc_gpu_stream(g);

@@ -168,6 +168,14 @@ void mc_workload_destroy(mc_workload *w)
 
 /* ------------------------------------------------------------ one step */
 
+mc_wl_status mc_workload_profile_step(mc_workload *w, mc_workload_step_result *r, mc_prof_table *t)
+{
+    wl_ctx_profile_begin(&w->ctx);
+    mc_wl_status s = mc_workload_step(w, r);
+    wl_ctx_profile_end(&w->ctx, t);
+    return s;
+}
+
 mc_wl_status mc_workload_step(mc_workload *w, mc_workload_step_result *r)
 {
     memset(r, 0, sizeof *r);

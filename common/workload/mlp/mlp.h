@@ -40,6 +40,7 @@
 
 #include "alloc/alloc_model.h"
 #include "workload/core/optimizer.h"
+#include "workload/core/wl_profile_table.h"
 #include "workload/core/wl_types.h"
 
 #ifdef __cplusplus
@@ -87,6 +88,11 @@ mc_workload *mc_workload_create(const mc_workload_config *c, bool on_gpu, FILE *
 mc_wl_status mc_workload_setup_status(const mc_workload *w);
 /* One training step; fills r and returns r->status. */
 mc_wl_status mc_workload_step(mc_workload *w, mc_workload_step_result *r);
+/* build/workload --profile (on a GPU only): one more step, as
+ * mc_workload_step, with each GPU operation timed by a pair of CUDA events;
+ * t gets its GPU time by kind (wl_profile_table.h). Not traced. Where
+ * set-up did not fit no step runs: t->total_ms is 0. */
+mc_wl_status mc_workload_profile_step(mc_workload *w, mc_workload_step_result *r, mc_prof_table *t);
 /* Frees every tensor, the allocator, and on a GPU the handles and streams. */
 void mc_workload_destroy(mc_workload *w);
 

@@ -34,6 +34,7 @@
 #include "alloc/alloc_model.h"
 #include "stats.h"
 #include "workload/core/optimizer.h"
+#include "workload/core/wl_profile_table.h"
 #include "workload/core/wl_types.h"
 
 #ifdef __cplusplus
@@ -117,6 +118,9 @@ mc_tfm *mc_tfm_create_with(const mc_tfm_config *c, bool on_gpu, FILE *trace, mc_
                            char *err, size_t len);
 mc_wl_status mc_tfm_setup_status(const mc_tfm *t);
 mc_wl_status mc_tfm_step(mc_tfm *t, mc_workload_step_result *r);
+/* build/workload --profile: one more step with its GPU time split by kind,
+ * as mc_workload_profile_step (on a GPU only). */
+mc_wl_status mc_tfm_profile_step(mc_tfm *t, mc_workload_step_result *r, mc_prof_table *tab);
 void mc_tfm_destroy(mc_tfm *t);
 const ca_allocator *mc_tfm_allocator(const mc_tfm *t);
 /* Live bytes of each category now (they sum to memory_allocated). */

@@ -58,6 +58,7 @@
 #include "check.h"
 #include "tfm_internal.h"
 #include "tfm_kernels.h"
+#include "workload/core/wl_profile.h"
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
@@ -93,8 +94,11 @@ static void attn_bwd_gpu(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT], void *dout, vo
 {
     const tfm_attn a = attn_of(T, nd->a);
     const tfm_view v = model_view(T);
+    mc_wl_prof *prof = mc_gpu_prof(TG(T)); /* --profile: the kernels' file has no hooks of its own */
+    mc_prof_begin(prof, MC_PROF_ATTENTION);
     tfm_attn_bwd(TG(T), &a, TBP(out[0]), v, TBP(out[1]), v, TBP(out[2]), v, delta, dout, v, SAP(nd, 0), v,
                  SAP(nd, 1), v, SAP(nd, 2), v, SAP(nd, 3), v, SAP(nd, 4), tfm_dt(T, (int)nd->a[4]));
+    mc_prof_end(prof);
 }
 
 /* a: tokens, heads, L, hd, es, N, dropout_p == 0 */
@@ -322,8 +326,11 @@ static tv sdpa(mc_tfm *T, tv q, tv k, tv v, bool causal)
         CHECK(be != MC_TFM_SDPA_FLASH, "transformer: head size %lld: no attention kernel on the GPU", (long long)hd);
         const tfm_attn at = attn_of(T, a);
         const tfm_view mv = model_view(T);
+        mc_wl_prof *prof = mc_gpu_prof(TG(T));
+        mc_prof_begin(prof, MC_PROF_ATTENTION);
         tfm_attn_fwd(TG(T), &at, TBP(o), mv, TBP(lse), TVP(T, q), mv, TVP(T, k), mv, TVP(T, v), mv,
                      tfm_dt(T, T->es));
+        mc_prof_end(prof);
     }
     tape_edge(T, nd, 0, q);
     tape_edge(T, nd, 1, k);

@@ -5,6 +5,7 @@
  * fp16/bf16) per thread per iteration where every pointer is 16-byte
  * aligned, single elements otherwise and for the tail. fp32 arithmetic. */
 #include "tfm_kernels.cuh"
+#include "workload/core/wl_profile.h"
 
 /* ------------------------------------------------------------ activations */
 
@@ -31,6 +32,7 @@ template <typename T> static void act_fwd(mc_wl_gpu *g, void *y, const void *x, 
 
 extern "C" void tfm_act_fwd(mc_wl_gpu *g, void *y, const void *x, int64_t n, int act, int dt)
 {
+    MC_PROF(g, MC_PROF_ELEMENTWISE);
     CHECK(act == TFM_ACT_RELU || act == TFM_ACT_GELU, "activation %d", act);
     DISPATCH(dt, act_fwd, g, y, x, n, act);
 }
@@ -67,6 +69,7 @@ static void act_bwd(mc_wl_gpu *g, void *dx, const void *dy, const void *s, int64
 extern "C" void tfm_act_bwd(mc_wl_gpu *g, void *dx, const void *dy, const void *saved, int64_t n,
                             int act, int dt)
 {
+    MC_PROF(g, MC_PROF_ELEMENTWISE);
     CHECK(act == TFM_ACT_RELU || act == TFM_ACT_GELU, "activation %d", act);
     DISPATCH(dt, act_bwd, g, dx, dy, saved, n, act);
 }
@@ -119,6 +122,7 @@ static void dropout_fwd(mc_wl_gpu *g, void *y, uint8_t *mask, const void *x, int
 extern "C" void tfm_dropout_fwd(mc_wl_gpu *g, void *y, uint8_t *mask, const void *x, int64_t n,
                                 float p, uint64_t seed, uint64_t offset, int dt)
 {
+    MC_PROF(g, MC_PROF_ELEMENTWISE);
     CHECK(p > 0.0f && p < 1.0f, "dropout p %g outside (0, 1)", (double)p);
     DISPATCH(dt, dropout_fwd, g, y, mask, x, n, p, seed, offset);
 }
@@ -153,6 +157,7 @@ static void dropout_bwd(mc_wl_gpu *g, void *dx, const void *dy, const uint8_t *m
 extern "C" void tfm_dropout_bwd(mc_wl_gpu *g, void *dx, const void *dy, const uint8_t *mask,
                                 int64_t n, float p, int dt)
 {
+    MC_PROF(g, MC_PROF_ELEMENTWISE);
     CHECK(p > 0.0f && p < 1.0f, "dropout p %g outside (0, 1)", (double)p);
     DISPATCH(dt, dropout_bwd, g, dx, dy, mask, n, p);
 }
@@ -203,6 +208,7 @@ static void add_a(mc_wl_gpu *g, void *out, const void *a, int dt_a, const void *
 extern "C" void tfm_add(mc_wl_gpu *g, void *out, int dt_out, const void *a, int dt_a, const void *b,
                         int dt_b, int64_t n)
 {
+    MC_PROF(g, MC_PROF_ELEMENTWISE);
     DISPATCH(dt_out, add_a, g, out, a, dt_a, b, dt_b, n);
 }
 
@@ -221,5 +227,6 @@ template <typename T> static void bias_add(mc_wl_gpu *g, void *h, const void *b,
 
 extern "C" void tfm_bias_add(mc_wl_gpu *g, void *h, const void *b, int64_t rows, int64_t n, int dt)
 {
+    MC_PROF(g, MC_PROF_ELEMENTWISE);
     DISPATCH(dt, bias_add, g, h, b, rows, n);
 }

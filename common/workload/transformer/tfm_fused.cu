@@ -5,6 +5,7 @@
  * stream (seed, offset), as tfm_dropout_fwd on the same tensor would, so
  * fused and eager drop the same elements. */
 #include "tfm_kernels.cuh"
+#include "workload/core/wl_profile.h"
 
 enum { BIT_KEEP = 1, BIT_POS = 2 };
 
@@ -90,6 +91,7 @@ extern "C" void tfm_fused_fwd(mc_wl_gpu *g, void *y, int dt_out, uint8_t *bits, 
                               const void *bias, const void *res, int64_t rows, int64_t n_cols,
                               int act, float p, uint64_t seed, uint64_t offset, int dt)
 {
+    MC_PROF(g, MC_PROF_ELEMENTWISE);
     check_pair(dt, dt_out);
     CHECK(act >= TFM_ACT_NONE && act <= TFM_ACT_GELU, "activation %d", act);
     CHECK(p >= 0.0f && p < 1.0f, "dropout p %g outside [0, 1)", (double)p);
@@ -156,6 +158,7 @@ extern "C" void tfm_fused_bwd(mc_wl_gpu *g, void *du, const void *dy, int dt_out
                               const uint8_t *bits, const void *h, const void *bias, int64_t rows,
                               int64_t n_cols, int act, float p, int dt)
 {
+    MC_PROF(g, MC_PROF_ELEMENTWISE);
     check_pair(dt, dt_out);
     CHECK(act >= TFM_ACT_NONE && act <= TFM_ACT_GELU, "activation %d", act);
     CHECK(act != TFM_ACT_GELU || h != NULL, "fused gelu backward needs h");

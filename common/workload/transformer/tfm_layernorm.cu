@@ -5,6 +5,7 @@
  * caller's partial buffers where given (as PyTorch's dgamma_blocks), then
  * one final pass. */
 #include "tfm_kernels.cuh"
+#include "workload/core/wl_profile.h"
 
 #define LN_WARPS 4 /* rows per block */
 
@@ -54,6 +55,7 @@ extern "C" void tfm_ln_fwd(mc_wl_gpu *g, void *y, float *mean, float *rstd, cons
                            const void *gamma, const void *beta, int64_t rows, int64_t n, float eps,
                            int dt)
 {
+    MC_PROF(g, MC_PROF_LAYERNORM);
     CHECK(rows > 0 && n > 0 && rows < (int64_t)LN_WARPS * 0x7fffffff, "LayerNorm %lld x %lld",
           (long long)rows, (long long)n);
     DISPATCH(dt, ln_fwd, g, y, mean, rstd, x, gamma, beta, rows, n, eps);
@@ -211,6 +213,7 @@ extern "C" void tfm_ln_bwd(mc_wl_gpu *g, void *dx, void *dgamma, void *dbeta, co
                            int64_t rows, int64_t n, float *part_g, float *part_b, int64_t part_rows,
                            int dt)
 {
+    MC_PROF(g, MC_PROF_LAYERNORM);
     CHECK(rows > 0 && n > 0 && rows < (int64_t)LN_WARPS * 0x7fffffff, "LayerNorm %lld x %lld",
           (long long)rows, (long long)n);
     DISPATCH(dt, ln_bwd, g, dx, dgamma, dbeta, dy, x, gamma, mean, rstd, rows, n, part_g, part_b,

@@ -416,6 +416,14 @@ void mc_tfm_destroy(mc_tfm *T)
     free(T);
 }
 
+mc_wl_status mc_tfm_profile_step(mc_tfm *T, mc_workload_step_result *r, mc_prof_table *tab)
+{
+    wl_ctx_profile_begin(&T->ctx);
+    mc_wl_status s = mc_tfm_step(T, r);
+    wl_ctx_profile_end(&T->ctx, tab);
+    return s;
+}
+
 mc_wl_status mc_tfm_step(mc_tfm *T, mc_workload_step_result *r)
 {
     wl_ctx *w = &T->ctx;

@@ -1,11 +1,15 @@
 """A stand-in for torch, for make test only (tests/scripts/test_compile_reference.sh
-puts this folder first on PYTHONPATH): just enough of torch's API for
-transformer_reference.py and compile_reference.py to run their whole control
-flow on a machine without torch or a GPU. Its "allocator" counts the bytes
+and test_profile_reference.sh put this folder first on PYTHONPATH): just
+enough of torch's API for transformer_reference.py, compile_reference.py and
+profile_reference.py (with mlp_reference.py's Training) to run their whole
+control flow on a machine without torch or a GPU. Its "allocator" counts the bytes
 of the stand-in tensors alive (Python's reference counting frees them, as
 PyTorch's caching allocator sees a tensor freed), so the figures follow the
-scripts' tensor lifetimes; its events tick 1 ms per record. Nothing here is
-PyTorch's behaviour beyond the names. Standard library only.
+scripts' tensor lifetimes; its events tick 1 ms per record. Its profiler
+reports the same GPU activities whatever ran (_PROFILE_TRACE: PyTorch's
+kernel names, durations that make tests/fixtures/profile/'s table over the
+1 ms between two events). Nothing here is PyTorch's behaviour beyond the
+names. Standard library only.
 
 STUB_COMPILE_FAIL=1: the compiled module raises on its first call.
 STUB_CRASH=1: the compiled module ends the process (exit 9) on its first call.
@@ -13,6 +17,7 @@ STUB_NO_CUDA=1: no CUDA device.
 """
 import collections
 import contextlib
+import json
 import os
 import sys
 import types
@@ -226,12 +231,21 @@ class _Encoder(_Module):
         self.layers = [_Module(1) for _ in range(n)]
 
 
+class _Sequential(_Module):
+    def __init__(self, *mods):
+        self.mods = mods
+        self.params = [p for m in mods for p in m.params]
+
+
 functional = types.SimpleNamespace(mse_loss=lambda out, tgt: Tensor(4, 1.25))
 nn = _module("nn", Transformer=_Transformer, TransformerEncoderLayer=_EncoderLayer,
-             TransformerEncoder=_Encoder, functional=functional, __path__=[])
+             TransformerEncoder=_Encoder, functional=functional, __path__=[],
+             Linear=lambda fan_in, fan_out, device=None: _Module(2), ReLU=lambda: _Module(0),
+             Sequential=_Sequential)
 sys.modules["torch.nn.functional"] = functional
 utils = _module("utils", __path__=[])
-utils.checkpoint = _module("utils.checkpoint", checkpoint=lambda mod, *a, use_reentrant=True: mod(a[0]))
+utils.checkpoint = _module("utils.checkpoint", checkpoint=lambda mod, *a, use_reentrant=True: mod(a[0]),
+                           checkpoint_sequential=lambda mod, s, x, use_reentrant=True: mod(x))
 _dynamo = _module("_dynamo", __path__=[])
 _dynamo.utils = _module("_dynamo.utils", counters=collections.defaultdict(collections.Counter))
 _dynamo.config = _module("_dynamo.config", recompile_limit=8, suppress_errors=False)
@@ -240,3 +254,72 @@ _inductor.config = _module("_inductor.config", max_autotune=False,
                            triton=types.SimpleNamespace(cudagraphs=False))
 _functorch = _module("_functorch", __path__=[])
 _functorch.config = _module("_functorch.config", activation_memory_budget=1.0)
+
+
+# ------------------------------------------------------------ profiler
+
+def _kernel(name, dur_us, cat="kernel"):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": 7, "ts": 0, "dur": dur_us}
+
+
+# One step's GPU activities, in microseconds a kind: gemm 400, attention 150,
+# layernorm 50, elementwise 30, optimizer 70, copy 40 (tests/fixtures/profile/),
+# and host events the profile must leave out.
+_PROFILE_TRACE = [
+    _kernel("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_"
+            "segment_k_off_kernel__5x_cublas", 250),
+    _kernel("nvjet_tst_128x64_64x8_2x1_v_bz_TNT", 100),
+    _kernel("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>(Params)", 40),
+    _kernel("void splitKreduce_kernel<32, 16, int, float, float, float, float, true, false, false>(...)", 10),
+    _kernel("fmha_cutlassF_f32_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<float, "
+            "cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)", 100),
+    _kernel("cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_3_64x64x128_4x1x1_kernel0_0", 50),
+    _kernel("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>(int, float, "
+            "float const*, float const*, float const*, float*, float*, float*)", 30),
+    _kernel("void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernel_32x32<float, float>(long, "
+            "long, float const*, float const*, float const*, float const*, float*, float*)", 20),
+    _kernel("void at::native::(anonymous namespace)::fused_dropout_kernel_vec<float, float, unsigned int, 1, "
+            "4, bool>(...)", 10),
+    _kernel("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<"
+            "float, at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda("
+            "float, float)#1}>, unsigned int, float, 4, 4> >(...)", 10),
+    _kernel("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, "
+            "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)", 5),
+    _kernel("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+            "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)", 5),
+    _kernel("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous "
+            "namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::PointwiseOpScalarListFunctor"
+            "<float, 4, 3, 0>, std::multiplies<float>, float>(...)", 60),
+    _kernel("_amp_update_scale_cuda_kernel(float*, int*, float const*, double, double, int)", 10),
+    _kernel("Memcpy DtoH (Device -> Pinned)", 5, "gpu_memcpy"),
+    _kernel("Memset (Device)", 5, "gpu_memset"),
+    _kernel("void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::"
+            "TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda"
+            "(float)#1}, std::array<char*, 2ul>, 4, TrivialOffsetCalculator<1, unsigned int>, "
+            "TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, "
+            "at::native::memory::StoreWithCast<1> >(...)", 20),
+    _kernel("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<"
+            "char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)", 10),
+    _kernel("cudaLaunchKernel", 999, "cuda_runtime"),
+    _kernel("aten::mm", 5000, "cpu_op"),
+    {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": 1, "pid": 0, "tid": 7, "ts": 0},
+]
+
+
+class _Profile:
+    def __init__(self, activities=None, **kw):
+        self.activities = activities
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def export_chrome_trace(self, path):
+        with open(path, "w") as f:
+            json.dump({"traceEvents": _PROFILE_TRACE}, f)
+
+
+profiler = _module("profiler", profile=_Profile,
+                   ProfilerActivity=types.SimpleNamespace(CPU="cpu", CUDA="cuda"))
