@@ -69,16 +69,16 @@ check_eq "transformer_reference.py's parser takes every configuration" "$?" 0
 # A stand-in for build/workload: per-step CSVs of 12 ms steps (the first two
 # 100 ms). --seq 97: a CUDA error (exit 3); 98: hangs; 99: an out-of-memory
 # step. --help mentions --profile when STUB_WL_PROFILE is set, and
-# --profile FILE writes a kind,ms,share CSV there.
+# --profile-csv FILE writes a kind,ms,share CSV there (build/workload's flag).
 cat > "$tmp/workload" <<'EOF'
 #!/usr/bin/env bash
 seq="" steps=10 prof="" verify=0
 while [ $# -gt 0 ]; do
     case $1 in
-        --help) echo "usage: workload"; [ -z "${STUB_WL_PROFILE:-}" ] || echo "  --profile FILE"; exit 0 ;;
+        --help) echo "usage: workload"; [ -z "${STUB_WL_PROFILE:-}" ] || echo "  --profile-csv FILE"; exit 0 ;;
         --seq) seq=$2; shift ;;
         --steps) steps=$2; shift ;;
-        --profile) prof=$2; shift ;;
+        --profile-csv) prof=$2; shift ;;
         --verify) verify=1 ;;
     esac
     shift
