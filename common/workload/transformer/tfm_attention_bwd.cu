@@ -195,7 +195,7 @@ k_attn_dq(tfm_attn a, T *dq, tfm_view vdq, const float *delta, const T *dout, tf
 
 template <typename T, int D>
 static void attn_bwd_d(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void *dk,
-                       tfm_view vdk, void *dv, tfm_view vdv, float *delta, const void *dout,
+                       tfm_view vdk, void *dv, tfm_view vdv, float *delta, float *dq_acc, const void *dout,
                        tfm_view vdo, const void *q, tfm_view vq, const void *k, tfm_view vk,
                        const void *v, tfm_view vv, const void *o, tfm_view vo, const float *lse)
 {
@@ -216,7 +216,7 @@ static void attn_bwd_d(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, 
     const void *ptrs[] = {dq, dk, dv, dout, q, k, v};
     const tfm_view views[] = {vdq, vdk, vdv, vdo, vq, vk, vv};
     if (tc_usable(a, tc_dt<T>::v, ptrs, 7, views, 7)) {
-        tc_attn_bwd(g, a, dq, vdq, dk, vdk, dv, vdv, delta, dout, vdo, q, vq, k, vk, v, vv, lse, tc_dt<T>::v);
+        tc_attn_bwd(g, a, dq, vdq, dk, vdk, dv, vdv, dq_acc, delta, dout, vdo, q, vq, k, vk, v, vv, lse, tc_dt<T>::v);
         return;
     }
     const float p = a->dropout_p;
@@ -236,27 +236,27 @@ static void attn_bwd_d(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, 
 
 template <typename T>
 static void attn_bwd(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void *dk,
-                     tfm_view vdk, void *dv, tfm_view vdv, float *delta, const void *dout,
+                     tfm_view vdk, void *dv, tfm_view vdv, float *delta, float *dq_acc, const void *dout,
                      tfm_view vdo, const void *q, tfm_view vq, const void *k, tfm_view vk,
                      const void *v, tfm_view vv, const void *o, tfm_view vo, const float *lse)
 {
     if (a->Dh == 16)
-        attn_bwd_d<T, 16>(g, a, dq, vdq, dk, vdk, dv, vdv, delta, dout, vdo, q, vq, k, vk, v, vv, o, vo, lse);
+        attn_bwd_d<T, 16>(g, a, dq, vdq, dk, vdk, dv, vdv, delta, dq_acc, dout, vdo, q, vq, k, vk, v, vv, o, vo, lse);
     else if (a->Dh == 32)
-        attn_bwd_d<T, 32>(g, a, dq, vdq, dk, vdk, dv, vdv, delta, dout, vdo, q, vq, k, vk, v, vv, o, vo, lse);
+        attn_bwd_d<T, 32>(g, a, dq, vdq, dk, vdk, dv, vdv, delta, dq_acc, dout, vdo, q, vq, k, vk, v, vv, o, vo, lse);
     else if (a->Dh == 64)
-        attn_bwd_d<T, 64>(g, a, dq, vdq, dk, vdk, dv, vdv, delta, dout, vdo, q, vq, k, vk, v, vv, o, vo, lse);
+        attn_bwd_d<T, 64>(g, a, dq, vdq, dk, vdk, dv, vdv, delta, dq_acc, dout, vdo, q, vq, k, vk, v, vv, o, vo, lse);
     else
-        attn_bwd_d<T, 128>(g, a, dq, vdq, dk, vdk, dv, vdv, delta, dout, vdo, q, vq, k, vk, v, vv, o, vo, lse);
+        attn_bwd_d<T, 128>(g, a, dq, vdq, dk, vdk, dv, vdv, delta, dq_acc, dout, vdo, q, vq, k, vk, v, vv, o, vo, lse);
 }
 
 extern "C" void tfm_attn_bwd(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void *dk,
-                             tfm_view vdk, void *dv, tfm_view vdv, float *delta, const void *dout,
+                             tfm_view vdk, void *dv, tfm_view vdv, float *delta, float *dq_acc, const void *dout,
                              tfm_view vdo, const void *q, tfm_view vq, const void *k, tfm_view vk,
                              const void *v, tfm_view vv, const void *o, tfm_view vo,
                              const float *lse, int dt)
 {
     check_attn(a);
-    DISPATCH(dt, attn_bwd, g, a, dq, vdq, dk, vdk, dv, vdv, delta, dout, vdo, q, vq, k, vk, v, vv, o,
+    DISPATCH(dt, attn_bwd, g, a, dq, vdq, dk, vdk, dv, vdv, delta, dq_acc, dout, vdo, q, vq, k, vk, v, vv, o,
              vo, lse);
 }

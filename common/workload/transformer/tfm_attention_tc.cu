@@ -5,7 +5,8 @@
  * accumulators, the online softmax (running max m and sum l per row, base
  * 2) and the dropout of the probabilities that go into O (not into l, as
  * SDPA's dropout), and O += P V with P rounded to fp16/bf16 (as
- * FlashAttention does). Writes O / l and lse = ln(sum_j exp(scale q.k_j)),
+ * FlashAttention does). The next K and V tiles load (cp.async) into a
+ * second buffer while the current ones are used. Writes O / l and lse = ln(sum_j exp(scale q.k_j)),
  * the same outputs as the general kernel (tfm_attention.cu). */
 #include <stdio.h>
 
@@ -16,12 +17,11 @@ __global__ void __launch_bounds__(TC_THREADS)
 k_attn_fwd_tc(tfm_attn a, T *o, tfm_view vo, float *lse, const T *q, tfm_view vq, const T *k,
               tfm_view vk, const T *v, tfm_view vv, uint32_t thr, float f)
 {
-    constexpr int BR = 16 * TC_WARPS, BC = 64, SQ = D + TC_PAD, SV = BC + TC_PAD;
+    constexpr int BR = 16 * TC_WARPS, BC = 64, SQ = D + TC_PAD;
     constexpr int NS = BC / 8, NO = D / 8; /* 8-column tiles of S and of O */
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T *qs = reinterpret_cast<T *>(smem_raw); /* [BR][SQ] */
-    T *ks = qs + BR * SQ;                    /* [BC][SQ] */
-    T *vts = ks + BC * SQ;                   /* [D][SV]: V transposed, the B of P V */
+    T *kvs = qs + BR * SQ;                   /* two buffers of K [BC][SQ] then V [BC][SQ] */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int64_t bh = blockIdx.y, b = bh / a.H, h = bh % a.H;
     const int q0 = blockIdx.x * BR, r0 = warp * 16;
@@ -29,23 +29,33 @@ k_attn_fwd_tc(tfm_attn a, T *o, tfm_view vo, float *lse, const T *q, tfm_view vq
     const bool drop = a.dropout_p > 0.0f;
     const float sl2 = a.scale * LOG2E; /* scores in base 2 */
 
-    tc_load<T, D>(qs, SQ, q, vq, b, h, q0, BR, a.Lq);
-    float acc[NO][4];
-#pragma unroll
-    for (int c = 0; c < NO; c++) acc[c][0] = acc[c][1] = acc[c][2] = acc[c][3] = 0.0f;
-    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
-
     int n_tiles = (a.Lk + BC - 1) / BC;
     if (a.causal) { /* keys past the block's last query are masked for every row */
         const int last = min(q0 + BR - 1, a.Lq - 1);
         n_tiles = min(n_tiles, last / BC + 1);
     }
+    tc_load_async<T, D>(qs, SQ, q, vq, b, h, q0, BR, a.Lq);
+    tc_load_async<T, D>(kvs, SQ, k, vk, b, h, 0, BC, a.Lk);
+    tc_load_async<T, D>(kvs + BC * SQ, SQ, v, vv, b, h, 0, BC, a.Lk);
+    tc_commit();
+    float acc[NO][4];
+#pragma unroll
+    for (int c = 0; c < NO; c++) acc[c][0] = acc[c][1] = acc[c][2] = acc[c][3] = 0.0f;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+
     for (int tile = 0; tile < n_tiles; tile++) {
         const int k0 = tile * BC;
-        __syncthreads(); /* the previous tile's ks, vts are consumed */
-        tc_load<T, D>(ks, SQ, k, vk, b, h, k0, BC, a.Lk);
-        tc_load_t<T, D>(vts, SV, v, vv, b, h, k0, BC, a.Lk);
+        if (tile + 1 < n_tiles) { /* the next tile into the other buffer, while this one is used */
+            T *nb = kvs + ((tile + 1) & 1) * 2 * BC * SQ;
+            tc_load_async<T, D>(nb, SQ, k, vk, b, h, k0 + BC, BC, a.Lk);
+            tc_load_async<T, D>(nb + BC * SQ, SQ, v, vv, b, h, k0 + BC, BC, a.Lk);
+            tc_commit();
+            tc_wait<1>();
+        } else {
+            tc_wait<0>();
+        }
         __syncthreads();
+        const T *ks = kvs + (tile & 1) * 2 * BC * SQ, *vs = ks + BC * SQ;
         float s[NS][4];
 #pragma unroll
         for (int nt = 0; nt < NS; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
@@ -104,7 +114,8 @@ k_attn_fwd_tc(tfm_attn a, T *o, tfm_view vo, float *lse, const T *q, tfm_view vq
             acc[c][2] *= alpha[1];
             acc[c][3] *= alpha[1];
         }
-        tc_mma_rs<T, NS, NO>(acc, s, vts, SV);
+        tc_mma_rs<T, NS, NO>(acc, s, vs, SQ);
+        __syncthreads(); /* this buffer is consumed before the next iteration refills it */
     }
 #pragma unroll
     for (int r = 0; r < 2; r++) {
@@ -113,10 +124,9 @@ k_attn_fwd_tc(tfm_attn a, T *o, tfm_view vo, float *lse, const T *q, tfm_view vq
         const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
         T *orow = o + b * vo.b + h * vo.h + (int64_t)i * vo.l;
 #pragma unroll
-        for (int c = 0; c < NO; c++) {
-            orow[c * 8 + 2 * t] = st<T>(acc[c][2 * r] * inv);
-            orow[c * 8 + 2 * t + 1] = st<T>(acc[c][2 * r + 1] * inv);
-        }
+        for (int c = 0; c < NO; c++)
+            *reinterpret_cast<uint32_t *>(orow + c * 8 + 2 * t) =
+                tc_pack<T>(acc[c][2 * r] * inv, acc[c][2 * r + 1] * inv);
         if (t == 0) lse[bh * a.Lq + i] = m[r] * LN2 + logf(l[r]);
     }
 }
@@ -126,7 +136,7 @@ static void fwd_d(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view vo, float *
                   tfm_view vq, const void *k, tfm_view vk, const void *v, tfm_view vv)
 {
     constexpr int BR = 16 * TC_WARPS, BC = 64;
-    const size_t smem = sizeof(T) * (size_t)((BR + BC) * (D + TC_PAD) + D * (BC + TC_PAD));
+    const size_t smem = sizeof(T) * (size_t)((BR + 4 * BC) * (D + TC_PAD));
     static bool ready = false; /* one device per process */
     if (!ready) {
         allow_smem(k_attn_fwd_tc<T, D>, smem);

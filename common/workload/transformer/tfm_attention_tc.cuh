@@ -140,13 +140,57 @@ __device__ __forceinline__ void tc_mma_ss(float acc[NT][4], const T *a, int sa, 
     }
 }
 
+/* The same four matrices transposed (ldmatrix .trans): register m of lane
+ * 4 g + t receives elements (2t, g) and (2t + 1, g) of matrix m. */
+__device__ __forceinline__ void tc_ldsm4_t(uint32_t r[4], const void *p)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned addr = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+#else
+    (void)p;
+    r[0] = r[1] = r[2] = r[3] = 0u;
+    __trap();
+#endif
+}
+
+/* B fragments of two 8-column tiles from a tile stored [k][n] (n
+ * contiguous: V[j][d] for P V, K[j][d] for dS K, Q and dO for dK and dV),
+ * at b + k0 sb + n0: lane L points at row (k) L % 8 + 8 ((L / 8) % 2),
+ * column (n) 8 (L / 16), so that the transposed matrices are (k 0-7, n
+ * 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15) = b0, b1 of
+ * the first tile, b0, b1 of the second: the A pattern of tc_a_lane. */
+
+/* acc[NT] += A B: A from shared memory as in tc_mma_ss (rows of KS k steps
+ * at a, stride sa), B from a tile stored [k][n] at b (row stride sb). */
+template <typename T, int KS, int NT>
+__device__ __forceinline__ void tc_mma_ss_kn(float acc[NT][4], const T *a, int sa, const T *b, int sb)
+{
+    const T *al = tc_a_lane(a, sa), *bl = tc_a_lane(b, sb);
+#pragma unroll
+    for (int ks = 0; ks < KS; ks++) {
+        uint32_t af[4];
+        tc_ldsm4(af, al + ks * 16);
+#pragma unroll
+        for (int nt = 0; nt < NT; nt += 2) {
+            uint32_t bf[4];
+            tc_ldsm4_t(bf, bl + ks * 16 * sb + nt * 8);
+            tc_mma<T>(acc[nt], af[0], af[1], af[2], af[3], bf[0], bf[1]);
+            tc_mma<T>(acc[nt + 1], af[0], af[1], af[2], af[3], bf[2], bf[3]);
+        }
+    }
+}
+
 /* acc[NT] += P B where P (16 x 8 KT) is in accumulator layout in p[KT]
  * (rounded to T here, as FlashAttention rounds its probabilities) and B is
- * a shared tile stored [n][k] at b (row stride sb). */
+ * a shared tile stored [k][n] at b (row stride sb): V for P V, K for dQ,
+ * Q and dO for dK and dV. */
 template <typename T, int KT, int NT>
 __device__ __forceinline__ void tc_mma_rs(float acc[NT][4], const float p[KT][4], const T *b, int sb)
 {
-    const T *bl = tc_b_lane(b, sb);
+    const T *bl = tc_a_lane(b, sb);
 #pragma unroll
     for (int kk = 0; kk < KT / 2; kk++) {
         const uint32_t a0 = tc_pack<T>(p[2 * kk][0], p[2 * kk][1]);
@@ -156,7 +200,7 @@ __device__ __forceinline__ void tc_mma_rs(float acc[NT][4], const float p[KT][4]
 #pragma unroll
         for (int nt = 0; nt < NT; nt += 2) {
             uint32_t bf[4];
-            tc_ldsm4(bf, bl + nt * 8 * sb + kk * 16);
+            tc_ldsm4_t(bf, bl + kk * 16 * sb + nt * 8);
             tc_mma<T>(acc[nt], a0, a1, a2, a3, bf[0], bf[1]);
             tc_mma<T>(acc[nt + 1], a0, a1, a2, a3, bf[2], bf[3]);
         }
@@ -166,37 +210,43 @@ __device__ __forceinline__ void tc_mma_rs(float acc[NT][4], const float p[KT][4]
 /* ------------------------------------------------------------ tiles */
 
 /* rows x D of the view (rows from row0; past L zero) into s[r][d], row
- * stride S elements, as 16-byte loads (tc_usable checked the alignment). */
+ * stride S elements, as 16-byte asynchronous copies (cp.async; tc_usable
+ * checked the alignment): the caller commits them (tc_commit) and waits
+ * (tc_wait) before a __syncthreads, so that a tile loads while the
+ * previous one is being used. */
 template <typename T, int D>
-__device__ __forceinline__ void tc_load(T *s, int S, const T *base, tfm_view v, int64_t b, int64_t h,
-                                        int row0, int rows, int L)
+__device__ __forceinline__ void tc_load_async(T *s, int S, const T *base, tfm_view v, int64_t b,
+                                              int64_t h, int row0, int rows, int L)
 {
     constexpr int C = D / 8; /* 16-byte chunks a row */
     const T *p = base + b * v.b + h * v.h;
     for (int idx = threadIdx.x; idx < rows * C; idx += blockDim.x) {
         const int r = idx / C, c = idx % C, l = row0 + r;
-        uint4 val = make_uint4(0u, 0u, 0u, 0u);
-        if (l < L) val = *reinterpret_cast<const uint4 *>(p + (int64_t)l * v.l + c * 8);
-        *reinterpret_cast<uint4 *>(s + r * S + c * 8) = val;
+        const T *src = l < L ? p + (int64_t)l * v.l + c * 8 : p; /* a valid address, 0 bytes read */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+        const unsigned dst = (unsigned)__cvta_generic_to_shared(s + r * S + c * 8);
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                     "r"(l < L ? 16 : 0));
+#else
+        (void)src;
+        __trap();
+#endif
     }
 }
 
-/* The same rows transposed: s[d][r], row stride S. Consecutive threads take
- * consecutive rows, so that their 16-bit stores fall in different banks. */
-template <typename T, int D>
-__device__ __forceinline__ void tc_load_t(T *s, int S, const T *base, tfm_view v, int64_t b,
-                                          int64_t h, int row0, int rows, int L)
+__device__ __forceinline__ void tc_commit(void)
 {
-    constexpr int C = D / 8;
-    const T *p = base + b * v.b + h * v.h;
-    for (int idx = threadIdx.x; idx < rows * C; idx += blockDim.x) {
-        const int r = idx % rows, c = idx / rows, l = row0 + r;
-        uint4 val = make_uint4(0u, 0u, 0u, 0u);
-        if (l < L) val = *reinterpret_cast<const uint4 *>(p + (int64_t)l * v.l + c * 8);
-        const T *e = reinterpret_cast<const T *>(&val);
-#pragma unroll
-        for (int k = 0; k < 8; k++) s[(c * 8 + k) * S + r] = e[k];
-    }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+/* Waits until at most N of this thread's committed groups are pending. */
+template <int N> __device__ __forceinline__ void tc_wait(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
 }
 
 /* ------------------------------------------------------------ dropout */
@@ -295,11 +345,12 @@ bool tc_usable(const tfm_attn *a, int dt, const void *const *ptrs, int n_ptrs,
                const tfm_view *views, int n_views);
 
 /* The backward's dK, dV and dQ passes on the tensor cores (delta already
- * computed by the caller); tc_usable must have said yes. */
+ * computed by the caller; dq_acc as tfm_attn_bwd's); tc_usable must have
+ * said yes. */
 void tc_attn_bwd(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void *dk, tfm_view vdk,
-                 void *dv, tfm_view vdv, const float *delta, const void *dout, tfm_view vdo,
-                 const void *q, tfm_view vq, const void *k, tfm_view vk, const void *v,
-                 tfm_view vv, const float *lse, int dt);
+                 void *dv, tfm_view vdv, float *dq_acc, const float *delta, const void *dout,
+                 tfm_view vdo, const void *q, tfm_view vq, const void *k, tfm_view vk,
+                 const void *v, tfm_view vv, const float *lse, int dt);
 
 /* The forward on the tensor cores; tc_usable must have said yes. */
 void tc_attn_fwd(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view vo, float *lse, const void *q,

@@ -1,16 +1,22 @@
 /* tfm_attention_tc_bwd.cu: the attention backward on the tensor cores
- * (tfm_attention_tc.cuh), the same two passes as the general kernels
- * (tfm_attention_bwd.cu), after the same delta = rowsum(dO * O):
+ * (tfm_attention_tc.cuh), after the same delta = rowsum(dO * O) as the
+ * general kernels (tfm_attention_bwd.cu):
  *   dK, dV: one block per (64 keys, bh), each warp 16 keys, walks the query
- *     tiles. It forms the scores transposed, S^T = K Q^T and dP^T = V dO^T
- *     (rows keys, columns queries), so that P~^T and dS^T come out in the
- *     accumulator layout that is the A of dV += P~^T dO and dK += dS^T Q;
- *   dQ: one block per (64 queries, bh), each warp 16 queries, walks the key
- *     tiles: S = Q K^T, dP = dO V^T, dQ += dS K.
+ *     tiles (the next Q and dO loading while one is used). It forms the
+ *     scores transposed, S^T = K Q^T and dP^T = V dO^T (rows keys, columns
+ *     queries), so that P~^T and dS^T come out in the accumulator layout
+ *     that is the A of dV += P~^T dO and dK += dS^T Q;
+ *   dQ, where the caller gives an fp32 accumulator (the dQ accumulator of
+ *     cuDNN's backward workspace, which PyTorch allocates): in the same
+ *     pass, dS goes through shared memory and each warp adds its part of
+ *     dQ += dS K to the accumulator with atomics, as FlashAttention-2 does;
+ *     then one pass writes dQ = scale acc in the output's type and view;
+ *   dQ without one: its own pass, one block per (64 queries, bh) over the
+ *     key tiles (S = Q K^T, dP = dO V^T, dQ += dS K): S and dP once more,
+ *     but no memory beyond the caller's, no atomics.
  * P = exp(scale s - lse), P~ = P z / (1 - p) with z the forward's keep
  * decision, dS = P (z / (1 - p) dP - delta); P~ and dS are rounded to
- * fp16/bf16 for their products, as FlashAttention's backward does. No
- * memory beyond the caller's: no fp32 dQ accumulator, no atomics. */
+ * fp16/bf16 for their products, as FlashAttention's backward does. */
 #include "tfm_attention_tc.cuh"
 
 /* The query (or key) tile the dK/dV (or dQ) pass walks: 32 rows for head
@@ -18,25 +24,27 @@
  * scores stay in registers. */
 template <int D> struct tc_walk { static constexpr int N = D >= 128 ? 32 : 64; };
 
-/* ------------------------------------------------------------ dK, dV */
+/* ------------------------------------------------------------ dK, dV (and dQ) */
 
-template <typename T, int D>
+template <typename T, int D, bool ACC>
 __global__ void __launch_bounds__(TC_THREADS)
-k_attn_dkdv_tc(tfm_attn a, T *dk, tfm_view vdk, T *dv, tfm_view vdv, const float *delta,
-               const T *dout, tfm_view vdo, const T *q, tfm_view vq, const T *k, tfm_view vk,
-               const T *v, tfm_view vv, const float *lse, uint32_t thr, float f)
+k_attn_dkdv_tc(tfm_attn a, T *dk, tfm_view vdk, T *dv, tfm_view vdv, float *dq_acc,
+               const float *delta, const T *dout, tfm_view vdo, const T *q, tfm_view vq,
+               const T *k, tfm_view vk, const T *v, tfm_view vv, const float *lse, uint32_t thr,
+               float f)
 {
-    constexpr int BC = 16 * TC_WARPS, BQ = tc_walk<D>::N, SD = D + TC_PAD, SQT = BQ + TC_PAD;
+    constexpr int BC = 16 * TC_WARPS, BQ = tc_walk<D>::N, SD = D + TC_PAD, SS = BC + TC_PAD;
     constexpr int NQ = BQ / 8, NO = D / 8;
+    /* dQ's product: BQ / 16 row blocks of 16 queries, the warps split the
+     * head dim among the rest */
+    constexpr int RB = BQ / 16, CG = TC_WARPS / RB, NOW = NO / CG;
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    T *ks = reinterpret_cast<T *>(smem_raw); /* [BC][SD] A of S^T */
+    T *ks = reinterpret_cast<T *>(smem_raw); /* [BC][SD] A of S^T; B of dQ */
     T *vs = ks + BC * SD;                    /* [BC][SD] A of dP^T */
-    T *qs = vs + BC * SD;                    /* [BQ][SD] B of S^T */
-    T *dos = qs + BQ * SD;                   /* [BQ][SD] B of dP^T */
-    T *qts = dos + BQ * SD;                  /* [D][SQT] B of dK */
-    T *dots = qts + D * SQT;                 /* [D][SQT] B of dV */
-    float *lse2_s = reinterpret_cast<float *>(dots + D * SQT); /* [BQ] lse in base 2 */
-    float *delta_s = lse2_s + BQ;                              /* [BQ] */
+    T *qd = vs + BC * SD;                    /* two buffers of Q [BQ][SD] then dO [BQ][SD] */
+    T *ds_s = qd + 4 * BQ * SD;              /* [BQ][SS] dS (ACC only) */
+    float *lse2_s = reinterpret_cast<float *>(ds_s + (ACC ? BQ * SS : 0)); /* [BQ] lse in base 2 */
+    float *delta_s = lse2_s + BQ;                                          /* [BQ] */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int64_t bh = blockIdx.y, b = bh / a.H, h = bh % a.H;
     const int k0 = blockIdx.x * BC, r0 = warp * 16;
@@ -44,29 +52,39 @@ k_attn_dkdv_tc(tfm_attn a, T *dk, tfm_view vdk, T *dv, tfm_view vdv, const float
     const bool drop = a.dropout_p > 0.0f;
     const float sl2 = a.scale * LOG2E;
 
-    tc_load<T, D>(ks, SD, k, vk, b, h, k0, BC, a.Lk);
-    tc_load<T, D>(vs, SD, v, vv, b, h, k0, BC, a.Lk);
+    const int n_q = (a.Lq + BQ - 1) / BQ;
+    const int t0 = a.causal ? k0 / BQ : 0; /* query tiles wholly before k0 see none of these keys */
+    tc_load_async<T, D>(ks, SD, k, vk, b, h, k0, BC, a.Lk);
+    tc_load_async<T, D>(vs, SD, v, vv, b, h, k0, BC, a.Lk);
+    if (t0 < n_q) {
+        tc_load_async<T, D>(qd + (t0 & 1) * 2 * BQ * SD, SD, q, vq, b, h, t0 * BQ, BQ, a.Lq);
+        tc_load_async<T, D>(qd + (t0 & 1) * 2 * BQ * SD + BQ * SD, SD, dout, vdo, b, h, t0 * BQ, BQ, a.Lq);
+    }
+    tc_commit();
     float adk[NO][4], adv[NO][4];
 #pragma unroll
     for (int c = 0; c < NO; c++)
 #pragma unroll
         for (int e = 0; e < 4; e++) adk[c][e] = adv[c][e] = 0.0f;
 
-    const int n_q = (a.Lq + BQ - 1) / BQ;
-    const int t0 = a.causal ? k0 / BQ : 0; /* query tiles wholly before k0 see none of these keys */
     for (int tile = t0; tile < n_q; tile++) {
         const int q0 = tile * BQ;
-        __syncthreads(); /* the previous tile is consumed */
-        tc_load<T, D>(qs, SD, q, vq, b, h, q0, BQ, a.Lq);
-        tc_load<T, D>(dos, SD, dout, vdo, b, h, q0, BQ, a.Lq);
-        tc_load_t<T, D>(qts, SQT, q, vq, b, h, q0, BQ, a.Lq);
-        tc_load_t<T, D>(dots, SQT, dout, vdo, b, h, q0, BQ, a.Lq);
+        if (tile + 1 < n_q) {
+            T *nb = qd + ((tile + 1) & 1) * 2 * BQ * SD;
+            tc_load_async<T, D>(nb, SD, q, vq, b, h, q0 + BQ, BQ, a.Lq);
+            tc_load_async<T, D>(nb + BQ * SD, SD, dout, vdo, b, h, q0 + BQ, BQ, a.Lq);
+            tc_commit();
+            tc_wait<1>();
+        } else {
+            tc_wait<0>();
+        }
         for (int r = threadIdx.x; r < BQ; r += blockDim.x) {
             const int i = q0 + r;
             lse2_s[r] = i < a.Lq ? lse[bh * a.Lq + i] * LOG2E : 0.0f;
             delta_s[r] = i < a.Lq ? delta[bh * a.Lq + i] : 0.0f;
         }
         __syncthreads();
+        const T *qs = qd + (tile & 1) * 2 * BQ * SD, *dos = qs + BQ * SD;
         float s[NQ][4], dp[NQ][4];
 #pragma unroll
         for (int nt = 0; nt < NQ; nt++)
@@ -88,10 +106,31 @@ k_attn_dkdv_tc(tfm_attn a, T *dk, tfm_view vdk, T *dv, tfm_view vdv, const float
                     const float zf = drop ? ((keep >> (4 * x + e)) & 1u ? f : 0.0f) : 1.0f;
                     s[nt + x][e] = pr * zf;                                   /* P~^T */
                     dp[nt + x][e] = pr * (zf * dp[nt + x][e] - delta_s[il]); /* dS^T */
+                    if (ACC) ds_s[il * SS + r0 + g + 8 * (e >> 1)] = st<T>(dp[nt + x][e]);
                 }
         }
-        tc_mma_rs<T, NQ, NO>(adv, s, dots, SQT);
-        tc_mma_rs<T, NQ, NO>(adk, dp, qts, SQT);
+        tc_mma_rs<T, NQ, NO>(adv, s, dos, SD);
+        tc_mma_rs<T, NQ, NO>(adk, dp, qs, SD);
+        if (ACC) {
+            __syncthreads(); /* every warp's dS is in ds_s */
+            const int rb = warp % RB, cg = warp / RB;
+            float dqa[NOW][4];
+#pragma unroll
+            for (int c = 0; c < NOW; c++) dqa[c][0] = dqa[c][1] = dqa[c][2] = dqa[c][3] = 0.0f;
+            tc_mma_ss_kn<T, BC / 16, NOW>(dqa, ds_s + rb * 16 * SS, SS, ks + cg * NOW * 8, SD);
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const int i = q0 + rb * 16 + g + 8 * r;
+                if (i >= a.Lq) continue;
+                float *row = dq_acc + (bh * a.Lq + i) * D + cg * NOW * 8 + 2 * t;
+#pragma unroll
+                for (int c = 0; c < NOW; c++) {
+                    atomicAdd(row + c * 8, dqa[c][2 * r]);
+                    atomicAdd(row + c * 8 + 1, dqa[c][2 * r + 1]);
+                }
+            }
+        }
+        __syncthreads(); /* this tile's buffers (and ds_s) are consumed */
     }
 #pragma unroll
     for (int r = 0; r < 2; r++) {
@@ -100,16 +139,27 @@ k_attn_dkdv_tc(tfm_attn a, T *dk, tfm_view vdk, T *dv, tfm_view vdv, const float
         T *dkr = dk + b * vdk.b + h * vdk.h + (int64_t)j * vdk.l;
         T *dvr = dv + b * vdv.b + h * vdv.h + (int64_t)j * vdv.l;
 #pragma unroll
-        for (int c = 0; c < NO; c++)
-#pragma unroll
-            for (int x = 0; x < 2; x++) {
-                dkr[c * 8 + 2 * t + x] = st<T>(adk[c][2 * r + x] * a.scale);
-                dvr[c * 8 + 2 * t + x] = st<T>(adv[c][2 * r + x]);
-            }
+        for (int c = 0; c < NO; c++) {
+            *reinterpret_cast<uint32_t *>(dkr + c * 8 + 2 * t) =
+                tc_pack<T>(adk[c][2 * r] * a.scale, adk[c][2 * r + 1] * a.scale);
+            *reinterpret_cast<uint32_t *>(dvr + c * 8 + 2 * t) = tc_pack<T>(adv[c][2 * r], adv[c][2 * r + 1]);
+        }
     }
 }
 
-/* ------------------------------------------------------------ dQ */
+/* dq (its view, type T) = scale acc, acc float [B H][Lq][D] contiguous. */
+template <typename T>
+__global__ void k_attn_dq_store(T *dq, tfm_view vdq, const float *acc, int H, int Lq, int D,
+                                float scale, int64_t n)
+{
+    GRID_STRIDE(x, n)
+    {
+        const int64_t d = x % D, r = x / D, i = r % Lq, bh = r / Lq;
+        dq[(bh / H) * vdq.b + (bh % H) * vdq.h + i * vdq.l + d] = st<T>(acc[x] * scale);
+    }
+}
+
+/* ------------------------------------------------------------ dQ (its own pass) */
 
 template <typename T, int D>
 __global__ void __launch_bounds__(TC_THREADS)
@@ -117,14 +167,12 @@ k_attn_dq_tc(tfm_attn a, T *dq, tfm_view vdq, const float *delta, const T *dout,
              const T *q, tfm_view vq, const T *k, tfm_view vk, const T *v, tfm_view vv,
              const float *lse, uint32_t thr, float f)
 {
-    constexpr int BR = 16 * TC_WARPS, BC = tc_walk<D>::N, SD = D + TC_PAD, SKT = BC + TC_PAD;
+    constexpr int BR = 16 * TC_WARPS, BC = tc_walk<D>::N, SD = D + TC_PAD;
     constexpr int NS = BC / 8, NO = D / 8;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T *qs = reinterpret_cast<T *>(smem_raw); /* [BR][SD] A of S */
     T *dos = qs + BR * SD;                   /* [BR][SD] A of dP */
-    T *ks = dos + BR * SD;                   /* [BC][SD] B of S */
-    T *vs = ks + BC * SD;                    /* [BC][SD] B of dP */
-    T *kts = vs + BC * SD;                   /* [D][SKT] B of dQ */
+    T *kv = dos + BR * SD;                   /* two buffers of K [BC][SD] then V [BC][SD] */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int64_t bh = blockIdx.y, b = bh / a.H, h = bh % a.H;
     const int q0 = blockIdx.x * BR, r0 = warp * 16;
@@ -138,24 +186,33 @@ k_attn_dq_tc(tfm_attn a, T *dq, tfm_view vdq, const float *delta, const T *dout,
         dl[r] = i_row[r] < a.Lq ? delta[bh * a.Lq + i_row[r]] : 0.0f;
     }
 
-    tc_load<T, D>(qs, SD, q, vq, b, h, q0, BR, a.Lq);
-    tc_load<T, D>(dos, SD, dout, vdo, b, h, q0, BR, a.Lq);
-    float acc[NO][4];
-#pragma unroll
-    for (int c = 0; c < NO; c++) acc[c][0] = acc[c][1] = acc[c][2] = acc[c][3] = 0.0f;
-
     int n_k = (a.Lk + BC - 1) / BC;
     if (a.causal) {
         const int last = min(q0 + BR - 1, a.Lq - 1);
         n_k = min(n_k, last / BC + 1);
     }
+    tc_load_async<T, D>(qs, SD, q, vq, b, h, q0, BR, a.Lq);
+    tc_load_async<T, D>(dos, SD, dout, vdo, b, h, q0, BR, a.Lq);
+    tc_load_async<T, D>(kv, SD, k, vk, b, h, 0, BC, a.Lk);
+    tc_load_async<T, D>(kv + BC * SD, SD, v, vv, b, h, 0, BC, a.Lk);
+    tc_commit();
+    float acc[NO][4];
+#pragma unroll
+    for (int c = 0; c < NO; c++) acc[c][0] = acc[c][1] = acc[c][2] = acc[c][3] = 0.0f;
+
     for (int tile = 0; tile < n_k; tile++) {
         const int k0 = tile * BC;
+        if (tile + 1 < n_k) {
+            T *nb = kv + ((tile + 1) & 1) * 2 * BC * SD;
+            tc_load_async<T, D>(nb, SD, k, vk, b, h, k0 + BC, BC, a.Lk);
+            tc_load_async<T, D>(nb + BC * SD, SD, v, vv, b, h, k0 + BC, BC, a.Lk);
+            tc_commit();
+            tc_wait<1>();
+        } else {
+            tc_wait<0>();
+        }
         __syncthreads();
-        tc_load<T, D>(ks, SD, k, vk, b, h, k0, BC, a.Lk);
-        tc_load<T, D>(vs, SD, v, vv, b, h, k0, BC, a.Lk);
-        tc_load_t<T, D>(kts, SKT, k, vk, b, h, k0, BC, a.Lk);
-        __syncthreads();
+        const T *ks = kv + (tile & 1) * 2 * BC * SD, *vs = ks + BC * SD;
         float s[NS][4], dp[NS][4];
 #pragma unroll
         for (int nt = 0; nt < NS; nt++)
@@ -178,7 +235,8 @@ k_attn_dq_tc(tfm_attn a, T *dq, tfm_view vdq, const float *delta, const T *dout,
                     dp[nt + x][e] = pr * (zf * dp[nt + x][e] - dl[e >> 1]); /* dS */
                 }
         }
-        tc_mma_rs<T, NS, NO>(acc, dp, kts, SKT);
+        tc_mma_rs<T, NS, NO>(acc, dp, ks, SD);
+        __syncthreads(); /* this buffer is consumed before the next iteration refills it */
     }
 #pragma unroll
     for (int r = 0; r < 2; r++) {
@@ -186,28 +244,33 @@ k_attn_dq_tc(tfm_attn a, T *dq, tfm_view vdq, const float *delta, const T *dout,
         if (i >= a.Lq) continue;
         T *dqr = dq + b * vdq.b + h * vdq.h + (int64_t)i * vdq.l;
 #pragma unroll
-        for (int c = 0; c < NO; c++) {
-            dqr[c * 8 + 2 * t] = st<T>(acc[c][2 * r] * a.scale);
-            dqr[c * 8 + 2 * t + 1] = st<T>(acc[c][2 * r + 1] * a.scale);
-        }
+        for (int c = 0; c < NO; c++)
+            *reinterpret_cast<uint32_t *>(dqr + c * 8 + 2 * t) =
+                tc_pack<T>(acc[c][2 * r] * a.scale, acc[c][2 * r + 1] * a.scale);
     }
 }
 
 /* ------------------------------------------------------------ launch */
 
-template <typename T, int D>
-static void bwd_d(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void *dk, tfm_view vdk,
-                  void *dv, tfm_view vdv, const float *delta, const void *dout, tfm_view vdo,
-                  const void *q, tfm_view vq, const void *k, tfm_view vk, const void *v,
-                  tfm_view vv, const float *lse)
+template <typename T, int D, bool ACC> static size_t dkdv_smem(void)
 {
     constexpr int B64 = 16 * TC_WARPS, N = tc_walk<D>::N, SD = D + TC_PAD;
-    const size_t smem_kv = sizeof(T) * (size_t)(2 * B64 * SD + 2 * N * SD + 2 * D * (N + TC_PAD)) +
-                           sizeof(float) * 2 * N;
-    const size_t smem_q = sizeof(T) * (size_t)(2 * B64 * SD + 2 * N * SD + D * (N + TC_PAD));
+    return sizeof(T) * (size_t)(2 * B64 * SD + 4 * N * SD + (ACC ? N * (B64 + TC_PAD) : 0)) +
+           sizeof(float) * 2 * N;
+}
+
+template <typename T, int D>
+static void bwd_d(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void *dk, tfm_view vdk,
+                  void *dv, tfm_view vdv, float *dq_acc, const float *delta, const void *dout,
+                  tfm_view vdo, const void *q, tfm_view vq, const void *k, tfm_view vk,
+                  const void *v, tfm_view vv, const float *lse)
+{
+    constexpr int B64 = 16 * TC_WARPS, N = tc_walk<D>::N, SD = D + TC_PAD;
+    const size_t smem_q = sizeof(T) * (size_t)(2 * B64 * SD + 4 * N * SD);
     static bool ready = false; /* one device per process */
     if (!ready) {
-        allow_smem(k_attn_dkdv_tc<T, D>, smem_kv);
+        allow_smem(k_attn_dkdv_tc<T, D, true>, dkdv_smem<T, D, true>());
+        allow_smem(k_attn_dkdv_tc<T, D, false>, dkdv_smem<T, D, false>());
         allow_smem(k_attn_dq_tc<T, D>, smem_q);
         ready = true;
     }
@@ -216,9 +279,21 @@ static void bwd_d(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void 
     const uint32_t thr = tfm_rng_threshold16(p);
     const float f = p > 0.0f ? (float)(1.0 / (1.0 - (double)p)) : 1.0f;
     const dim3 grid_kv((unsigned)((a->Lk + B64 - 1) / B64), (unsigned)(a->B * a->H));
-    k_attn_dkdv_tc<T, D><<<grid_kv, TC_THREADS, smem_kv, st_>>>(
-        *a, (T *)dk, vdk, (T *)dv, vdv, delta, (const T *)dout, vdo, (const T *)q, vq, (const T *)k,
-        vk, (const T *)v, vv, lse, thr, f);
+    if (dq_acc) {
+        const int64_t n = (int64_t)a->B * a->H * a->Lq * D;
+        CHECK_CUDA(cudaMemsetAsync(dq_acc, 0, (size_t)n * sizeof(float), st_));
+        k_attn_dkdv_tc<T, D, true><<<grid_kv, TC_THREADS, dkdv_smem<T, D, true>(), st_>>>(
+            *a, (T *)dk, vdk, (T *)dv, vdv, dq_acc, delta, (const T *)dout, vdo, (const T *)q, vq,
+            (const T *)k, vk, (const T *)v, vv, lse, thr, f);
+        CHECK_LAUNCH();
+        k_attn_dq_store<T><<<blocks_for(n), THREADS, 0, st_>>>((T *)dq, vdq, dq_acc, a->H, a->Lq, D,
+                                                               a->scale, n);
+        CHECK_LAUNCH();
+        return;
+    }
+    k_attn_dkdv_tc<T, D, false><<<grid_kv, TC_THREADS, dkdv_smem<T, D, false>(), st_>>>(
+        *a, (T *)dk, vdk, (T *)dv, vdv, NULL, delta, (const T *)dout, vdo, (const T *)q, vq,
+        (const T *)k, vk, (const T *)v, vv, lse, thr, f);
     CHECK_LAUNCH();
     const dim3 grid_q((unsigned)((a->Lq + B64 - 1) / B64), (unsigned)(a->B * a->H));
     k_attn_dq_tc<T, D><<<grid_q, TC_THREADS, smem_q, st_>>>(
@@ -229,23 +304,27 @@ static void bwd_d(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void 
 
 template <typename T>
 static void bwd_t(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void *dk, tfm_view vdk,
-                  void *dv, tfm_view vdv, const float *delta, const void *dout, tfm_view vdo,
-                  const void *q, tfm_view vq, const void *k, tfm_view vk, const void *v,
-                  tfm_view vv, const float *lse)
+                  void *dv, tfm_view vdv, float *dq_acc, const float *delta, const void *dout,
+                  tfm_view vdo, const void *q, tfm_view vq, const void *k, tfm_view vk,
+                  const void *v, tfm_view vv, const float *lse)
 {
-    if (a->Dh == 16) bwd_d<T, 16>(g, a, dq, vdq, dk, vdk, dv, vdv, delta, dout, vdo, q, vq, k, vk, v, vv, lse);
-    else if (a->Dh == 32) bwd_d<T, 32>(g, a, dq, vdq, dk, vdk, dv, vdv, delta, dout, vdo, q, vq, k, vk, v, vv, lse);
-    else if (a->Dh == 64) bwd_d<T, 64>(g, a, dq, vdq, dk, vdk, dv, vdv, delta, dout, vdo, q, vq, k, vk, v, vv, lse);
-    else bwd_d<T, 128>(g, a, dq, vdq, dk, vdk, dv, vdv, delta, dout, vdo, q, vq, k, vk, v, vv, lse);
+    if (a->Dh == 16)
+        bwd_d<T, 16>(g, a, dq, vdq, dk, vdk, dv, vdv, dq_acc, delta, dout, vdo, q, vq, k, vk, v, vv, lse);
+    else if (a->Dh == 32)
+        bwd_d<T, 32>(g, a, dq, vdq, dk, vdk, dv, vdv, dq_acc, delta, dout, vdo, q, vq, k, vk, v, vv, lse);
+    else if (a->Dh == 64)
+        bwd_d<T, 64>(g, a, dq, vdq, dk, vdk, dv, vdv, dq_acc, delta, dout, vdo, q, vq, k, vk, v, vv, lse);
+    else
+        bwd_d<T, 128>(g, a, dq, vdq, dk, vdk, dv, vdv, dq_acc, delta, dout, vdo, q, vq, k, vk, v, vv, lse);
 }
 
 void tc_attn_bwd(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void *dk, tfm_view vdk,
-                 void *dv, tfm_view vdv, const float *delta, const void *dout, tfm_view vdo,
-                 const void *q, tfm_view vq, const void *k, tfm_view vk, const void *v,
-                 tfm_view vv, const float *lse, int dt)
+                 void *dv, tfm_view vdv, float *dq_acc, const float *delta, const void *dout,
+                 tfm_view vdo, const void *q, tfm_view vq, const void *k, tfm_view vk,
+                 const void *v, tfm_view vv, const float *lse, int dt)
 {
     if (dt == MC_DT_F16)
-        bwd_t<__half>(g, a, dq, vdq, dk, vdk, dv, vdv, delta, dout, vdo, q, vq, k, vk, v, vv, lse);
+        bwd_t<__half>(g, a, dq, vdq, dk, vdk, dv, vdv, dq_acc, delta, dout, vdo, q, vq, k, vk, v, vv, lse);
     else
-        bwd_t<__nv_bfloat16>(g, a, dq, vdq, dk, vdk, dv, vdv, delta, dout, vdo, q, vq, k, vk, v, vv, lse);
+        bwd_t<__nv_bfloat16>(g, a, dq, vdq, dk, vdk, dv, vdv, dq_acc, delta, dout, vdo, q, vq, k, vk, v, vv, lse);
 }

@@ -89,14 +89,16 @@ static tfm_attn attn_of(const mc_tfm *T, const int64_t *a)
 }
 
 /* dq, dk, dv of the node's saved q, k, v, o, lse from dO; delta: float
- * [N H L] scratch of the backend's own. */
-static void attn_bwd_gpu(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT], void *dout, void *delta)
+ * [N H L] scratch of the backend's own; dq_acc: its float [N H L hd] dQ
+ * accumulator, or NULL (tfm_attn_bwd). */
+static void attn_bwd_gpu(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT], void *dout, void *delta,
+                         float *dq_acc)
 {
     const tfm_attn a = attn_of(T, nd->a);
     const tfm_view v = model_view(T);
     mc_wl_prof *prof = mc_gpu_prof(TG(T)); /* --profile: the kernels' file has no hooks of its own */
     mc_prof_begin(prof, MC_PROF_ATTENTION);
-    tfm_attn_bwd(TG(T), &a, TBP(out[0]), v, TBP(out[1]), v, TBP(out[2]), v, delta, dout, v, SAP(nd, 0), v,
+    tfm_attn_bwd(TG(T), &a, TBP(out[0]), v, TBP(out[1]), v, TBP(out[2]), v, delta, dq_acc, dout, v, SAP(nd, 0), v,
                  SAP(nd, 1), v, SAP(nd, 2), v, SAP(nd, 3), v, SAP(nd, 4), tfm_dt(T, (int)nd->a[4]));
     mc_prof_end(prof);
 }
@@ -160,7 +162,10 @@ static int cudnn_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
         if (!(out[k] = tb_new(T, (uint64_t)(n * es), MC_WL_ACTIVATIONS, what[k]))) return -1;
     tb *ws = tb_new(T, (uint64_t)(N * H * L * (hd + 1) * 4 + 256), MC_WL_ACTIVATIONS,
                     "cuDNN attention backward workspace");
-    if (ws && TG(T)) attn_bwd_gpu(T, nd, out, TBP(nd->gin[0]), TBP(ws)); /* delta in its workspace */
+    if (ws && TG(T)) { /* delta [N,H,L] and the dQ accumulator [N,H,L,hd] in its workspace */
+        float *delta = (float *)TBP(ws);
+        attn_bwd_gpu(T, nd, out, TBP(nd->gin[0]), delta, delta + N * H * L);
+    }
     tb_unref(T, ws);
     return ws ? 0 : -1;
 }
@@ -193,7 +198,7 @@ static int efficient_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
             mc_gpu_copy(TG(T), TBP(go), dout, (uint64_t)(n * 4));
             dout = TBP(go);
         }
-        attn_bwd_gpu(T, nd, out, dout, TBP(delta));
+        attn_bwd_gpu(T, nd, out, dout, TBP(delta), NULL); /* fp32: no tensor-core path */
     }
     rc = 0;
 done:

@@ -107,11 +107,16 @@ void tfm_attn_fwd(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view vo, float *
 /* dq, dk, dv (dtype dt, views as given) from dO. delta: float32 [B, H, Lq]
  * scratch, filled first with rowsum(dO * O) (the "delta" the
  * memory-efficient and flash backends allocate; flash rounds Lq up to a
- * multiple of 128, efficient allocates [B, H, Lq]). No other scratch: dQ is
- * computed by its own pass over the key tiles (deterministic, no fp32 dq
- * accumulator and no atomics), dK and dV by one over the query tiles. */
+ * multiple of 128, efficient allocates [B, H, Lq]). dq_acc: NULL, or float32
+ * [B, H, Lq, Dh] scratch that the caller's backend allocates anyway (cuDNN's
+ * backward workspace holds a dQ accumulator): where given, the tensor-core
+ * kernels (fp16/bf16) add dQ into it with atomics in the pass that makes dK
+ * and dV, as FlashAttention-2 does, then write dq from it; where NULL (and
+ * in fp32), dQ is computed by its own pass over the key tiles
+ * (deterministic, no accumulator and no atomics), dK and dV by one over the
+ * query tiles. */
 void tfm_attn_bwd(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void *dk,
-                  tfm_view vdk, void *dv, tfm_view vdv, float *delta, const void *dout,
+                  tfm_view vdk, void *dv, tfm_view vdv, float *delta, float *dq_acc, const void *dout,
                   tfm_view vdo, const void *q, tfm_view vq, const void *k, tfm_view vk,
                   const void *v, tfm_view vv, const void *o, tfm_view vo, const float *lse,
                   int dt);
