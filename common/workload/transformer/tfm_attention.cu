@@ -116,7 +116,7 @@ static void attn_fwd_d(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view vo, fl
         ready = true;
     }
     const float p = a->dropout_p;
-    const uint32_t thr = tfm_rng_threshold16(p);
+    const uint32_t thr = tfm_rng_attn_threshold(p);
     const float f = p > 0.0f ? (float)(1.0 / (1.0 - (double)p)) : 1.0f;
     const dim3 grid((unsigned)((a->Lq + R - 1) / R), (unsigned)(a->B * a->H));
     k_attn_fwd<T, D><<<grid, tile_of<D>::THREADS_, smem, mc_gpu_stream(g)>>>(

@@ -36,13 +36,13 @@ __device__ __forceinline__ void load_tile(float *s, const T *base, tfm_view v, i
 }
 
 /* Dropout factor of element (bh, i, j) of the probabilities: 0 or f, from
- * half e % 8 of philox block e / 8, e = (bh Lq + i) Lk + j (tfm_rng_attn_keep;
- * thr is tfm_rng_threshold16(p)). */
+ * byte e % 16 of philox block e / 16, e = (bh Lq + i) Lk + j
+ * (tfm_rng_attn_keep; thr is tfm_rng_attn_threshold(p)). */
 __device__ __forceinline__ float attn_drop(const tfm_attn &a, uint32_t thr, float f, int64_t bh,
                                            int i, int j)
 {
     const uint64_t e = ((uint64_t)bh * (uint64_t)a.Lq + (uint64_t)i) * (uint64_t)a.Lk + (uint64_t)j;
-    return tfm_rng_half_keeps(tfm_philox(a.seed, a.offset, e >> 3), (int)(e & 7), thr) ? f : 0.0f;
+    return tfm_rng_attn_byte_keeps(tfm_philox(a.seed, a.offset, e >> 4), (int)(e & 15), thr) ? f : 0.0f;
 }
 
 /* Dropout factors of (bh, i, j0 .. j0 + 3): one philox block where the four
@@ -52,9 +52,9 @@ __device__ __forceinline__ void attn_drop4(const tfm_attn &a, uint32_t thr, floa
 {
     if (a.Lk % 4 == 0) {
         const uint64_t e = ((uint64_t)bh * (uint64_t)a.Lq + (uint64_t)i) * (uint64_t)a.Lk + (uint64_t)j0;
-        const tfm_rng4 r = tfm_philox(a.seed, a.offset, e >> 3);
+        const tfm_rng4 r = tfm_philox(a.seed, a.offset, e >> 4);
 #pragma unroll
-        for (int k = 0; k < 4; k++) z[k] = tfm_rng_half_keeps(r, (int)(e & 7) + k, thr) ? f : 0.0f;
+        for (int k = 0; k < 4; k++) z[k] = tfm_rng_attn_byte_keeps(r, (int)(e & 15) + k, thr) ? f : 0.0f;
     } else {
 #pragma unroll
         for (int k = 0; k < 4; k++) z[k] = attn_drop(a, thr, f, bh, i, j0 + k);

@@ -220,7 +220,7 @@ static void attn_bwd_d(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, 
         return;
     }
     const float p = a->dropout_p;
-    const uint32_t thr = tfm_rng_threshold16(p);
+    const uint32_t thr = tfm_rng_attn_threshold(p);
     const float f = p > 0.0f ? (float)(1.0 / (1.0 - (double)p)) : 1.0f;
     const dim3 grid_kv((unsigned)((a->Lk + R - 1) / R), (unsigned)(a->B * a->H));
     k_attn_dkdv<T, D><<<grid_kv, tile_of<D>::THREADS_, smem_kv, st_>>>(

@@ -12,8 +12,9 @@
 
 #include "tfm_attention_tc.cuh"
 
+/* Four blocks an SM up to head dim 64 (at most 128 registers a thread). */
 template <typename T, int D>
-__global__ void __launch_bounds__(TC_THREADS)
+__global__ void __launch_bounds__(TC_THREADS, D <= 64 ? 4 : 2)
 k_attn_fwd_tc(tfm_attn a, T *o, tfm_view vo, float *lse, const T *q, tfm_view vq, const T *k,
               tfm_view vk, const T *v, tfm_view vv, uint32_t thr, float f)
 {
@@ -88,14 +89,14 @@ k_attn_fwd_tc(tfm_attn a, T *o, tfm_view vo, float *lse, const T *q, tfm_view vq
             alpha[r] = mn[r] == -INFINITY ? 1.0f : exp2f(m[r] - mn[r]);
         }
 #pragma unroll
-        for (int nt = 0; nt < NS; nt += 2) {
-            const unsigned keep = drop ? tc_keep2_rows_q(a, thr, bh, q0 + r0, k0 + nt * 8) : 0xffu;
+        for (int nt = 0; nt < NS; nt += 4) {
+            const unsigned keep = drop ? tc_keep4_rows_q(a, thr, bh, q0 + r0, k0 + nt * 8) : 0xffffu;
 #pragma unroll
-            for (int x = 0; x < 2; x++)
+            for (int x = 0; x < 4; x++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     float &sv = s[nt + x][e];
-                    const float p = sv == -INFINITY ? 0.0f : exp2f(sv - mn[e >> 1]);
+                    const float p = edge && sv == -INFINITY ? 0.0f : exp2f(sv - mn[e >> 1]);
                     rs[e >> 1] += p;
                     sv = drop ? ((keep >> (4 * x + e)) & 1u ? p * f : 0.0f) : p;
                 }
@@ -143,7 +144,7 @@ static void fwd_d(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view vo, float *
         ready = true;
     }
     const float p = a->dropout_p;
-    const uint32_t thr = tfm_rng_threshold16(p);
+    const uint32_t thr = tfm_rng_attn_threshold(p);
     const float f = p > 0.0f ? (float)(1.0 / (1.0 - (double)p)) : 1.0f;
     const dim3 grid((unsigned)((a->Lq + BR - 1) / BR), (unsigned)(a->B * a->H));
     k_attn_fwd_tc<T, D><<<grid, TC_THREADS, smem, mc_gpu_stream(g)>>>(

@@ -251,78 +251,80 @@ template <int N> __device__ __forceinline__ void tc_wait(void)
 
 /* ------------------------------------------------------------ dropout */
 
-/* The eight keep bits of one philox block: keys jb .. jb + 7 of query i
- * (tfm_rng_attn_keep; jb % 8 == 0 and Lk % 8 == 0, so they share it). */
-__device__ __forceinline__ unsigned tc_keep8(const tfm_attn &a, uint32_t thr, int64_t bh, int i, int jb)
+/* The sixteen keep bits of one philox block: keys jb .. jb + 15 of query i
+ * (tfm_rng_attn_keep; jb % 16 == 0 and Lk % 16 == 0, so they share it). */
+__device__ __forceinline__ unsigned tc_keep16(const tfm_attn &a, uint32_t thr, int64_t bh, int i, int jb)
 {
     const uint64_t e = ((uint64_t)bh * (uint64_t)a.Lq + (uint64_t)i) * (uint64_t)a.Lk + (uint64_t)jb;
-    const tfm_rng4 w = tfm_philox(a.seed, a.offset, e >> 3);
+    const tfm_rng4 w = tfm_philox(a.seed, a.offset, e >> 4);
     unsigned m = 0;
 #pragma unroll
-    for (int k = 0; k < 8; k++) m |= (tfm_rng_half_keeps(w, k, thr) ? 1u : 0u) << k;
+    for (int k = 0; k < 16; k++) m |= (tfm_rng_attn_byte_keeps(w, k, thr) ? 1u : 0u) << k;
     return m;
 }
 
 __device__ __forceinline__ unsigned tc_keep1(const tfm_attn &a, uint32_t thr, int64_t bh, int i, int j)
 {
     const uint64_t e = ((uint64_t)bh * (uint64_t)a.Lq + (uint64_t)i) * (uint64_t)a.Lk + (uint64_t)j;
-    return tfm_rng_half_keeps(tfm_philox(a.seed, a.offset, e >> 3), (int)(e & 7), thr) ? 1u : 0u;
+    return tfm_rng_attn_byte_keeps(tfm_philox(a.seed, a.offset, e >> 4), (int)(e & 15), thr) ? 1u : 0u;
 }
 
-/* Keep bits of two adjacent 16 x 8 accumulator tiles whose rows are
+/* Keep bits of four adjacent 16 x 8 accumulator tiles whose rows are
  * queries i0 + (g, g + 8) and whose columns are keys j0 + 8 x + (2t, 2t +
- * 1), x = 0, 1: bit 4 x + e for element c[e] of tile x (e = 0: row g, col
- * 2t; 1: g, 2t + 1; 2: g + 8, 2t; 3: g + 8, 2t + 1). Where Lk % 8 == 0 the
- * 256 elements are 32 philox blocks of eight keys: lane L draws row L % 16,
- * keys j0 + 8 (L / 16), and the owners fetch their bits by shuffle; else a
- * block per element. Every lane of the warp calls it (j0 % 8 == 0). */
-__device__ __forceinline__ unsigned tc_keep2_rows_q(const tfm_attn &a, uint32_t thr, int64_t bh,
+ * 1), x = 0..3: bit 4 x + e for element c[e] of tile x (e = 0: row g, col
+ * 2t; 1: g, 2t + 1; 2: g + 8, 2t; 3: g + 8, 2t + 1). Where Lk % 16 == 0
+ * the 512 elements are 32 philox blocks of sixteen keys: lane L draws row
+ * L % 16, keys j0 + 16 (L / 16), and the owners fetch their bits by
+ * shuffle; else a block per element. Every lane of the warp calls it
+ * (j0 % 16 == 0). */
+__device__ __forceinline__ unsigned tc_keep4_rows_q(const tfm_attn &a, uint32_t thr, int64_t bh,
                                                     int i0, int j0)
 {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     unsigned bits = 0;
-    if (a.Lk % 8 == 0) {
-        const unsigned m8 = tc_keep8(a, thr, bh, i0 + (lane & 15), j0 + 8 * (lane >> 4));
+    if (a.Lk % 16 == 0) {
+        const unsigned m16 = tc_keep16(a, thr, bh, i0 + (lane & 15), j0 + 16 * (lane >> 4));
 #pragma unroll
-        for (int x = 0; x < 2; x++)
+        for (int hx = 0; hx < 2; hx++)
 #pragma unroll
             for (int rr = 0; rr < 2; rr++) {
-                const unsigned m = __shfl_sync(0xffffffffu, m8, g + 8 * rr + 16 * x);
-                bits |= ((m >> (2 * t)) & 3u) << (4 * x + 2 * rr);
+                const unsigned m = __shfl_sync(0xffffffffu, m16, g + 8 * rr + 16 * hx);
+#pragma unroll
+                for (int x2 = 0; x2 < 2; x2++) /* tile x = 2 hx + x2: keys 8 x2 + 2t, + 1 of the block */
+                    bits |= ((m >> (8 * x2 + 2 * t)) & 3u) << (4 * (2 * hx + x2) + 2 * rr);
             }
         return bits;
     }
 #pragma unroll
-    for (int x = 0; x < 2; x++)
+    for (int x = 0; x < 4; x++)
 #pragma unroll
         for (int e = 0; e < 4; e++)
             bits |= tc_keep1(a, thr, bh, i0 + g + 8 * (e >> 1), j0 + 8 * x + 2 * t + (e & 1)) << (4 * x + e);
     return bits;
 }
 
-/* The same for two tiles whose rows are keys j0 + (g, g + 8) and whose
+/* The same for four tiles whose rows are keys j0 + (g, g + 8) and whose
  * columns are queries i0 + 8 x + (2t, 2t + 1) (the backward's transposed
- * scores). Where Lk % 8 == 0 lane L draws query i0 + L % 16, keys j0 + 8
- * (L / 16); the owner of (key row r, query column c) reads bit r % 8 of
- * lane c + 16 (r / 8). */
-__device__ __forceinline__ unsigned tc_keep2_rows_k(const tfm_attn &a, uint32_t thr, int64_t bh,
+ * scores). Where Lk % 16 == 0 lane L draws query i0 + L, keys j0 .. j0 +
+ * 15; the owner of (key row r, query column c) reads bit r of lane c. */
+__device__ __forceinline__ unsigned tc_keep4_rows_k(const tfm_attn &a, uint32_t thr, int64_t bh,
                                                     int j0, int i0)
 {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     unsigned bits = 0;
-    if (a.Lk % 8 == 0) {
-        const unsigned m8 = tc_keep8(a, thr, bh, i0 + (lane & 15), j0 + 8 * (lane >> 4));
+    if (a.Lk % 16 == 0) {
+        const unsigned m16 = tc_keep16(a, thr, bh, i0 + lane, j0);
 #pragma unroll
-        for (int x = 0; x < 2; x++)
+        for (int x = 0; x < 4; x++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const unsigned m = __shfl_sync(0xffffffffu, m8, 8 * x + 2 * t + (e & 1) + 16 * (e >> 1));
-                bits |= ((m >> g) & 1u) << (4 * x + e);
+                const unsigned m = __shfl_sync(0xffffffffu, m16, 8 * x + 2 * t + (e & 1));
+                bits |= ((m >> (g + 8 * (e >> 1))) & 1u) << (4 * x + e);
             }
         return bits;
     }
 #pragma unroll
-    for (int x = 0; x < 2; x++)
+    for (int x = 0; x < 4; x++)
 #pragma unroll
         for (int e = 0; e < 4; e++)
             bits |= tc_keep1(a, thr, bh, i0 + 8 * x + 2 * t + (e & 1), j0 + g + 8 * (e >> 1)) << (4 * x + e);

@@ -19,15 +19,18 @@
  * fp16/bf16 for their products, as FlashAttention's backward does. */
 #include "tfm_attention_tc.cuh"
 
-/* The query (or key) tile the dK/dV (or dQ) pass walks: 32 rows for head
- * dim 128, so that the fp32 accumulators of two 16 x 128 tiles and the
- * scores stay in registers. */
-template <int D> struct tc_walk { static constexpr int N = D >= 128 ? 32 : 64; };
+/* The query (or key) tile the dK/dV (or dQ) pass walks: 32 rows from head
+ * dim 64, so that the fp32 accumulators of two 16 x D tiles and the scores
+ * stay in registers, and (D 64) three blocks fit an SM's registers. */
+template <int D> struct tc_walk { static constexpr int N = D >= 64 ? 32 : 64; };
+
+/* Blocks an SM should hold: __launch_bounds__' register cap per thread. */
+template <int D> struct tc_occ { static constexpr int DKDV = D <= 64 ? 3 : 2, DQ = D <= 64 ? 3 : 2; };
 
 /* ------------------------------------------------------------ dK, dV (and dQ) */
 
 template <typename T, int D, bool ACC>
-__global__ void __launch_bounds__(TC_THREADS)
+__global__ void __launch_bounds__(TC_THREADS, tc_occ<D>::DKDV)
 k_attn_dkdv_tc(tfm_attn a, T *dk, tfm_view vdk, T *dv, tfm_view vdv, float *dq_acc,
                const float *delta, const T *dout, tfm_view vdo, const T *q, tfm_view vq,
                const T *k, tfm_view vk, const T *v, tfm_view vv, const float *lse, uint32_t thr,
@@ -38,6 +41,7 @@ k_attn_dkdv_tc(tfm_attn a, T *dk, tfm_view vdk, T *dv, tfm_view vdv, float *dq_a
     /* dQ's product: BQ / 16 row blocks of 16 queries, the warps split the
      * head dim among the rest */
     constexpr int RB = BQ / 16, CG = TC_WARPS / RB, NOW = NO / CG;
+    static_assert(NQ % 4 == 0 && NOW % 2 == 0, "dropout draws four 8-column tiles at once");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T *ks = reinterpret_cast<T *>(smem_raw); /* [BC][SD] A of S^T; B of dQ */
     T *vs = ks + BC * SD;                    /* [BC][SD] A of dP^T */
@@ -94,10 +98,10 @@ k_attn_dkdv_tc(tfm_attn a, T *dk, tfm_view vdk, T *dv, tfm_view vdv, float *dq_a
         tc_mma_ss<T, D / 16, NQ>(dp, vs + r0 * SD, SD, dos, SD);
         const bool edge = k0 + BC > a.Lk || q0 + BQ > a.Lq || (a.causal && k0 + r0 + 15 > q0);
 #pragma unroll
-        for (int nt = 0; nt < NQ; nt += 2) {
-            const unsigned keep = drop ? tc_keep2_rows_k(a, thr, bh, k0 + r0, q0 + nt * 8) : 0xffu;
+        for (int nt = 0; nt < NQ; nt += 4) {
+            const unsigned keep = drop ? tc_keep4_rows_k(a, thr, bh, k0 + r0, q0 + nt * 8) : 0xffffu;
 #pragma unroll
-            for (int x = 0; x < 2; x++)
+            for (int x = 0; x < 4; x++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     const int il = (nt + x) * 8 + 2 * t + (e & 1), i = q0 + il, j = j_row[e >> 1];
@@ -162,13 +166,14 @@ __global__ void k_attn_dq_store(T *dq, tfm_view vdq, const float *acc, int H, in
 /* ------------------------------------------------------------ dQ (its own pass) */
 
 template <typename T, int D>
-__global__ void __launch_bounds__(TC_THREADS)
+__global__ void __launch_bounds__(TC_THREADS, tc_occ<D>::DQ)
 k_attn_dq_tc(tfm_attn a, T *dq, tfm_view vdq, const float *delta, const T *dout, tfm_view vdo,
              const T *q, tfm_view vq, const T *k, tfm_view vk, const T *v, tfm_view vv,
              const float *lse, uint32_t thr, float f)
 {
     constexpr int BR = 16 * TC_WARPS, BC = tc_walk<D>::N, SD = D + TC_PAD;
     constexpr int NS = BC / 8, NO = D / 8;
+    static_assert(NS % 4 == 0, "dropout draws four 8-column tiles at once");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T *qs = reinterpret_cast<T *>(smem_raw); /* [BR][SD] A of S */
     T *dos = qs + BR * SD;                   /* [BR][SD] A of dP */
@@ -222,10 +227,10 @@ k_attn_dq_tc(tfm_attn a, T *dq, tfm_view vdq, const float *delta, const T *dout,
         tc_mma_ss<T, D / 16, NS>(dp, dos + r0 * SD, SD, vs, SD);
         const bool edge = k0 + BC > a.Lk || q0 + BR > a.Lq || (a.causal && k0 + BC - 1 > q0 + r0);
 #pragma unroll
-        for (int nt = 0; nt < NS; nt += 2) {
-            const unsigned keep = drop ? tc_keep2_rows_q(a, thr, bh, q0 + r0, k0 + nt * 8) : 0xffu;
+        for (int nt = 0; nt < NS; nt += 4) {
+            const unsigned keep = drop ? tc_keep4_rows_q(a, thr, bh, q0 + r0, k0 + nt * 8) : 0xffffu;
 #pragma unroll
-            for (int x = 0; x < 2; x++)
+            for (int x = 0; x < 4; x++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     const int i = i_row[e >> 1], j = k0 + (nt + x) * 8 + 2 * t + (e & 1);
@@ -276,7 +281,7 @@ static void bwd_d(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void 
     }
     cudaStream_t st_ = mc_gpu_stream(g);
     const float p = a->dropout_p;
-    const uint32_t thr = tfm_rng_threshold16(p);
+    const uint32_t thr = tfm_rng_attn_threshold(p);
     const float f = p > 0.0f ? (float)(1.0 / (1.0 - (double)p)) : 1.0f;
     const dim3 grid_kv((unsigned)((a->Lk + B64 - 1) / B64), (unsigned)(a->B * a->H));
     if (dq_acc) {

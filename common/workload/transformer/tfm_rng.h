@@ -73,28 +73,31 @@ TFM_HD bool tfm_rng_keep(uint64_t seed, uint64_t offset, uint64_t e, float p)
 }
 
 /* Attention's dropout (the probabilities, inside the fused kernels, which
- * regenerate each decision in the forward and twice in the backward): eight
- * decisions a philox block, from its 16-bit halves, so that the kernels run
- * half as many philox rounds as with tfm_rng_keep's four. Element e is half
- * e % 8 of block e / 8 (word (e % 8) / 2, its low half first), kept iff that
- * half is below floor((1 - p) 2^16): P(keep) = 1 - p to within 2^-16. */
-TFM_HD uint32_t tfm_rng_threshold16(float p)
+ * regenerate each decision in the forward and twice in the backward):
+ * sixteen decisions a philox block, one from each of its bytes, so that the
+ * kernels run a quarter of the philox rounds of tfm_rng_keep's four.
+ * Element e is byte e % 16 of block e / 16 (word (e % 16) / 4, its low byte
+ * first), kept iff that byte is below floor((1 - p) 256): P(keep) is 1 - p
+ * rounded down to a multiple of 1/256 (p = 0.1 keeps 230/256), the
+ * probabilities of the kept being scaled by 1 / (1 - p) as SDPA's. This is
+ * FlashAttention-2's scheme (PyTorch's flash backend compares bytes with
+ * floor((1 - p) 255)). */
+TFM_HD uint32_t tfm_rng_attn_threshold(float p)
 {
-    double t = (1.0 - (double)p) * 65536.0;
-    return t <= 0.0 ? 0u : t >= 65536.0 ? 65536u : (uint32_t)t;
+    double t = (1.0 - (double)p) * 256.0;
+    return t <= 0.0 ? 0u : t >= 256.0 ? 256u : (uint32_t)t;
 }
 
-/* Whether half k (0..7) of block r survives under threshold16 thr. */
-TFM_HD bool tfm_rng_half_keeps(tfm_rng4 r, int k, uint32_t thr)
+/* Whether byte k (0..15) of block r survives under threshold thr. */
+TFM_HD bool tfm_rng_attn_byte_keeps(tfm_rng4 r, int k, uint32_t thr)
 {
-    const uint32_t w = r.w[k >> 1];
-    return ((k & 1) ? w >> 16 : w & 0xffffu) < thr;
+    return ((r.w[k >> 2] >> (8 * (k & 3))) & 0xffu) < thr;
 }
 
 /* Whether element e of attention's stream (seed, offset) survives dropout p. */
 TFM_HD bool tfm_rng_attn_keep(uint64_t seed, uint64_t offset, uint64_t e, float p)
 {
-    return tfm_rng_half_keeps(tfm_philox(seed, offset, e >> 3), (int)(e & 7), tfm_rng_threshold16(p));
+    return tfm_rng_attn_byte_keeps(tfm_philox(seed, offset, e >> 4), (int)(e & 15), tfm_rng_attn_threshold(p));
 }
 
 #endif
