@@ -1,6 +1,8 @@
 /* Tests of the Transformer's dropout generator (common/workload/transformer/tfm_rng.h):
  * Philox4x32-10 against Random123's known-answer vectors, the keep rate
- * against 1 - p, the threshold's edges, and independence of offsets. */
+ * against 1 - p, the threshold's edges, and independence of offsets; attention's
+ * byte stream (tfm_rng_attn_keep): which byte an element reads, its keep rate
+ * (1 - p rounded down to 1/256) and its edges. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -77,6 +79,38 @@ static void streams(void **state)
     for (int k = 0; k < 4; k++)
         assert_true(tfm_rng_keep(9, 3, 20 + (uint64_t)k, 0.5f) == ((r.w[k] >> 8) < (1u << 23)));
 }
+/* Element e of attention's stream is byte e % 16 of block e / 16, low byte
+ * of word 0 first: a byte below the threshold keeps, one at it drops. */
+static void attn_bytes(void **state)
+{
+    (void)state;
+    const float p = 0.1f;
+    const uint32_t thr = tfm_rng_attn_threshold(p);
+    assert_int_equal(thr, 230); /* floor(0.9 * 256) */
+    for (uint64_t e = 0; e < 4096; e++) {
+        const tfm_rng4 r = tfm_philox(42, 9, e / 16);
+        const uint32_t byte = (r.w[(e % 16) / 4] >> (8 * (e % 4))) & 0xffu;
+        assert_int_equal(tfm_rng_attn_keep(42, 9, e, p), byte < thr);
+    }
+    assert_int_equal(tfm_rng_attn_threshold(0.0f), 256); /* p 0 keeps every byte */
+    assert_int_equal(tfm_rng_attn_threshold(1.0f), 0);
+    tfm_rng4 all = {{0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}};
+    assert_true(tfm_rng_attn_byte_keeps(all, 15, tfm_rng_attn_threshold(0.0f)));
+    assert_false(tfm_rng_attn_byte_keeps(all, 0, tfm_rng_attn_threshold(0.5f)));
+}
+
+static void attn_keep_rate(void **state)
+{
+    (void)state;
+    const float ps[] = {0.1f, 0.3f};
+    const uint64_t n = 1 << 20;
+    for (int t = 0; t < 2; t++) {
+        uint64_t kept = 0;
+        for (uint64_t e = 0; e < n; e++) kept += tfm_rng_attn_keep(5, 3, e, ps[t]);
+        const double rate = (double)kept / (double)n, want = tfm_rng_attn_threshold(ps[t]) / 256.0;
+        assert_near(rate, want, 5.0 * sqrt(want * (1 - want) / (double)n));
+    }
+}
 
 int main(void)
 {
@@ -85,6 +119,8 @@ int main(void)
         cmocka_unit_test(keep_rate),
         cmocka_unit_test(threshold_edges),
         cmocka_unit_test(streams),
+        cmocka_unit_test(attn_bytes),
+        cmocka_unit_test(attn_keep_rate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
