@@ -3,9 +3,10 @@
  * loads from strided [B, H, L, Dh] views into fp32 shared memory, the
  * dropout decision of an element of the probabilities. CUDA C++ only.
  *
- * Plain SIMT fp32 arithmetic out of shared memory (no tensor cores): the
- * point is the memory behaviour (no L x L buffer, only lse saved), and
- * correctness; see the report for speed. Rows of Dh are padded by one float
+ * These are the general kernels: plain SIMT fp32 arithmetic out of shared
+ * memory (no tensor cores), for fp32 and for what the tensor-core kernels
+ * (tfm_attention_tc.cuh: fp16/bf16 on sm_80 and newer) do not take. Same
+ * memory behaviour (no L x L buffer, only lse saved). Rows of Dh are padded by one float
  * so that threads reading different rows at the same column hit different
  * banks. */
 #ifndef MC_TFM_ATTENTION_CUH
