@@ -94,6 +94,7 @@ static const mc_experiment EXP = {
 #define MEM_HI 0.50
 #define SPD_LO 1.5
 #define SPD_HI 3.0
+#define PROF_MIN_MS 0.05 /* a kind's time changed by less: not listed */
 #define GEMM_TARGET_FLOP 5e10   /* per timed sample: ~1 ms of fp32 GEMM on an H100 */
 #define GEMM_MAX_ITERS 1000
 #define GEMM_CHECKS 16          /* sampled entries checked against the host */
@@ -241,6 +242,8 @@ typedef struct {
     mc_stats t;
     double *ts;    /* on a GPU, the measured steps' times, s (free); the verdict's samples */
     int nts;
+    bool have_prof;     /* on a GPU where asked: one more step, profiled */
+    mc_prof_table prof; /* its GPU time by kind (wl_profile_table.h) */
 } fig;
 
 /* Seed 000's model: nn.Transformer(d_model=512, batch_first=True), PyTorch's
@@ -263,7 +266,7 @@ static mc_workload_config mlp_config(const shape *sh, int64_t B, int prec)
     return c;
 }
 
-static fig run_point(mc_run *run, const shape *sh, int64_t B, int prec, int warm, int reps)
+static fig run_point(mc_run *run, const shape *sh, int64_t B, int prec, int warm, int reps, bool profile)
 {
     char what[96], err[256] = "";
     snprintf(what, sizeof what, "%s B=%lld %s", sh->name, (long long)B,
@@ -284,13 +287,16 @@ static fig run_point(mc_run *run, const shape *sh, int64_t B, int prec, int warm
         f.failed = true;
         return f;
     }
-    const mc_wl_plan plan = {warm, reps, 0, 0, run->on_gpu, false}; /* warm, reps, no timed steps */
+    /* warm, reps, no timed steps; where asked, one profiled step after them */
+    const mc_wl_plan plan = {warm, reps, 0, 0, run->on_gpu, false, profile};
     mc_wl_measured m = mc_wl_measure_run(run, w, what, &plan);
     f.oom = m.oom;
     f.peak = m.peak;
     f.reserved = m.reserved;
     memcpy(f.cat, m.cat, sizeof f.cat);
     f.t = m.time;
+    f.have_prof = m.have_prof;
+    f.prof = m.prof;
     if (run->on_gpu && m.measured > 0) {
         /* The measured steps are the last m.measured of m.step (warm-up first). */
         f.ts = (double *)mc_xmalloc((size_t)m.measured * sizeof *f.ts);
@@ -396,7 +402,9 @@ int main(int argc, char **argv)
                     mc_emit(&run, var, "batch", b, "gemm_flop_rate", "FLOP/s", gr[p], "ok",
                             "one layer's forward GEMM alone, CUDA events");
                 }
-                f[p] = run_point(&run, sh, B, p, warm, reps);
+                /* where the time goes: seed 000's point, the MLP's largest batch */
+                const bool prof = gpu && (sh->tfm ? B == SEED_BATCH : bi == nb - 1);
+                f[p] = run_point(&run, sh, B, p, warm, reps, prof);
                 failed = f[p].failed;
                 if (failed) break;
                 if (f[p].oom) {
@@ -448,6 +456,15 @@ int main(int argc, char **argv)
                 tfm_failed |= sh->tfm;
                 break;
             }
+            for (int p = 1; p < NP; p++)
+                if (f[0].have_prof && f[p].have_prof) {
+                    char cmp[512];
+                    mc_emit_finding(&run, "%s B=%lld, where %s changes the GPU time against fp32 (one "
+                                    "profiled step each, CUDA events around every GPU operation, "
+                                    "build/workload --profile's split): %s", sh->name, (long long)B, PN[p],
+                                    mc_prof_table_compare(cmp, sizeof cmp, "fp32", &f[0].prof, PN[p],
+                                                          &f[p].prof, PROF_MIN_MS));
+                }
             if (sh->tfm && B == SEED_BATCH) {
                 memcpy(seed_fig, f, sizeof seed_fig);
                 seed_seen = true;

@@ -71,6 +71,7 @@ static const mc_experiment EXP = {
 #define SPEEDS 1.05        /* speed-up at or above: faster */
 #define NO_MEM 0.01
 #define NO_SPEED 1.02
+#define PROF_MIN_MS 0.05   /* a kind's time changed by less: not listed */
 
 typedef struct {
     const char *name;      /* compile_configs.txt's */
@@ -253,6 +254,14 @@ int main(int argc, char **argv)
                 snprintf(what, sizeof what, "%s B=%lld %s", m->name, (long long)m->batch,
                          fused ? "fused" : "eager");
                 modes_finding(&run, what, &f[fused]);
+            }
+            if (f[0].have_prof && f[1].have_prof) {
+                char cmp[512];
+                mc_emit_finding(&run, "%s B=%lld, where fusion changes the GPU time (one profiled step "
+                                "each, CUDA events around every GPU operation, build/workload "
+                                "--profile's split): %s", m->name, (long long)m->batch,
+                                mc_prof_table_compare(cmp, sizeof cmp, "eager", &f[0].prof, "fused",
+                                                      &f[1].prof, PROF_MIN_MS));
             }
             if (fast.place == MC_BAND_STRADDLES || slow.place == MC_BAND_STRADDLES)
                 mc_emit_finding(&run, "%s B=%lld: speed-up %.3fx (median), its 10th-90th percentile "

@@ -74,7 +74,19 @@ static void alt_destroy(void *m)
     mc_workload_destroy(((altered *)m)->w);
 }
 
-static const mc_wl_ops ALT = {"altered", alt_step, alt_allocator, alt_live, alt_destroy};
+/* A profiled step as a GPU model's would be: the step, and a table whose
+ * gemm time is the step's number (ms), the step 10 ms. */
+static mc_wl_status alt_profile(void *m, mc_workload_step_result *r, mc_prof_table *t)
+{
+    mc_wl_status s = alt_step(m, r);
+    mc_prof_table_init(t);
+    mc_prof_table_add(t, MC_PROF_GEMM, (double)r->step);
+    mc_prof_table_finish(t, 10.0);
+    return s;
+}
+
+static const mc_wl_ops ALT = {"altered", alt_step, alt_allocator, alt_live, alt_destroy, NULL};
+static const mc_wl_ops ALT_PROF = {"altered", alt_step, alt_allocator, alt_live, alt_destroy, alt_profile};
 
 static mc_wl *alt(altered *a)
 {
@@ -241,6 +253,33 @@ static void timed_steps(void **state)
     mc_wl_measured_free(&f);
     mc_wl_destroy(w);
 }
+/* plan.profile: on a GPU one more step after the timed ones, profiled (its
+ * table kept, its step checked); model-only, or a workload without a
+ * profiled step, none. */
+static void profiled_step(void **state)
+{
+    (void)state;
+    altered a = {0};
+    mc_wl *w = alt(&a);
+    w->ops = &ALT_PROF;
+    const mc_wl_plan p = {.warm = 1, .reps = 2, .timed_warm = 1, .timed_reps = 2, .on_gpu = true, .profile = true};
+    mc_wl_measured f = mc_wl_measure(w, &p);
+    assert_true(f.have_prof);
+    assert_true(fabs(f.prof.ms[MC_PROF_GEMM] - 7.0) < 1e-12); /* steps 1-3, then 4-6 timed: the 7th */
+    assert_true(fabs(f.prof.idle_ms - 3.0) < 1e-12);
+    assert_int_equal(mc_wl_problems(&f), 0);
+    mc_wl_measured_free(&f);
+    const mc_wl_plan host = {.warm = 1, .reps = 2, .profile = true}; /* model-only: no profiled step */
+    f = mc_wl_measure(w, &host);
+    assert_false(f.have_prof);
+    mc_wl_measured_free(&f);
+    w->ops = &ALT; /* no profiled step: none, and nothing wrong */
+    f = mc_wl_measure(w, &p);
+    assert_false(f.have_prof);
+    assert_int_equal(mc_wl_problems(&f), 0);
+    mc_wl_measured_free(&f);
+    mc_wl_destroy(w);
+}
 
 int main(void)
 {
@@ -251,6 +290,7 @@ int main(void)
         cmocka_unit_test(categories_must_sum),
         cmocka_unit_test(unsteady_and_many_problems),
         cmocka_unit_test(timed_steps),
+        cmocka_unit_test(profiled_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -153,6 +153,32 @@ static void nesting(void **state)
     assert_true(mc_prof_enter(&depth));   /* the next operation is outermost again */
     assert_true(mc_prof_leave(&depth));
 }
+/* Two steps compared: the rows that differ by min_ms or more, largest first;
+ * none: said so; a short buffer cut, still a string. */
+static void compare(void **state)
+{
+    (void)state;
+    mc_prof_table a, b;
+    mc_prof_table_init(&a);
+    mc_prof_table_init(&b);
+    mc_prof_table_add(&a, MC_PROF_GEMM, 20.0);
+    mc_prof_table_add(&a, MC_PROF_ELEMENTWISE, 6.0);
+    mc_prof_table_add(&a, MC_PROF_COPY, 1.0);
+    mc_prof_table_finish(&a, 30.0); /* idle 3 */
+    mc_prof_table_add(&b, MC_PROF_GEMM, 9.0);
+    mc_prof_table_add(&b, MC_PROF_ELEMENTWISE, 6.01);
+    mc_prof_table_add(&b, MC_PROF_COPY, 3.0);
+    mc_prof_table_finish(&b, 20.0); /* idle 1.99 */
+    char buf[256];
+    assert_string_equal(mc_prof_table_compare(buf, sizeof buf, "fp32", &a, "fp16", &b, 0.05),
+                        "fp32 30.00 ms, fp16 20.00 ms a step; gemm 20.00 -> 9.00 ms (-11.00), "
+                        "copy 1.00 -> 3.00 ms (+2.00), idle 3.00 -> 1.99 ms (-1.01)");
+    assert_string_equal(mc_prof_table_compare(buf, sizeof buf, "a", &a, "b", &a, 0.05),
+                        "a 30.00 ms, b 30.00 ms a step; no kind differs by 0.05 ms or more");
+    char small[24];
+    mc_prof_table_compare(small, sizeof small, "fp32", &a, "fp16", &b, 0.05);
+    assert_int_equal(strlen(small), sizeof small - 1);
+}
 
 int main(void)
 {
@@ -162,6 +188,7 @@ int main(void)
         cmocka_unit_test(table_and_csv_match_the_fixture),
         cmocka_unit_test(csv_file),
         cmocka_unit_test(nesting),
+        cmocka_unit_test(compare),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

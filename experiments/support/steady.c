@@ -36,7 +36,7 @@ mc_tfm_figures mc_tfm_measure_run(mc_run *run, const mc_tfm_config *c, bool on_g
     mc_wl *w = mc_tfm_handle(mc_tfm_create(c, on_gpu, NULL, err, sizeof err));
     CHECK(w != NULL, "transformer: %s", err);
     const mc_wl_plan p = {.warm = MC_TFM_STEADY_STEP - 1, .reps = 1, .timed_warm = run->opt.warmup,
-                          .timed_reps = run->opt.repeats, .on_gpu = on_gpu};
+                          .timed_reps = run->opt.repeats, .on_gpu = on_gpu, .profile = on_gpu};
     mc_wl_measured m = mc_wl_measure_run(run, w, what, &p);
     mc_tfm_figures f;
     memset(&f, 0, sizeof f);
@@ -48,6 +48,8 @@ mc_tfm_figures mc_tfm_measure_run(mc_run *run, const mc_tfm_config *c, bool on_g
         f.peak_act = m.cat[MC_WL_ACTIVATIONS];
     }
     f.time = m.time;
+    f.have_prof = m.have_prof;
+    f.prof = m.prof;
     if (on_gpu) { /* the host model's step times are not times */
         f.times = m.times;
         f.ntimes = m.ntimes;

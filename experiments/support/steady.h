@@ -31,7 +31,7 @@ bool mc_wl_measure_tfm(mc_run *run, const mc_tfm_config *c, const char *what, co
 /* The figures C23 and C25 read of one Transformer configuration: steps to
  * MC_TFM_STEADY_STEP (the last one's peak is the steady one: Adam's state
  * exists and block placement has settled, as in PyTorch), then on a GPU
- * --warmup + --repeats timed steps. */
+ * --warmup + --repeats timed steps and one profiled step. */
 typedef struct {
     bool oom;                        /* a step ran out of memory (figures unset) */
     int skipped;                     /* steps GradScaler skipped (an inf or NaN gradient) */
@@ -41,6 +41,8 @@ typedef struct {
     double *times;                   /* [ntimes] every timed step's time, s, for band.h's
                                       * verdicts (NULL without a GPU; mc_tfm_figures_free) */
     int ntimes;
+    bool have_prof;                  /* on a GPU: one more step, profiled, after the timed ones */
+    mc_prof_table prof;              /* its GPU time by kind (wl_profile_table.h) */
 } mc_tfm_figures;
 /* The Transformer of c made (on the GPU when on_gpu; one that cannot be made
  * ends the run) and measured so, the loop's problems failed verifications

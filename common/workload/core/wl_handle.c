@@ -18,6 +18,17 @@ mc_wl_status mc_wl_step(mc_wl *w, mc_workload_step_result *r)
     return w->ops->step(w->model, r);
 }
 
+bool mc_wl_can_profile(const mc_wl *w)
+{
+    return w->ops->profile_step != NULL;
+}
+
+mc_wl_status mc_wl_profile_step(mc_wl *w, mc_workload_step_result *r, mc_prof_table *t)
+{
+    CHECK(w->ops->profile_step != NULL, "the %s workload has no profiled step", w->ops->name);
+    return w->ops->profile_step(w->model, r, t);
+}
+
 const ca_allocator *mc_wl_allocator(const mc_wl *w)
 {
     return w->ops->allocator(w->model);

@@ -14,9 +14,11 @@
 #ifndef MC_WL_HANDLE_H
 #define MC_WL_HANDLE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "alloc/alloc_model.h"
+#include "wl_profile_table.h"
 #include "wl_types.h"
 
 #ifdef __cplusplus
@@ -30,6 +32,8 @@ typedef struct {
     const ca_allocator *(*allocator)(const void *model);
     void (*live_by_category)(const void *model, uint64_t out[MC_WL_NCAT]);
     void (*destroy)(void *model);
+    /* One more step with its GPU time by kind (wl_profile.h; on a GPU only). */
+    mc_wl_status (*profile_step)(void *model, mc_workload_step_result *r, mc_prof_table *t);
 } mc_wl_ops;
 
 typedef struct mc_wl mc_wl;
@@ -47,6 +51,11 @@ const ca_allocator *mc_wl_allocator(const mc_wl *w);
 /* Live bytes of each category now (they sum to memory_allocated). */
 void mc_wl_live_by_category(const mc_wl *w, uint64_t out[MC_WL_NCAT]);
 const char *mc_wl_name(const mc_wl *w);
+/* Whether the workload has a profiled step (mc_wl_ops.profile_step). */
+bool mc_wl_can_profile(const mc_wl *w);
+/* One more step, profiled into t (the workload must run on a GPU and
+ * mc_wl_can_profile). */
+mc_wl_status mc_wl_profile_step(mc_wl *w, mc_workload_step_result *r, mc_prof_table *t);
 /* Destroys the model and frees the handle; NULL does nothing. */
 void mc_wl_destroy(mc_wl *w);
 

@@ -70,6 +70,13 @@ mc_wl_measured mc_wl_measure(mc_wl *w, const mc_wl_plan *p)
             if (s >= p->timed_warm) t[f.ntimes++] = r.step_time_s;
         }
     }
+    if (p->profile && p->on_gpu && !f.oom && mc_wl_can_profile(w)) { /* after the timed steps: they are not slowed */
+        mc_workload_step_result r;
+        if (mc_wl_profile_step(w, &r, &f.prof) == MC_WL_OK) {
+            f.have_prof = true;
+            check_step(&f, &r, true);
+        }
+    }
     if (f.ntimes > 0) {
         f.time = mc_stats_of(t, (size_t)f.ntimes);
         f.times = t;

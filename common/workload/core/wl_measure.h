@@ -31,6 +31,8 @@ typedef struct {
     int timed_reps;  /* then steps timed alone (0: time is the measured steps') */
     bool on_gpu;     /* the workload computes: its losses are checked, the timed steps run */
     bool peak_may_move; /* measured peaks that differ are not a problem (steady still says) */
+    bool profile;    /* on a GPU, one more step at the end with its GPU time by kind
+                      * (where the workload has one: mc_wl_can_profile) */
 } mc_wl_plan;
 
 #define MC_WL_PROBLEMS 8      /* problems kept; more are counted in nproblem */
@@ -52,6 +54,8 @@ typedef struct {
                                 * a verdict judges their distribution (band.h), not one median;
                                 * NULL when there are none (mc_wl_measured_free) */
     int ntimes;
+    bool have_prof;            /* plan.profile: the profiled step ran (no OOM) */
+    mc_prof_table prof;        /* its GPU time by kind (wl_profile_table.h) */
     int nproblem;              /* verification failures found (the first MC_WL_PROBLEMS kept) */
     char problem[MC_WL_PROBLEMS][MC_WL_PROBLEM_LEN];
 } mc_wl_measured;

@@ -3,6 +3,7 @@
 #include "wl_profile_table.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -92,6 +93,35 @@ int mc_prof_table_write_csv(const char *path, const mc_prof_table *t, char *err,
 }
 
 /* ------------------------------------------------------------ nesting */
+
+char *mc_prof_table_compare(char *buf, size_t len, const char *a_name, const mc_prof_table *a,
+                            const char *b_name, const mc_prof_table *b, double min_ms)
+{
+    enum { NROWS = MC_PROF_NKINDS + 1 }; /* the kinds, then idle */
+    int order[NROWS], n = 0;
+    for (int i = 0; i < NROWS; i++)
+        if (fabs(row_ms(b, i) - row_ms(a, i)) >= min_ms) order[n++] = i;
+    for (int i = 1; i < n; i++) /* largest difference first (insertion sort: 7 rows) */
+        for (int j = i; j > 0; j--) {
+            const double dj = fabs(row_ms(b, order[j]) - row_ms(a, order[j]));
+            const double dp = fabs(row_ms(b, order[j - 1]) - row_ms(a, order[j - 1]));
+            if (dj <= dp) break;
+            const int x = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = x;
+        }
+    size_t u = 0;
+    int w = snprintf(buf, len, "%s %.2f ms, %s %.2f ms a step", a_name, a->total_ms, b_name, b->total_ms);
+    u = w < 0 ? 0 : (size_t)w;
+    for (int k = 0; k < n && u < len; k++) {
+        const int i = order[k];
+        w = snprintf(buf + u, len - u, "%s %s %.2f -> %.2f ms (%+.2f)", k ? "," : ";", row_name(i),
+                     row_ms(a, i), row_ms(b, i), row_ms(b, i) - row_ms(a, i));
+        u += w < 0 ? 0 : (size_t)w;
+    }
+    if (n == 0 && u < len) snprintf(buf + u, len - u, "; no kind differs by %.2f ms or more", min_ms);
+    return buf;
+}
 
 bool mc_prof_enter(int *depth) { return (*depth)++ == 0; }
 

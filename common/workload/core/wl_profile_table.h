@@ -85,6 +85,15 @@ void mc_prof_table_csv(FILE *fp, const mc_prof_table *t);
  * with one line in err. */
 int mc_prof_table_write_csv(const char *path, const mc_prof_table *t, char *err, size_t len);
 
+/* Where two profiled steps of one model differ (C05: fp32 against half
+ * precision, C25: eager against fused), into buf (at most len bytes, cut
+ * short if need be): "A 54.3 ms, B 40.1 ms a step; gemm 20.1 -> 9.8 ms
+ * (-10.3), ..." with the rows (kinds and idle) that differ by at least
+ * min_ms, largest difference first, or "no kind differs by X ms or more".
+ * Returns buf. */
+char *mc_prof_table_compare(char *buf, size_t len, const char *a_name, const mc_prof_table *a,
+                            const char *b_name, const mc_prof_table *b, double min_ms);
+
 /* Nesting of the hooks: a wrapper that calls another wrapper opens two
  * scopes; only the outermost is timed. enter: true when the scope opened is
  * the outermost (depth was 0); leave: true when the outermost closes. */

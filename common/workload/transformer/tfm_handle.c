@@ -22,7 +22,12 @@ static void destroy(void *m)
     mc_tfm_destroy(m);
 }
 
-static const mc_wl_ops OPS = {"transformer", step, allocator, live_by_category, destroy};
+static mc_wl_status profile_step(void *m, mc_workload_step_result *r, mc_prof_table *t)
+{
+    return mc_tfm_profile_step(m, r, t);
+}
+
+static const mc_wl_ops OPS = {"transformer", step, allocator, live_by_category, destroy, profile_step};
 
 mc_wl *mc_tfm_handle(mc_tfm *t)
 {
