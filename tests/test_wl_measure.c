@@ -74,7 +74,7 @@ static void alt_destroy(void *m)
     mc_workload_destroy(((altered *)m)->w);
 }
 
-static const mc_wl_ops ALT = {"altered", alt_step, alt_allocator, alt_live, alt_destroy};
+static const mc_wl_ops ALT = {"altered", alt_step, alt_allocator, alt_live, alt_destroy, NULL};
 
 static mc_wl *alt(altered *a)
 {

@@ -30,6 +30,10 @@ typedef struct {
     const ca_allocator *(*allocator)(const void *model);
     void (*live_by_category)(const void *model, uint64_t out[MC_WL_NCAT]);
     void (*destroy)(void *model);
+    /* One forward pass in mode (wl_types.h), out_host as the model's own
+     * forward takes it; NULL where the model has none. */
+    mc_wl_status (*forward)(void *model, mc_wl_fwd_mode mode, float *out_host,
+                            mc_workload_forward_result *r);
 } mc_wl_ops;
 
 typedef struct mc_wl mc_wl;
@@ -47,6 +51,10 @@ const ca_allocator *mc_wl_allocator(const mc_wl *w);
 /* Live bytes of each category now (they sum to memory_allocated). */
 void mc_wl_live_by_category(const mc_wl *w, uint64_t out[MC_WL_NCAT]);
 const char *mc_wl_name(const mc_wl *w);
+/* One forward pass alone (the model's forward; exits for a model without
+ * one); fills r and returns r->status. */
+mc_wl_status mc_wl_forward(mc_wl *w, mc_wl_fwd_mode mode, float *out_host,
+                           mc_workload_forward_result *r);
 /* Destroys the model and frees the handle; NULL does nothing. */
 void mc_wl_destroy(mc_wl *w);
 

@@ -22,7 +22,12 @@ static void destroy(void *m)
     mc_tfm_destroy(m);
 }
 
-static const mc_wl_ops OPS = {"transformer", step, allocator, live_by_category, destroy};
+static mc_wl_status forward(void *m, mc_wl_fwd_mode mode, float *out_host, mc_workload_forward_result *r)
+{
+    return mc_tfm_forward(m, mode, out_host, r);
+}
+
+static const mc_wl_ops OPS = {"transformer", step, allocator, live_by_category, destroy, forward};
 
 mc_wl *mc_tfm_handle(mc_tfm *t)
 {
