@@ -85,8 +85,8 @@ static mc_wl_status alt_profile(void *m, mc_workload_step_result *r, mc_prof_tab
     return s;
 }
 
-static const mc_wl_ops ALT = {"altered", alt_step, alt_allocator, alt_live, alt_destroy, NULL};
-static const mc_wl_ops ALT_PROF = {"altered", alt_step, alt_allocator, alt_live, alt_destroy, alt_profile};
+static const mc_wl_ops ALT = {"altered", alt_step, alt_allocator, alt_live, alt_destroy, NULL, NULL};
+static const mc_wl_ops ALT_PROF = {"altered", alt_step, alt_allocator, alt_live, alt_destroy, alt_profile, NULL};
 
 static mc_wl *alt(altered *a)
 {

@@ -2,7 +2,8 @@
  * peak, what is held when model(x) returns and after del, with and without
  * grad, against figures computed by hand from the rules (which tensors
  * autograd saves, when Sequential's rebinding drops a layer's input); OOM
- * under a limit as a returned status. */
+ * under a limit as a returned status; the modes through the workload
+ * handle. The Transformer's: test_tfm_forward.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 
 #include "test_util.h"
 #include "workload/mlp/mlp.h"
+#include "workload/core/wl_handle.h"
 #include "workload/mlp/mlp_forward.h"
 #include "workload/core/pytorch_consts.h"
 
@@ -71,6 +73,10 @@ static void four_layers_by_hand(void **state)
     assert_int_equal(n.saved_bytes, 0);
     assert_int_equal(g.allocated_end, base);
     assert_int_equal(n.allocated_end, base);
+    assert_int_equal(g.allocated_before, params(4)); /* the workspaces come at the first addmm */
+    assert_int_equal(n.allocated_before, params(4));
+    assert_int_equal(g.output_bytes, MIB);
+    assert_int_equal(n.output_bytes, MIB);
     assert_int_equal(g.peak_by_category[MC_WL_ACTIVATIONS], 5 * MIB);
     assert_int_equal(n.peak_by_category[MC_WL_ACTIVATIONS], 3 * MIB);
     assert_int_equal(g.peak_by_category[MC_WL_WEIGHTS], params(4));
@@ -145,6 +151,29 @@ static void oom_is_a_status(void **state)
     mc_workload_destroy(w);
 }
 
+/* Through the workload handle (core/wl_handle.h): the MLP has no dropout
+ * and no fast path, so eval() under no_grad and inference_mode are no_grad. */
+static void handle_modes(void **state)
+{
+    (void)state;
+    mc_workload_config c = cfg(4);
+    mc_workload_forward_result r[MC_WL_FWD_NMODE];
+    for (int m = 0; m < MC_WL_FWD_NMODE; m++) {
+        char err[200];
+        mc_wl *w = mc_workload_handle(mc_workload_create(&c, false, NULL, err, sizeof err));
+        assert_non_null(w);
+        assert_int_equal(mc_wl_forward(w, (mc_wl_fwd_mode)m, NULL, &r[m]), MC_WL_OK);
+        mc_wl_destroy(w);
+    }
+    const uint64_t base = params(4) + WS;
+    assert_int_equal(r[MC_WL_FWD_GRAD].peak_allocated, base + 5 * MIB);
+    for (int m = MC_WL_FWD_NO_GRAD; m < MC_WL_FWD_NMODE; m++) {
+        assert_int_equal(r[m].peak_allocated, base + 3 * MIB);
+        assert_int_equal(r[m].saved_bytes, 0);
+        assert_int_equal(r[m].fast_layers + r[m].fast_mha, 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -153,6 +182,7 @@ int main(void)
         cmocka_unit_test(batch_scales),
         cmocka_unit_test(workspaces_kept),
         cmocka_unit_test(oom_is_a_status),
+        cmocka_unit_test(handle_modes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

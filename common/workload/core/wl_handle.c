@@ -44,6 +44,13 @@ const char *mc_wl_name(const mc_wl *w)
     return w->ops->name;
 }
 
+mc_wl_status mc_wl_forward(mc_wl *w, mc_wl_fwd_mode mode, float *out_host,
+                           mc_workload_forward_result *r)
+{
+    CHECK(w->ops->forward != NULL, "%s: no forward pass alone", w->ops->name);
+    return w->ops->forward(w->model, mode, out_host, r);
+}
+
 void mc_wl_destroy(mc_wl *w)
 {
     if (!w) return;

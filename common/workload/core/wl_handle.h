@@ -34,6 +34,10 @@ typedef struct {
     void (*destroy)(void *model);
     /* One more step with its GPU time by kind (wl_profile.h; on a GPU only). */
     mc_wl_status (*profile_step)(void *model, mc_workload_step_result *r, mc_prof_table *t);
+    /* One forward pass in mode (wl_types.h), out_host as the model's own
+     * forward takes it; NULL where the model has none. */
+    mc_wl_status (*forward)(void *model, mc_wl_fwd_mode mode, float *out_host,
+                            mc_workload_forward_result *r);
 } mc_wl_ops;
 
 typedef struct mc_wl mc_wl;
@@ -56,6 +60,10 @@ bool mc_wl_can_profile(const mc_wl *w);
 /* One more step, profiled into t (the workload must run on a GPU and
  * mc_wl_can_profile). */
 mc_wl_status mc_wl_profile_step(mc_wl *w, mc_workload_step_result *r, mc_prof_table *t);
+/* One forward pass alone (the model's forward; exits for a model without
+ * one); fills r and returns r->status. */
+mc_wl_status mc_wl_forward(mc_wl *w, mc_wl_fwd_mode mode, float *out_host,
+                           mc_workload_forward_result *r);
 /* Destroys the model and frees the handle; NULL does nothing. */
 void mc_wl_destroy(mc_wl *w);
 

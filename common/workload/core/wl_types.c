@@ -12,6 +12,14 @@ const char *mc_wl_category_name(mc_wl_category c)
     return (unsigned)c < MC_WL_NCAT ? CAT_NAME[c] : "?";
 }
 
+static const char *const FWD_NAME[MC_WL_FWD_NMODE] = {"grad", "no_grad", "eval_no_grad",
+                                                         "inference_mode"};
+
+const char *mc_wl_fwd_mode_name(mc_wl_fwd_mode m)
+{
+    return (unsigned)m < MC_WL_FWD_NMODE ? FWD_NAME[m] : "?";
+}
+
 const char *mc_wl_precision_name(mc_wl_precision p)
 {
     return p == MC_WL_FP32 ? "fp32" : p == MC_WL_FP16 ? "fp16" : "bf16";

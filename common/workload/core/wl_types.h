@@ -1,7 +1,8 @@
 /* wl_types.h: what every training workload of the suite (mlp/, transformer/,
  * sharded/) reports in the same terms: the compute precision, a step's
  * status, the categories each allocated byte is counted in, a step's
- * figures and the CSV row build/workload and the PyTorch references write. */
+ * figures and the CSV row build/workload and the PyTorch references write;
+ * a forward pass's modes and figures (C27). */
 #ifndef MC_WL_TYPES_H
 #define MC_WL_TYPES_H
 
@@ -45,7 +46,42 @@ typedef struct {
     double loss_scale;          /* GradScaler's scale after the step (1 unless fp16) */
 } mc_workload_step_result;
 
+/* How a forward pass alone is evaluated (C27): the module's mode and autograd's. */
+typedef enum {
+    MC_WL_FWD_GRAD,      /* model.train(), autograd on: the graph keeps its saved tensors */
+    MC_WL_FWD_NO_GRAD,   /* model.train() under torch.no_grad(): dropout on, nothing saved */
+    MC_WL_FWD_EVAL,      /* model.eval() under torch.no_grad(): no dropout; PyTorch's
+                            inference fast paths where their conditions hold */
+    MC_WL_FWD_INFERENCE, /* model.eval() under torch.inference_mode() */
+    MC_WL_FWD_NMODE
+} mc_wl_fwd_mode;
+
+/* One forward pass of a fresh model, as evaluation runs it:
+ *   [peak reset] x = randn (the Transformer: src, tgt); out = model(...);  del out, x
+ * with the figures PyTorch's allocator statistics give at each point. */
+typedef struct {
+    mc_wl_status status;
+    uint64_t allocated_before; /* memory_allocated() before x: the weights (and any workspace
+                                  made earlier) */
+    uint64_t peak_allocated;   /* max_memory_allocated(), peak reset just before x = randn */
+    uint64_t allocated_out;    /* memory_allocated() when model(x) returns, out held (with
+                                  grad: and the graph's saved tensors) */
+    uint64_t allocated_end;    /* memory_allocated() after del out, x */
+    uint64_t peak_reserved;    /* max_memory_reserved() over the same span */
+    uint64_t saved_bytes;      /* block bytes the graph alone keeps when model(x) returns
+                                  (freed with it at del out); 0 without a graph */
+    uint64_t output_bytes;     /* out.numel() * out.element_size() */
+    int fast_layers;           /* layers run by torch._transformer_encoder_layer_fwd */
+    int fast_mha;              /* attentions run by torch._native_multi_head_attention from
+                                  MultiheadAttention.forward (the decoder's self-attention) */
+    uint64_t peak_by_category[MC_WL_NCAT]; /* live bytes of each at the peak; they sum to it */
+    double time_s;             /* CUDA events around x = randn ... model(x); NaN in model-only */
+} mc_workload_forward_result;
+
 const char *mc_wl_category_name(mc_wl_category c);   /* "weights", "casts", ... */
+/* "grad", "no_grad", "eval_no_grad", "inference_mode" (C27's variants, and the
+ * modes of tests/torch/no_grad_reference.py). */
+const char *mc_wl_fwd_mode_name(mc_wl_fwd_mode m);
 const char *mc_wl_precision_name(mc_wl_precision p); /* "fp32", "fp16", "bf16" */
 
 /* The CSV build/workload and tests/torch/mlp_reference.py write: the header,

@@ -98,6 +98,7 @@ mc_wl_status mc_workload_forward(mc_workload *w, bool grad, float *out_host,
         return r->status;
     }
     wl_trace(&w->ctx, "# forward (%s)", grad ? "grad" : "no_grad");
+    r->allocated_before = (uint64_t)ca_get_stats(w->ctx.a)->allocated_bytes.current;
     wl_reset_peak(&w->ctx);
     if (G) mc_gpu_step_begin(G);
     int rc = forward_seq(w, grad);
@@ -110,6 +111,7 @@ mc_wl_status mc_workload_forward(mc_workload *w, bool grad, float *out_host,
         return r->status;
     }
     wl_t *out = &w->ly[w->L - 1].h;
+    r->output_bytes = out->bytes;
     r->allocated_out = (uint64_t)ca_get_stats(w->ctx.a)->allocated_bytes.current;
     for (int l = 0; l < w->L - 1; l++)
         if (w->ly[l].r.addr) r->saved_bytes += ca_block_size(w->ctx.a, w->ly[l].r.addr);

@@ -12,7 +12,10 @@
  * requests it (mlp_forward.c says which tensors autograd keeps), so the
  * peak equals PyTorch's max_memory_allocated() for the same forward. fp32
  * without checkpointing only: under autocast the weight casts are cached
- * whether or not grad is enabled, which this file does not model. */
+ * whether or not grad is enabled, which this file does not model. The
+ * figures are core/wl_types.h's mc_workload_forward_result. The MLP has no
+ * dropout and no fast path, so eval() is train() and inference_mode is
+ * no_grad for it (its handle's forward maps the modes so). */
 #ifndef MC_WORKLOAD_FORWARD_H
 #define MC_WORKLOAD_FORWARD_H
 
@@ -24,19 +27,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef struct {
-    mc_wl_status status;
-    uint64_t peak_allocated;   /* max_memory_allocated(), peak reset just before x = randn */
-    uint64_t allocated_out;    /* memory_allocated() when model(x) returns, out held (with
-                                  grad: and the graph's saved tensors) */
-    uint64_t allocated_end;    /* memory_allocated() after del out, x */
-    uint64_t peak_reserved;    /* max_memory_reserved() over the same span */
-    uint64_t saved_bytes;      /* block bytes the graph alone keeps when model(x) returns:
-                                  the ReLU outputs; 0 under no_grad (x is the caller's) */
-    uint64_t peak_by_category[MC_WL_NCAT]; /* live bytes of each at the peak; they sum to it */
-    double time_s;             /* CUDA events around x = randn ... model(x); NaN in model-only */
-} mc_workload_forward_result;
 
 /* One forward of a micro-batch (B/K rows) on w, grad or under no_grad. The
  * weights are w's (made by mc_workload_create); the cuBLAS and cuBLASLt

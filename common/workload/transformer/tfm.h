@@ -118,6 +118,16 @@ mc_tfm *mc_tfm_create_with(const mc_tfm_config *c, bool on_gpu, FILE *trace, mc_
                            char *err, size_t len);
 mc_wl_status mc_tfm_setup_status(const mc_tfm *t);
 mc_wl_status mc_tfm_step(mc_tfm *t, mc_workload_step_result *r);
+/* One forward pass alone (C27), in one of core/wl_types.h's modes, every
+ * request in PyTorch 2.11's order (tfm_forward.c; eval()'s fast paths:
+ * tfm_fastpath.c):
+ *   [peak reset] src = randn [; tgt = randn]; out = model(src[, tgt]); del out, src[, tgt]
+ * fp32 without checkpointing, offload or --fused (exits for another). The
+ * micro-batch is batch / accum. On a GPU out_host (if not NULL) receives
+ * out, tokens x d_model floats in the model's layout. An OOM frees what the
+ * forward held and returns MC_WL_OOM; the figures are those at the failure. */
+mc_wl_status mc_tfm_forward(mc_tfm *t, mc_wl_fwd_mode mode, float *out_host,
+                            mc_workload_forward_result *r);
 /* build/workload --profile: one more step with its GPU time split by kind,
  * as mc_workload_profile_step (on a GPU only). */
 mc_wl_status mc_tfm_profile_step(mc_tfm *t, mc_workload_step_result *r, mc_prof_table *tab);

@@ -100,7 +100,7 @@ k_attn_fwd(tfm_attn a, T *o, tfm_view vo, float *lse, const T *q, tfm_view vq, c
     T *orow = o + b * vo.b + h * vo.h + (int64_t)i * vo.l;
 #pragma unroll
     for (int c = 0; c < NO; c++) orow[sub + 4 * c] = st<T>(acc[c] * inv);
-    if (sub == 0) lse[bh * a.Lq + i] = m * LN2 + logf(l);
+    if (sub == 0 && lse) lse[bh * a.Lq + i] = m * LN2 + logf(l); /* NULL: not kept (no grad) */
 }
 
 template <typename T, int D>

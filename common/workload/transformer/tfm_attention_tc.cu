@@ -128,7 +128,7 @@ k_attn_fwd_tc(tfm_attn a, T *o, tfm_view vo, float *lse, const T *q, tfm_view vq
         for (int c = 0; c < NO; c++)
             *reinterpret_cast<uint32_t *>(orow + c * 8 + 2 * t) =
                 tc_pack<T>(acc[c][2 * r] * inv, acc[c][2 * r + 1] * inv);
-        if (t == 0) lse[bh * a.Lq + i] = m[r] * LN2 + logf(l[r]);
+        if (t == 0 && lse) lse[bh * a.Lq + i] = m[r] * LN2 + logf(l[r]); /* NULL: not kept */
     }
 }
 

@@ -49,6 +49,9 @@
  *   grad_v, delta = (grad_out * out).sum(-1).transpose(-2,-1).contiguous()
  *   (fp32 kernels do not compute it), then the kernel's workspace
  *   (kernel_backward.h workspace_size(): efficient_bwd_workspace below).
+ * - Without autograd (no_grad, inference_mode) the memory-efficient kernel
+ *   makes no logsumexp (should_compute_logsumexp: its [N, H, 0] takes no
+ *   block); in eval() dropout_p is 0.
  * - attn.permute(2,0,1,3).contiguous().view(L*N, E); out_proj = linear;
  *   .view(L, N, E); batch_first: .transpose(1, 0), whose gradient reaches
  *   the view as a non-contiguous tensor: the view's backward copies.
@@ -81,7 +84,7 @@ static tfm_attn attn_of(const mc_tfm *T, const int64_t *a)
     r.Lq = r.Lk = (int)a[2];
     r.Dh = (int)a[3];
     r.causal = a[6] != 0;
-    r.dropout_p = (float)T->c.dropout;
+    r.dropout_p = T->eval ? 0.0f : (float)T->c.dropout; /* eval(): dropout_p = 0.0 */
     r.seed = T->c.seed;
     r.offset = (uint64_t)a[7];
     r.scale = (float)(1.0 / sqrt((double)r.Dh));
@@ -296,6 +299,18 @@ static int flash_fwd(mc_tfm *T, tb **o, tb **lse, tb **rng, tb **unused)
     return *rng && *unused ? 0 : -1;
 }
 
+void attn_fwd_gpu(mc_tfm *T, void *o, float *lse, const void *q, const void *k, const void *v,
+                  tfm_view vin, bool causal)
+{
+    const int64_t a[8] = {T->T, T->H, T->L, T->hd, T->es, T->N, causal,
+                          (int64_t)(T->drop_base + (uint64_t)T->site)};
+    const tfm_attn at = attn_of(T, a);
+    mc_wl_prof *prof = mc_gpu_prof(TG(T));
+    mc_prof_begin(prof, MC_PROF_ATTENTION);
+    tfm_attn_fwd(TG(T), &at, o, model_view(T), lse, q, vin, k, vin, v, vin, tfm_dt(T, T->es));
+    mc_prof_end(prof);
+}
+
 static tv sdpa(mc_tfm *T, tv q, tv k, tv v, bool causal)
 {
     if (T->ctx.oom || T->stopped || !q.b || !k.b || !v.b) return TV_NONE;
@@ -307,10 +322,12 @@ static tv sdpa(mc_tfm *T, tv q, tv k, tv v, bool causal)
         rc = cudnn_fwd(T, &o, &lse, &seed, &offset);
     } else if (be == MC_TFM_SDPA_FLASH) {
         rc = flash_fwd(T, &o, &lse, &seed, &offset);
-    } else { /* seed and offset on the CPU */
+    } else { /* seed and offset on the CPU; without autograd no logsumexp
+              * (should_compute_logsumexp: [N, H, 0], no block) */
         o = tb_new(T, (uint64_t)(n * T->es), MC_WL_ACTIVATIONS, "efficient attention output");
-        lse = o ? tb_new(T, (uint64_t)(N * H * round_up(L, 32) * 4), MC_WL_ACTIVATIONS, "attention logsumexp") : NULL;
-        rc = lse ? 0 : -1;
+        if (o && !T->no_grad)
+            lse = tb_new(T, (uint64_t)(N * H * round_up(L, 32) * 4), MC_WL_ACTIVATIONS, "attention logsumexp");
+        rc = o && (lse || T->no_grad) ? 0 : -1;
     }
     if (rc) {
         tb_unref(T, o);
@@ -329,13 +346,8 @@ static tv sdpa(mc_tfm *T, tv q, tv k, tv v, bool causal)
     a[7] = (int64_t)(T->drop_base + (uint64_t)T->site);
     if (TG(T)) {
         CHECK(be != MC_TFM_SDPA_FLASH, "transformer: head size %lld: no attention kernel on the GPU", (long long)hd);
-        const tfm_attn at = attn_of(T, a);
-        const tfm_view mv = model_view(T);
-        mc_wl_prof *prof = mc_gpu_prof(TG(T));
-        mc_prof_begin(prof, MC_PROF_ATTENTION);
-        tfm_attn_fwd(TG(T), &at, TBP(o), mv, TBP(lse), TVP(T, q), mv, TVP(T, k), mv, TVP(T, v), mv,
-                     tfm_dt(T, T->es));
-        mc_prof_end(prof);
+        attn_fwd_gpu(T, TBP(o), lse ? (float *)TBP(lse) : NULL, TVP(T, q), TVP(T, k), TVP(T, v),
+                     model_view(T), causal);
     }
     tape_edge(T, nd, 0, q);
     tape_edge(T, nd, 1, k);

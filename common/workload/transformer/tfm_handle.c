@@ -27,7 +27,12 @@ static mc_wl_status profile_step(void *m, mc_workload_step_result *r, mc_prof_ta
     return mc_tfm_profile_step(m, r, t);
 }
 
-static const mc_wl_ops OPS = {"transformer", step, allocator, live_by_category, destroy, profile_step};
+static mc_wl_status forward(void *m, mc_wl_fwd_mode mode, float *out_host, mc_workload_forward_result *r)
+{
+    return mc_tfm_forward(m, mode, out_host, r);
+}
+
+static const mc_wl_ops OPS = {"transformer", step, allocator, live_by_category, destroy, profile_step, forward};
 
 mc_wl *mc_tfm_handle(mc_tfm *t)
 {

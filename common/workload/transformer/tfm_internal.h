@@ -15,8 +15,11 @@
  * one above it, so there is no circle):
  *
  *   tfm_measure.c, tfm_verify_step.c -> tfm_seq.c (tfm.h: life cycle, step)
+ *   tfm_forward.c -> tfm_seq.c, tfm_tape.c (a forward pass alone)
  *   tfm_seq.c -> tfm_setup.c, tfm_opt.c, tfm_config.c, tfm_offload.c
- *                (tfm_offload.h), tfm_attn.c, tfm_fused_ops.c, tfm_ops.c, tfm_tape.c
+ *                (tfm_offload.h), tfm_fastpath.c, tfm_attn.c, tfm_fused_ops.c,
+ *                tfm_ops.c, tfm_tape.c
+ *   tfm_fastpath.c -> tfm_attn.c (attn_fwd_gpu), tfm_ops.c, tfm_tape.c
  *   tfm_attn.c, tfm_fused_ops.c -> tfm_ops.c -> tfm_tape.c
  *   tfm_offload.c -> tfm_tape.c
  *   tfm_tape.c -> the kernels (tfm_kernels.h) only
@@ -33,6 +36,7 @@
 #include <stdint.h>
 
 #include "tfm.h"
+#include "tfm_kernels.h"
 #include "workload/core/optimizer_step.h"
 #include "workload/core/wl_ctx.h"
 
@@ -153,6 +157,11 @@ struct mc_tfm {
     int rec_target, rec_base;  /* the group being recomputed; its node offset */
     tfm_saved_hooks hooks;     /* installed by tfm_seq.c at creation */
     int handle;                /* cuBLAS handle: 0 forward thread, 1 backward thread */
+    /* A forward pass alone (tfm_forward.c), else both false: */
+    bool no_grad;              /* autograd off: no saved tensor is kept (tfm_tape.c save) */
+    bool eval;                 /* model.eval(): dropout is the identity, SDPA's dropout 0,
+                                  the inference fast paths (tfm_fastpath.c) where they apply */
+    int fast_layers, fast_mha; /* fast-path calls of the forward (mc_workload_forward_result) */
 
     tb *mask;                  /* the encoder's causal mask (set-up) */
     /* GPU arithmetic (T->ctx.gpu non-NULL; transformer_gpu.c): */
@@ -236,9 +245,25 @@ void cast_cache_clear(mc_tfm *T);                      /* autocast region exit *
 tv op_fused_act_dropout(mc_tfm *T, tv h, int64_t rows);            /* dropout(act(h)) */
 tv op_fused_dropout_add(mc_tfm *T, tv res, tv branch, int64_t rows); /* res + dropout(branch) */
 
-/* tfm_attn.c: MultiheadAttention in training mode (need_weights False). */
+/* tfm_attn.c: MultiheadAttention (need_weights False) as F.multi_head_attention_forward
+ * runs it (tfm_seq.c takes MultiheadAttention.forward's fast path, tfm_fastpath.c,
+ * where it applies). */
 typedef enum { MC_TFM_SDPA_EFFICIENT, MC_TFM_SDPA_FLASH, MC_TFM_SDPA_CUDNN } mc_tfm_sdpa;
 tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal, int64_t S);
+/* The attention kernel on the GPU: o (the model's layout, [N, L, H, hd] in
+ * memory) from q, k, v laid out as vin; lse NULL where none is kept. */
+void attn_fwd_gpu(mc_tfm *T, void *o, float *lse, const void *q, const void *k, const void *v,
+                  tfm_view vin, bool causal);
+
+/* tfm_fastpath.c: PyTorch's inference fast paths, taken in eval() without
+ * autograd (torch/nn/modules/transformer.py, activation.py). */
+bool tfm_mha_fast(const mc_tfm *T);                  /* MultiheadAttention.forward's, self-attention */
+bool tfm_layer_fast(const mc_tfm *T, int layer);      /* TransformerEncoderLayer.forward's */
+tv tfm_native_mha(mc_tfm *T, tv x, int p0);           /* torch._native_multi_head_attention */
+tv tfm_fast_encoder_layer(mc_tfm *T, int layer, tv x); /* torch._transformer_encoder_layer_fwd */
+
+/* tfm_seq.c: model(src, tgt) (the encoder: model(src)); src, tgt the caller's. */
+tv tfm_model_forward(mc_tfm *T, tv src, tv tgt);
 
 /* tfm_opt.c: the optimizer step and zero_grad over T->p; the parameter
  * list of the optimizer (after tfm_build_params). */

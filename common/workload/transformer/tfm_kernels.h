@@ -94,7 +94,8 @@ bool tfm_attn_supported(int Dh);
  * an L x L buffer: one block per (b * H + h, tile of query rows), online
  * softmax over tiles of keys in shared memory. q, k, v, o: dtype dt.
  * lse: float32 [B, H, Lq] contiguous, logsumexp of each row of scale Q K^T
- * (natural log), saved for the backward (the only thing saved besides
+ * (natural log), or NULL where none is kept (a forward without autograd,
+ * whose SDPA computes none), saved for the backward (the only thing saved besides
  * q, k, v, o; no dropout mask: the backward regenerates it). PyTorch's
  * memory-efficient forward allocates its logsumexp [B, H, ceil(Lq / 32) 32]
  * (flash and cuDNN: [B, H, Lq]); a buffer of that size works here (the first

@@ -18,8 +18,10 @@
  *   65536 rows with d_model / 32 under half the SMs, partial dgamma/dbeta
  *   blocks summed into new tensors (layer_norm_kernel.cu).
  * - native_dropout (Dropout.cu dropout_cuda): the bool mask, then the
- *   output (empty_like each); saves the mask. p = 0 is no op at all (at::dropout returns the
- *   input: is_fused_kernel_acceptable needs p > 0).
+ *   output (empty_like each); saves the mask (without autograd the mask goes
+ *   when at::dropout returns the output). p = 0 and eval() are no op at all
+ *   (at::dropout returns the input: is_fused_kernel_acceptable needs p > 0
+ *   and train, and _dropout_impl returns the input for either).
  * - relu saves its result, gelu its input; the residual add saves nothing
  *   and passes its gradient to both inputs, cast to an input's dtype where
  *   they differ (validate_outputs: autocast's half sublayer output).
@@ -359,7 +361,7 @@ static int elementwise_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
 tv op_dropout(mc_tfm *T, tv x)
 {
     if (T->ctx.oom || T->stopped || !x.b) return TV_NONE;
-    if (T->c.dropout == 0) return tv_view(x);
+    if (T->c.dropout == 0 || T->eval) return tv_view(x); /* _dropout_impl returns the input */
     tb *mask = tb_new(T, (uint64_t)x.n, MC_WL_ACTIVATIONS, "dropout mask (bool)");
     tb *o = mask ? tb_new(T, (uint64_t)(x.n * x.es), MC_WL_ACTIVATIONS, "dropout output") : NULL;
     if (!o) {

@@ -14,7 +14,8 @@
  *   them there). The encoder alone:
  *   layer, N copies, `del layer`; with --causal the mask is
  *   torch.full((L, L), -inf) then torch.triu(..., 1), the full one freed.
- * - Layers, training mode (no fast path): post-norm
+ * - Layers, training mode (eval() without autograd takes PyTorch's fast
+ *   paths where their conditions hold: tfm_fastpath.c): post-norm
  *   x = norm1(x + _sa_block(x)); x = norm2(x + _ff_block(x)), pre-norm
  *   x = x + _sa_block(norm1(x)); x = x + _ff_block(norm2(x)); the decoder
  *   has _mha_block(x, memory) and norm3 between. _sa_block: self_attn then
@@ -58,7 +59,13 @@
 static tv sa_block(mc_tfm *T, tv *x, int p0, bool causal, int site0)
 {
     T->site = site0; /* the attention probabilities */
-    tv o = mha_forward(T, *x, *x, p0, true, causal, T->L);
+    tv o;
+    if (tfm_mha_fast(T)) { /* MultiheadAttention.forward's fast path (tfm_fastpath.c) */
+        T->fast_mha++;
+        o = tfm_native_mha(T, *x, p0);
+    } else {
+        o = mha_forward(T, *x, *x, p0, true, causal, T->L);
+    }
     tv_drop(T, x);
     T->site = site0 + 1; /* dropout1 */
     if (T->c.fused) return o; /* fused with the residual add */
@@ -180,6 +187,8 @@ static void layer(mc_tfm *T, int l, tv *x, tv mem)
                 G->last_saving = i;
                 G->live_nodes++;
             }
+    } else if (tfm_layer_fast(T, l)) {
+        y = tfm_fast_encoder_layer(T, l, *x);
     } else {
         y = layer_body(T, l, *x, mem);
     }
@@ -230,7 +239,7 @@ static int recompute(mc_tfm *T, int g)
 
 /* ------------------------------------------------------------ one micro-step */
 
-static tv model_forward(mc_tfm *T, tv src, tv tgt)
+tv tfm_model_forward(mc_tfm *T, tv src, tv tgt)
 {
     tv x = tv_view(src), none = TV_NONE;
     for (int l = 0; l < T->c.enc_layers; l++) layer(T, l, &x, none);
@@ -317,7 +326,7 @@ static int micro_step(mc_tfm *T, int k)
     if (TG(T)) fill_data(T, s, t, k);
     T->micro++;
     tv src = {s, (int64_t)n, 4, -1, 0, true, 0}, tgt = {t, (int64_t)n, 4, -1, 0, true, 0};
-    tv out = model_forward(T, src, tgt);
+    tv out = tfm_model_forward(T, src, tgt);
     if (T->ctx.oom || !out.b) return -1;
     int rc = loss_and_backward(T, out, tgt);
     if (rc == 0 && TG(T)) mc_gpu_read_loss(TG(T), k, FPT(T->loss));

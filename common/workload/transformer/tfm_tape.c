@@ -202,6 +202,10 @@ static void save(mc_tfm *T, int node, tb *b, uint64_t addr, uint64_t bytes)
 {
     tnode *nd = &T->tape[node];
     CHECK(nd->nsaved < MAX_SAVED, "transformer: too many saved tensors");
+    /* Autograd off (no_grad, inference_mode): no node is made in PyTorch and
+     * nothing is saved, so a tensor goes with its last Python owner. The
+     * tape's nodes stay (they hold nothing) and go with tape_clear. */
+    if (T->no_grad) return;
     if (nd->group >= 0 && !T->recomputing) {
         nd->saved[nd->nsaved++] = NULL;
         nd->orig_saved = nd->nsaved;

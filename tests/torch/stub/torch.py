@@ -1,8 +1,9 @@
 """A stand-in for torch, for make test only (tests/scripts/test_compile_reference.sh
 and test_profile_reference.sh put this folder first on PYTHONPATH): just
-enough of torch's API for transformer_reference.py, compile_reference.py and
-profile_reference.py (with mlp_reference.py's Training) to run their whole
-control flow on a machine without torch or a GPU. Its "allocator" counts the bytes
+enough of torch's API for transformer_reference.py, compile_reference.py,
+profile_reference.py (with mlp_reference.py's Training) and
+no_grad_reference.py to run their whole control flow on a machine without
+torch or a GPU. Its "allocator" counts the bytes
 of the stand-in tensors alive (Python's reference counting frees them, as
 PyTorch's caching allocator sees a tensor freed), so the figures follow the
 scripts' tensor lifetimes; its events tick 1 ms per record. Its profiler
@@ -28,6 +29,7 @@ version = types.SimpleNamespace(cuda="0.0-stub")
 backends = types.SimpleNamespace(cudnn=types.SimpleNamespace(version=lambda: 0))
 float16, bfloat16, float32 = "float16", "bfloat16", "float32"
 _mem = {"current": 0, "peak": 0}
+_grad = {"enabled": True, "inference": False}  # torch.no_grad / inference_mode state
 
 
 def _take(n):
@@ -38,7 +40,18 @@ def _take(n):
 class Tensor:
     def __init__(self, nbytes, value=0.5):
         self.nbytes, self.value = nbytes, value
+        self.grad_fn = "StubBackward" if _grad["enabled"] else None
+        self._inference = _grad["inference"]
         _take(nbytes)
+
+    def numel(self):
+        return self.nbytes // 4
+
+    def element_size(self):
+        return 4
+
+    def is_inference(self):
+        return self._inference
 
     def __del__(self):
         _mem["current"] -= self.nbytes
@@ -81,6 +94,32 @@ def zeros(*shape, dtype=None):
 
 def manual_seed(seed):
     pass
+
+
+@contextlib.contextmanager
+def _grad_mode(enabled, inference=False):
+    before = dict(_grad)
+    _grad.update(enabled=enabled, inference=inference)
+    try:
+        yield
+    finally:
+        _grad.update(before)
+
+
+def no_grad():
+    return _grad_mode(False)
+
+
+def inference_mode():
+    return _grad_mode(False, True)
+
+
+def _transformer_encoder_layer_fwd(src, *args):
+    return Tensor(4096)
+
+
+def _native_multi_head_attention(*args):
+    return Tensor(4096), None
 
 
 def device(kind, index=0):
@@ -146,6 +185,8 @@ cuda = types.SimpleNamespace(
                                                           minor=0, total_memory=1 << 30),
     reset_peak_memory_stats=_reset_peak, memory_stats=_memory_stats,
     memory_allocated=lambda *a: _mem["current"], max_memory_allocated=lambda *a: _mem["peak"],
+    max_memory_reserved=lambda *a: 2 * _mem["peak"],
+    OutOfMemoryError=type("OutOfMemoryError", (RuntimeError,), {}),
     memory=types.SimpleNamespace(_record_memory_history=lambda **k: None,
                                  _snapshot=lambda: {"device_traces": [[]]}))
 
@@ -196,8 +237,14 @@ def _module(name, **attrs):
 class _Module:
     def __init__(self, nparams):
         self.params = [Tensor(1024) for _ in range(nparams)]
+        self.training = True
 
     def train(self):
+        self.training = True
+        return self
+
+    def eval(self):
+        self.training = False
         return self
 
     def parameters(self):
@@ -230,11 +277,20 @@ class _Encoder(_Module):
         super().__init__(2 * n)
         self.layers = [_Module(1) for _ in range(n)]
 
+    def __call__(self, src, *args, **kwargs):
+        if self.training or _grad["enabled"]:
+            return super().__call__(src, *args, **kwargs)
+        x = src  # eval() without autograd: the fast path, looked up on torch at each call
+        for _ in self.layers:
+            x = sys.modules[__name__]._transformer_encoder_layer_fwd(x)
+        return x
+
 
 class _Sequential(_Module):
     def __init__(self, *mods):
         self.mods = mods
         self.params = [p for m in mods for p in m.params]
+        self.training = True
 
 
 functional = types.SimpleNamespace(mse_loss=lambda out, tgt: Tensor(4, 1.25))
