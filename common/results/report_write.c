@@ -153,6 +153,13 @@ static void put_head(FILE *fp, const mc_run_data *run)
 
 /* ------------------------------------------------------------ the table */
 
+static bool has_beside(const mc_run_experiment *e)
+{
+    for (size_t j = 0; j < e->nrows; j++)
+        if (!strcmp(e->rows[j].text[MC_COL_METRIC], MC_BESIDE_METRIC)) return true;
+    return false;
+}
+
 static void put_table(FILE *fp, const mc_run_data *run)
 {
     fprintf(fp, "| Claim | What the seeds say | What this %s shows | Verdict |\n",
@@ -176,6 +183,13 @@ static void put_table(FILE *fp, const mc_run_data *run)
     fputs("\nVerdicts are computed by each experiment from its own figures, by the rule given below; "
           "every figure is in `<key>.csv` (median, min, max, mean, stdev, n).\n\n",
           fp);
+    if (count(run, has_beside) > 0) {
+        fputs("PyTorch measured the same points of ", fp);
+        put_claims(fp, run, has_beside);
+        fputs(" (`scripts/run-all --pytorch`, tests/torch/beside/): its figures are the rows of variant "
+              "`pytorch:...` in the same CSV, set beside the suite's under each claim (\"PyTorch beside\"); "
+              "the verdicts are the suite's alone.\n\n", fp);
+    }
 }
 
 /* ------------------------------------------------------------ per claim */
@@ -191,6 +205,14 @@ static void put_claim(FILE *fp, const mc_run_experiment *e)
         char *const *t = e->rows[j].text;
         if (!strcmp(t[MC_COL_METRIC], "verification") && !strcmp(t[MC_COL_STATUS], "failed"))
             fprintf(fp, "- **verification failed**: %s: %s\n", t[MC_COL_VARIANT], t[MC_COL_NOTE]);
+    }
+    /* PyTorch's counterpart (scripts/run-all --pytorch): its figures beside
+     * the suite's, each in one summary row's note; not part of the verdict. */
+    for (size_t j = 0; j < e->nrows; j++) {
+        char *const *t = e->rows[j].text;
+        if (strcmp(t[MC_COL_METRIC], MC_BESIDE_METRIC)) continue;
+        if (!strcmp(t[MC_COL_STATUS], "failed")) fprintf(fp, "- **PyTorch beside failed**: %s\n", t[MC_COL_NOTE]);
+        else fprintf(fp, "- PyTorch beside: %s\n", t[MC_COL_NOTE]);
     }
     if (e->has_chart) fprintf(fp, "\n![%s](%s.png)\n", e->key, e->key);
     if (e->has_run) fprintf(fp, "\n`%s.csv`, log `logs/%s.log`, %s s.\n", e->key, e->key, e->seconds_text);

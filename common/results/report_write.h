@@ -2,7 +2,9 @@
  * read by run_read.h: the GPU and the commit, what was waived or has no
  * verdict, a verdict table (claim, what the seeds say, what this GPU shows,
  * verdict) and, per claim, how it was measured, the rule, the findings, any
- * failed verification, the chart and the CSV. An experiment without a
+ * failed verification, PyTorch's figures beside the suite's (the
+ * MC_BESIDE_METRIC rows of scripts/run-all --pytorch, with one sentence
+ * under the table where a run has them), the chart and the CSV. An experiment without a
  * verdict row (metric "verdict", the first in its CSV) is marked not run,
  * interrupted, or STATE (exit N). */
 #ifndef MC_REPORT_WRITE_H

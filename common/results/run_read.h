@@ -20,6 +20,12 @@ enum {
     MC_COL_METRIC, MC_COL_UNIT, MC_COL_N, MC_COL_MEDIAN, MC_COL_MIN, MC_COL_MAX,
     MC_COL_MEAN, MC_COL_STDEV, MC_COL_STATUS, MC_COL_NOTE, MC_COLS
 };
+/* The metric of a PyTorch counterpart's summary row (tests/torch/beside/,
+ * scripts/run-all --pytorch): variant "pytorch", no figures, the note
+ * setting PyTorch's figure beside the suite's; status ok or failed. Its
+ * figure rows have variant "pytorch:<the suite's variant>". */
+#define MC_BESIDE_METRIC "pytorch_beside"
+
 /* The five figures of a row, in CSV order from MC_COL_MEDIAN. */
 enum { MC_FIG_MEDIAN, MC_FIG_MIN, MC_FIG_MAX, MC_FIG_MEAN, MC_FIG_STDEV, MC_FIGS };
 

@@ -1,8 +1,9 @@
-"""A stand-in for torch, for make test only (tests/scripts/test_compile_reference.sh
-and test_profile_reference.sh put this folder first on PYTHONPATH): just
-enough of torch's API for transformer_reference.py, compile_reference.py,
-profile_reference.py (with mlp_reference.py's Training) and
-no_grad_reference.py to run their whole control flow on a machine without
+"""A stand-in for torch, for make test only (tests/scripts/test_compile_reference.sh,
+test_profile_reference.sh, test_no_grad_reference.sh and test_beside.sh put
+this folder first on PYTHONPATH): just enough of torch's API for
+transformer_reference.py, compile_reference.py, profile_reference.py (with
+mlp_reference.py's Training), no_grad_reference.py and the counterparts in
+tests/torch/beside/ to run their whole control flow on a machine without
 torch or a GPU. Its "allocator" counts the bytes
 of the stand-in tensors alive (Python's reference counting frees them, as
 PyTorch's caching allocator sees a tensor freed), so the figures follow the
@@ -26,7 +27,8 @@ import types
 __version__ = "0.0-stub"
 __path__ = []  # a package, so that torch.nn.functional and the others import
 version = types.SimpleNamespace(cuda="0.0-stub")
-backends = types.SimpleNamespace(cudnn=types.SimpleNamespace(version=lambda: 0))
+backends = types.SimpleNamespace(cudnn=types.SimpleNamespace(version=lambda: 0),
+                                 cuda=types.SimpleNamespace(matmul=types.SimpleNamespace(allow_tf32=False)))
 float16, bfloat16, float32 = "float16", "bfloat16", "float32"
 _mem = {"current": 0, "peak": 0}
 _grad = {"enabled": True, "inference": False}  # torch.no_grad / inference_mode state
@@ -90,6 +92,14 @@ def randn(*shape, device=None, dtype=None, requires_grad=False):
 
 def zeros(*shape, dtype=None):
     return Tensor(0)
+
+
+def empty(*shape, device=None, dtype=None):
+    return Tensor(4096)
+
+
+def mm(a, b, out=None):
+    return out if out is not None else Tensor(4096)
 
 
 def manual_seed(seed):
@@ -178,7 +188,12 @@ def _reset_peak(*args):
     _mem["peak"] = _mem["current"]
 
 
+class OutOfMemoryError(RuntimeError):
+    pass
+
+
 cuda = types.SimpleNamespace(
+    OutOfMemoryError=OutOfMemoryError, empty_cache=lambda: None, _sleep=lambda cycles: None,
     is_available=lambda: not os.environ.get("STUB_NO_CUDA"), device_count=lambda: 1,
     set_device=lambda d: None, synchronize=lambda *a: None, Event=_Event,
     get_device_properties=lambda d: types.SimpleNamespace(name="stub GPU", multi_processor_count=1, major=9,
@@ -186,7 +201,6 @@ cuda = types.SimpleNamespace(
     reset_peak_memory_stats=_reset_peak, memory_stats=_memory_stats,
     memory_allocated=lambda *a: _mem["current"], max_memory_allocated=lambda *a: _mem["peak"],
     max_memory_reserved=lambda *a: 2 * _mem["peak"],
-    OutOfMemoryError=type("OutOfMemoryError", (RuntimeError,), {}),
     memory=types.SimpleNamespace(_record_memory_history=lambda **k: None,
                                  _snapshot=lambda: {"device_traces": [[]]}))
 

@@ -1,0 +1,305 @@
+#!/usr/bin/env bash
+# PyTorch beside the suite (scripts/run-all --pytorch, tests/torch/beside/)
+# without torch or a GPU, over the stand-in torch (tests/torch/stub/torch.py):
+# each counterpart prints rows of its experiment's CSV (variant pytorch:...,
+# never a verdict), on the experiment's own points (its lists, or the points
+# of the suite's CSV it is given), waives without torch or CUDA, refuses a
+# foreign header, and records a point that fails as a row. run-all --pytorch
+# appends those rows to the CSV before the report without changing a verdict
+# or the suite's rows; without torch it says so in one line and writes what
+# it writes without --pytorch; a counterpart that crashes, hangs or prints
+# what is not a row of its experiment adds a failed row and the run goes on
+# with the same exit code; make compare matches PyTorch's rows like others.
+#   tests/scripts/test_beside.sh BUILD_DIR
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+. "$here/lib.sh"
+build=${1:-build/san}
+case $build in /*) ;; *) build=$root/$build ;; esac
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$root" || exit 2
+export PYTHONDONTWRITEBYTECODE=1 CUDA_VISIBLE_DEVICES=""
+no_model_checks
+noleak="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+stub=$root/tests/torch/stub
+fixtures=$root/tests/fixtures/results
+beside=tests/torch/beside
+header=$(head -1 "$fixtures/sync_vs_async_timing.csv")
+rows_awk() { # PROGRAM FILE...: an awk program over CSV files, with csv.awk's csv_split
+    local prog=$1
+    shift
+    printf '%s\n' "$prog" > "$tmp/prog.awk"
+    awk -f scripts/lib/csv.awk -f "$tmp/prog.awk" "$@"
+}
+# The lines of FILE that run-all would drop (not PyTorch rows of CLAIM KEY).
+dropped() { # CLAIM KEY FILE
+    awk -v claim="$1" -v key="$2" -v dropped="$tmp/d" -v failed="$tmp/f" \
+        -f scripts/lib/csv.awk -f scripts/lib/beside_rows.awk "$3" > /dev/null
+    cat "$tmp/d"
+}
+# (variant without pytorch:, param, value) of the rows of METRIC in CSV, one a line.
+points_of() { # CSV METRIC
+    rows_awk 'FNR > 1 { csv_split($0, f); if (f[6] == "'"$2"'") { sub(/^pytorch:/, "", f[3]); print f[3] "," f[4] "," f[5] } }' "$1"
+}
+# same_points WHAT CSV_A CSV_B METRIC: the points of both are the same, and not none.
+same_points() {
+    points_of "$2" "$4" > "$tmp/pa"
+    points_of "$3" "$4" > "$tmp/pb"
+    if [ -s "$tmp/pb" ] && cmp -s "$tmp/pa" "$tmp/pb"; then pass "$1 ($(wc -l < "$tmp/pb") points)"
+    else failure "$1" "$(diff "$tmp/pa" "$tmp/pb" | head -5 | tr '\n' ' ')"; fi
+}
+# The count of temporary files in the folders given.
+tmp_files() { local d n=0; for d in "$@"; do n=$((n + $(ls -A "$d" | grep -c tmp))); done; echo "$n"; }
+# A torch that is the stand-in plus the lines of stdin (overrides), in DIR.
+wrap_torch() { # DIR
+    mkdir -p "$1"
+    { printf 'exec(open(%s).read())\n' "'$stub/torch.py'"; cat; } > "$1/torch.py"
+}
+
+# ------------------------------------------------------------ the counterparts alone
+declare -A claim=([sync_vs_async_timing]=C04 [mixed_precision]=C05 [checkpointing]=C08)
+declare -A metric=([sync_vs_async_timing]=time_cuda_events [mixed_precision]=peak_allocated [checkpointing]=peak_allocated)
+for key in sync_vs_async_timing mixed_precision checkpointing; do
+    id=${claim[$key]}
+    PYTHONPATH=$stub python3 "$beside/$key.py" --quick > "$tmp/$key.out" 2> "$tmp/$key.err"; rc=$?
+    check_eq "$key.py --quick over the stand-in: exit 0" "$rc" 0
+    check_eq "... the suite's header first (by hand, no --csv-header)" "$(head -1 "$tmp/$key.out")" "$header"
+    tail -n +2 "$tmp/$key.out" > "$tmp/$key.rows"
+    check_eq "... every line a PyTorch row of $id that run-all keeps" "$(dropped "$id" "$key" "$tmp/$key.rows")" 0
+    check "... figure rows of variant pytorch:..." grep -q "^$id,$key,pytorch:" "$tmp/$key.rows"
+    check "... and summary rows (pytorch_beside)" grep -q "^$id,$key,pytorch,,,pytorch_beside,,0,,,,,,ok," "$tmp/$key.rows"
+    check_eq "... no verdict, finding or verification row" \
+        "$(rows_awk '{ csv_split($0, f); if (f[6] ~ /^(verdict|finding|verification)$/) n++ } END { print n + 0 }' "$tmp/$key.rows")" 0
+    # Given the suite's CSV: its points, and its figures in the summaries.
+    PYTHONPATH=$stub python3 "$beside/$key.py" --suite-csv "$fixtures/$key.csv" --csv-header "$header" \
+        > "$tmp/$key.suite" 2>/dev/null; rc=$?
+    check_eq "$key.py --suite-csv: exit 0, no header line" "$rc:$(grep -c '^claim,' "$tmp/$key.suite")" 0:0
+    same_points "... the points are the suite's" "$tmp/$key.suite" "$fixtures/$key.csv" "${metric[$key]}"
+    check "... the summaries give the suite's figures" grep -q 'PyTorch .* (suite [-0-9]' "$tmp/$key.suite"
+    out=$(PYTHONPATH=$stub python3 "$beside/$key.py" --csv-header "claim,variant" 2>"$tmp/err"); rc=$?
+    check_eq "$key.py refuses a header it does not write: exit 2, nothing on stdout" "$rc:$out" 2:
+    STUB_NO_CUDA=1 PYTHONPATH=$stub python3 "$beside/$key.py" --quick > "$tmp/out" 2>"$tmp/err"; rc=$?
+    check_eq "$key.py without a CUDA device: waived (77), one line, no rows" "$rc:$(wc -l < "$tmp/err"):$(wc -c < "$tmp/out")" 77:1:0
+done
+mkdir -p "$tmp/notorch"
+echo 'raise ImportError("no torch here")' > "$tmp/notorch/torch.py"
+PYTHONPATH=$tmp/notorch python3 "$beside/checkpointing.py" > "$tmp/out" 2>"$tmp/err"; rc=$?
+check_eq "without torch: waived (77), one line" "$rc:$(wc -l < "$tmp/err")" 77:1
+
+# Their own lists are the experiments': C05's and C08's points, full and
+# --quick, are what the experiment measures on the model; C04's full list
+# the GPU run's.
+for key in mixed_precision checkpointing; do
+    exe=$(ls "$build"/c[0-9][0-9]_"$key")
+    ASAN_OPTIONS=$noleak "$exe" --model-only --quick > "$tmp/$key.model.csv" 2>/dev/null
+    same_points "$key.py --quick measures the points of $(basename "$exe") --model-only --quick" \
+        "$tmp/$key.out" "$tmp/$key.model.csv" peak_allocated
+    ASAN_OPTIONS=$noleak "$exe" --model-only > "$tmp/$key.model.csv" 2>/dev/null
+    PYTHONPATH=$stub python3 "$beside/$key.py" > "$tmp/$key.full" 2>/dev/null
+    same_points "$key.py measures the points of $(basename "$exe") --model-only" \
+        "$tmp/$key.full" "$tmp/$key.model.csv" peak_allocated
+done
+PYTHONPATH=$stub python3 "$beside/sync_vs_async_timing.py" > "$tmp/c04.full" 2>/dev/null
+same_points "sync_vs_async_timing.py measures the points of C04's GPU run" \
+    "$tmp/c04.full" "$fixtures/sync_vs_async_timing.csv" time_cuda_events
+
+# A point that runs out of memory is a row (status oom), the others go on.
+wrap_torch "$tmp/oom" <<'EOF'
+_randn = randn
+def randn(*shape, **kw):
+    t = _randn(*shape, **kw)
+    t.shape = shape
+    return t
+def mm(a, b, out=None):
+    if a.shape[0] >= 1024:
+        raise OutOfMemoryError("CUDA out of memory. Tried to allocate 256.00 MiB")
+    return out
+EOF
+PYTHONPATH=$tmp/oom python3 "$beside/sync_vs_async_timing.py" --quick --warmup 0 --repeats 1 > "$tmp/oom.out" 2>/dev/null; rc=$?
+check_eq "a point out of memory: exit 0" "$rc" 0
+check "... its row has status oom and the reason" grep -q '^C04,sync_vs_async_timing,pytorch:sgemm,n,1024,time_cuda_events,s,0,,,,,,oom,OutOfMemoryError: CUDA out of memory' "$tmp/oom.out"
+check "... the other points were measured" grep -q '^C04,sync_vs_async_timing,pytorch:busy_kernel,set_duration_s,0.01,time_cuda_events,s,1,' "$tmp/oom.out"
+check "... and a failed summary names it" grep -q '^C04,sync_vs_async_timing,pytorch,,,pytorch_beside,,0,,,,,,failed,1 of 4 points failed: sgemm n=1024: OutOfMemoryError' "$tmp/oom.out"
+
+# ------------------------------------------------------------ run-all --pytorch on fake experiments
+fake=$tmp/fake-build
+mkdir -p "$fake"
+cp "$build/meta" "$build/results_json" "$build/report" "$fake/"
+# A fake experiment: --list (mode gpu); --out DIR gets a fixture CSV (a GPU run's).
+make_fake() { # NAME CLAIM FIXTURE_CSV
+    cat > "$fake/$1" <<FAKE
+#!/usr/bin/env bash
+[ "\$1" = --list ] && { printf '$2\t${1#c[0-9][0-9]_}\tfake\tseed says $2\tmethod\trule\tgpu\n'; exit 0; }
+out=.; while [ \$# -gt 0 ]; do [ "\$1" = --out ] && out=\$2; shift; done
+cp "$3" "\$out/.${1#c[0-9][0-9]_}.csv.tmp.\$\$" && mv "\$out/.${1#c[0-9][0-9]_}.csv.tmp.\$\$" "\$out/${1#c[0-9][0-9]_}.csv"
+FAKE
+    chmod +x "$fake/$1"
+}
+make_fake c04_sync_vs_async_timing C04 "$fixtures/sync_vs_async_timing.csv"
+make_fake c05_mixed_precision C05 "$fixtures/mixed_precision.csv"
+make_fake c08_checkpointing C08 "$fixtures/checkpointing.csv"
+make_fake c18_randn_bytes C18 "$fixtures/randn_bytes.csv"
+keys="sync_vs_async_timing mixed_precision checkpointing randn_bytes"
+run_all() { # RESULTS [ARGS...]: run-all on the fakes; sets out, rc, r (the run)
+    local res=$1
+    shift
+    out=$(ASAN_OPTIONS=$noleak GNUPLOT=/nonexistent "$root/scripts/run-all" --build "$fake" --results "$res" "$@" 2>&1); rc=$?
+    r=$res/$(readlink "$res/latest")
+}
+# The console without its timings, for comparing two runs' lines.
+untimed() { sed -E 's/[0-9]+\.[0-9] s/T s/g; s/[0-9]{8}T[0-9]{6}Z/TIME/g' <<<"$1"; }
+
+run_all "$tmp/plain"
+plain_out=$out plain=$r
+check_eq "without --pytorch: exit 0" "$rc" 0
+check_eq "... no PyTorch line" "$(grep -c PyTorch <<<"$out")" 0
+bad=""
+for k in $keys; do cmp -s "$plain/$k.csv" "$fixtures/$k.csv" || bad="$bad $k"; done
+check_eq "... every CSV is the experiment's, byte for byte" "$bad" ""
+
+PYTHONPATH=$stub run_all "$tmp/with" --pytorch
+with=$r
+check_eq "--pytorch over the stand-in: exit 0" "$rc" 0
+check "... says up front which claims PyTorch measures" grep -q '^PyTorch beside: torch 0.0-stub; C04, C05, C08 measured again with PyTorch after the suite' <<<"$out"
+check_eq "... one line after each of those experiments" "$(grep -c '^      PyTorch beside: [0-9.]* s, [0-9]* rows$' <<<"$out")" 3
+bad=""
+for k in sync_vs_async_timing mixed_precision checkpointing; do
+    n=$(wc -l < "$fixtures/$k.csv")
+    cmp -s <(head -n "$n" "$with/$k.csv") "$fixtures/$k.csv" || bad="$bad $k(suite rows)"
+    [ "$(tail -n +$((n + 1)) "$with/$k.csv" | grep -vc ',pytorch[,:]')" = 0 ] || bad="$bad $k(other rows)"
+    [ "$(tail -n +$((n + 1)) "$with/$k.csv" | wc -l)" -gt 3 ] || bad="$bad $k(no rows)"
+done
+check_eq "... each CSV is the suite's rows, then PyTorch's" "$bad" ""
+check "... C18, without a counterpart, is untouched" cmp "$with/randn_bytes.csv" "$fixtures/randn_bytes.csv"
+check_eq "... leaves no temporary file" "$(tmp_files "$with" "$with/logs")" 0
+check_eq "... the verdict table is the one without --pytorch" \
+    "$(grep '^| C' "$with/REPORT.md")" "$(grep '^| C' "$plain/REPORT.md")"
+check_eq "... the console's experiment lines too" "$(untimed "$(grep '^\[' <<<"$out")")" "$(untimed "$(grep '^\[' <<<"$plain_out")")"
+check "... REPORT.md gives PyTorch's figure beside the suite's under C04" \
+    bash -c "sed -n '/^### C04 /,/^### /p' '$with/REPORT.md' | grep -q '^- PyTorch beside: PyTorch 0.0-stub on stub GPU: SGEMM n = 256, 1024, 4096, 8192: .* (suite '"
+check_eq "... and under C05 and C08 (no line under C18)" \
+    "$(awk '/^### / { c = $2 } /^- PyTorch beside: / { n[c]++ } END { printf "%d %d %d", (n["C05"] > 0), (n["C08"] > 0), n["C18"] + 0 }' "$with/REPORT.md")" "1 1 0"
+check "... and says once where the figures come from" grep -q '^PyTorch measured the same points of C04, C05, C08 (`scripts/run-all --pytorch`' "$with/REPORT.md"
+check_eq "... results.json holds PyTorch's rows" "$(grep -c '"variant":	"pytorch:' "$with/results.json")" \
+    "$(cat "$with"/*.csv | grep -c ',pytorch:')"
+mkdir -p "$tmp/back"
+"$build/results_json" --csv-dir "$tmp/back" "$with/results.json" 2>/dev/null
+bad=""
+for k in sync_vs_async_timing mixed_precision checkpointing; do
+    cmp -s <(grep ',pytorch[,:]' "$with/$k.csv") <(grep ',pytorch[,:]' "$tmp/back/$k.csv") || bad="$bad $k"
+done
+check_eq "... and gives them back byte for byte (the counterparts write numbers as the suite does)" "$bad" ""
+check_eq "... logs/pytorch.tsv: one line each, ran" "$(cut -f1,2,3 "$with/logs/pytorch.tsv" | tr '\t\n' ': ')" \
+    "sync_vs_async_timing:ran:0 mixed_precision:ran:0 checkpointing:ran:0 "
+
+# Without torch, or torch without CUDA: one line, then as without --pytorch.
+report_untimed() { sed -E 's/^(No usable GPU: .*\. )Run .* on host/\1Run on host/; s/, [0-9]+\.[0-9] s\.$/, T s./' "$1"; }
+for case in "notorch:python3 cannot import torch: no torch here" "nocuda:torch 0.0-stub sees no CUDA device"; do
+    what=${case%%:*} why=${case#*:}
+    if [ "$what" = notorch ]; then PYTHONPATH=$tmp/notorch run_all "$tmp/res-$what" --pytorch
+    else STUB_NO_CUDA=1 PYTHONPATH=$stub run_all "$tmp/res-$what" --pytorch; fi
+    check_eq "--pytorch, $what: exit 0" "$rc" 0
+    check_eq "... one line saying why" "$(grep PyTorch <<<"$out")" \
+        "PyTorch beside: not available ($why); the verdicts rest on the suite alone"
+    check_eq "... the rest of the console as without --pytorch" \
+        "$(untimed "$(grep -v PyTorch <<<"$out")" | sed "s|$tmp/res-$what|R|g")" "$(untimed "$plain_out" | sed "s|$tmp/plain|R|g")"
+    bad=""
+    for k in $keys; do cmp -s "$r/$k.csv" "$fixtures/$k.csv" || bad="$bad $k"; done
+    check_eq "... every CSV the experiment's" "$bad" ""
+    check_eq "... REPORT.md as without --pytorch" "$(report_untimed "$r/REPORT.md")" "$(report_untimed "$plain/REPORT.md")"
+done
+
+# A counterpart that crashes, hangs or prints lines that are not its rows.
+wrap_torch "$tmp/crash" <<'EOF'
+def mm(a, b, out=None):
+    sys.stderr.write("RuntimeError: CUDA error: an illegal memory access was encountered\n\n")
+    os._exit(9)
+EOF
+PYTHONPATH=$tmp/crash run_all "$tmp/crash-run" --pytorch --only C04,C18
+check_eq "a counterpart that crashes: run-all exits 0 as before" "$rc" 0
+check "... the console says it failed, with its exit code and its last line" \
+    grep -q '^      PyTorch beside: [0-9.]* s failed (exit 9): RuntimeError: CUDA error: an illegal memory access was encountered (logs/' <<<"$out"
+check "... a failed row in the CSV, with the reason and the log" \
+    grep -q '^C04,sync_vs_async_timing,pytorch,,,pytorch_beside,,0,,,,,,failed,tests/torch/beside/sync_vs_async_timing.py failed (exit 9): RuntimeError: CUDA error: an illegal memory access was encountered (logs/sync_vs_async_timing.pytorch.log)$' "$r/sync_vs_async_timing.csv"
+check "... the report says so under C04" grep -q '^- \*\*PyTorch beside failed\*\*: tests/torch/beside/sync_vs_async_timing.py failed (exit 9)' "$r/REPORT.md"
+check "... the verdict is the suite's" grep -q '^| C04 | .* | \*\*holds\*\* |$' "$r/REPORT.md"
+check_eq "... logs/pytorch.tsv says failed" "$(cut -f2,3 "$r/logs/pytorch.tsv")" "$(printf 'failed\t9')"
+
+wrap_torch "$tmp/hang" <<'EOF'
+import time as _time
+def mm(a, b, out=None):
+    _time.sleep(60)
+EOF
+t0=$(date +%s)
+PYTHONPATH=$tmp/hang MEMCLAIMS_PYTORCH_TIMEOUT_S=2 run_all "$tmp/hang-run" --pytorch --only C04
+check_eq "a counterpart past MEMCLAIMS_PYTORCH_TIMEOUT_S: exit 0" "$rc" 0
+check "... stopped at the limit" test $(($(date +%s) - t0)) -lt 30
+check "... a failed row saying it timed out" \
+    grep -q '^C04,sync_vs_async_timing,pytorch,,,pytorch_beside,,0,,,,,,failed,tests/torch/beside/sync_vs_async_timing.py timed out after 2 s$' "$r/sync_vs_async_timing.csv"
+out=$(MEMCLAIMS_PYTORCH_TIMEOUT_S=soon "$root/scripts/run-all" --build "$fake" --results "$tmp/never" --pytorch 2>&1); rc=$?
+check_eq "a bad MEMCLAIMS_PYTORCH_TIMEOUT_S: exit 2, one line, no run" "$rc:$(wc -l <<<"$out"):$([ -e "$tmp/never" ] && echo made)" 2:1:
+
+# Lines that are not PyTorch rows of C04 (a verdict, another claim's row,
+# text) are dropped, counted in a failed row; the verdict stays the suite's.
+wrap_torch "$tmp/noisy" <<'EOF'
+print("C04,sync_vs_async_timing,pytorch,,,verdict,,0,,,,,,does-not-hold,not PyTorch's to say")
+print("C05,mixed_precision,pytorch:x,,,m,s,1,1,1,1,1,0,ok,another claim")
+print("C04,sync_vs_async_timing,pytorch:sgemm,n,256,m,s,1,fast,1,1,1,0,ok,a figure that is not a number")
+print("loading torch...")
+EOF
+PYTHONPATH=$tmp/noisy run_all "$tmp/noisy-run" --pytorch --only C04
+check_eq "a counterpart printing 4 lines that are not its rows: exit 0" "$rc" 0
+check "... a failed row counts them" grep -q ',pytorch_beside,,0,,,,,,failed,tests/torch/beside/sync_vs_async_timing.py 4 lines of its output were not PyTorch rows of C04 (dropped)' "$r/sync_vs_async_timing.csv"
+check "... its real rows are kept" grep -q '^C04,sync_vs_async_timing,pytorch:sgemm,n,256,time_cuda_events,' "$r/sync_vs_async_timing.csv"
+check_eq "... one verdict row, the suite's" "$(grep -c ',verdict,' "$r/sync_vs_async_timing.csv"):$(awk -f scripts/lib/csv.awk -f scripts/lib/verdict.awk "$r/sync_vs_async_timing.csv")" 1:holds
+check "... the report is written" grep -q '^| C04 | .* | \*\*holds\*\* |$' "$r/REPORT.md"
+
+# Ctrl-C while a counterpart runs: the CSV stays the suite's, no temporary file.
+PYTHONPATH=$tmp/hang GNUPLOT=/nonexistent "$root/scripts/run-all" --build "$fake" --results "$tmp/int" --pytorch --only C04 \
+    > "$tmp/int.out" 2>&1 &
+runner=$!
+for _ in $(seq 100); do ls "$tmp"/int/*/.sync_vs_async_timing.pytorch.tmp.* >/dev/null 2>&1 && break; sleep 0.1; done
+kill -TERM "$runner"
+wait "$runner"; rc=$?
+r=$tmp/int/$(readlink "$tmp/int/latest")
+check_eq "interrupted while PyTorch runs: exit 130" "$rc" 130
+check "... the CSV is the suite's alone" cmp "$r/sync_vs_async_timing.csv" "$fixtures/sync_vs_async_timing.csv"
+check_eq "... no temporary file" "$(tmp_files "$r" "$r/logs")" 0
+
+# ------------------------------------------------------------ the real experiments, on the model
+out_real=$(PYTHONPATH=$stub ASAN_OPTIONS=$noleak GNUPLOT=/nonexistent "$root/scripts/run-all" --build "$build" \
+    --results "$tmp/real2" --pytorch --quick --only C05,C08 2>&1); rc=$?
+r=$tmp/real2/$(readlink "$tmp/real2/latest")
+check_eq "run-all --pytorch --quick of the built C05 and C08 (model-only): exit 0" "$rc" 0
+check_eq "... PyTorch after each" "$(grep -c '^      PyTorch beside: [0-9.]* s, [0-9]* rows$' <<<"$out_real")" 2
+check_eq "... on the points the experiment measured" "$(points_of "$r/mixed_precision.csv" peak_allocated | sort | uniq -c | awk '$1 != 2' | wc -l)" 0
+check "... the verdicts are the model's" grep -q '^| C08 | .* | \*\*[a-z-]*\*\* (computed by the allocator model, no GPU) |$' "$r/REPORT.md"
+
+# ------------------------------------------------------------ make compare
+# Two runs with PyTorch's rows: matched like the suite's; one PyTorch figure
+# made ten times slower in B is labelled higher; against a run without
+# them, they are counted in one run only.
+cp -r "$with" "$tmp/with-b"
+rm -f "$tmp/with-b/results.json"
+awk -F, -v OFS=, '$3 == "pytorch:sgemm" && $5 == "256" && $6 == "time_cuda_events" { for (i = 9; i <= 12; i++) $i = 10 * $i } { print }' \
+    "$with/sync_vs_async_timing.csv" > "$tmp/x" && mv "$tmp/x" "$tmp/with-b/sync_vs_async_timing.csv"
+"$build/compare" --tsv "$tmp/cmp.tsv" "$with" "$tmp/with-b" > "$tmp/cmp.md" 2>"$tmp/err"; rc=$?
+check_eq "compare of two runs with PyTorch's rows: exit 0" "$rc" 0
+npt=$(awk -F'\t' '$4 ~ /^pytorch:/' "$tmp/cmp.tsv" | wc -l)
+check_eq "... every PyTorch figure matched" "$npt" "$(cat "$with"/*.csv | grep ',pytorch:' | rows_awk '{ csv_split($0, f); if (f[9] != "") n++ } END { print n + 0 }')"
+check_eq "... the slower one is higher, 10x" "$(awk -F'\t' '$4 == "pytorch:sgemm" && $6 == "256" && $7 == "time_cuda_events" { print $1, $11 }' "$tmp/cmp.tsv")" "higher 10"
+check "... and listed under C04" grep -q '^| sync_vs_async_timing pytorch:sgemm time_cuda_events n=256 | s | ' "$tmp/cmp.md"
+check "... summaries are words, not figures" bash -c "! grep -q pytorch_beside '$tmp/cmp.tsv'"
+"$build/compare" --tsv "$tmp/cmp2.tsv" "$plain" "$with" > /dev/null; rc=$?
+check_eq "compare of a run without PyTorch's rows and one with: exit 0" "$rc" 0
+check_eq "... PyTorch's figures only in B" "$(awk -F'\t' '$4 ~ /^pytorch:/ { print $1 }' "$tmp/cmp2.tsv" | sort -u)" only-b
+check_eq "... the suite's all the same" "$(awk -F'\t' '!/^#/ && $4 !~ /^pytorch:/ { print $1 }' "$tmp/cmp2.tsv" | sort -u)" same
+
+# ------------------------------------------------------------ the switch
+check "run-all --help names --pytorch" bash -c "'$root/scripts/run-all' --help | grep -q -- '--pytorch (make run-all PYTORCH=1)'"
+check_eq "make run-all PYTORCH=1 passes --pytorch" \
+    "$(env -u MAKEFLAGS -u MAKELEVEL make -n -s -C "$root" run-all PYTORCH=1 SETUP_GOALS= 2>/dev/null | tail -1)" "scripts/run-all --pytorch"
+check_eq "make run-all alone does not" "$(env -u MAKEFLAGS -u MAKELEVEL make -n -s -C "$root" run-all SETUP_GOALS= 2>/dev/null | tail -1)" "scripts/run-all "
+summary

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""mixed_precision.py: C05's measurement with PyTorch: the step time and peak
+memory of the same training workloads in fp32, fp16 (autocast + GradScaler)
+and bf16 (autocast), beside build/c05_mixed_precision on the same shapes.
+
+The models are the reference scripts' own Training classes, which the suite's
+workloads equal to the byte in memory: tests/torch/mlp_reference.py's MLP
+(Linear+ReLU, in = width = out = H) at weight_bound L=4, H=4096 (B = 32, 128,
+512, 2048, 8192; --quick 32, 2048) and activation_bound L=8, H=1024 (B = 128,
+512, 2048, 8192, 32768; --quick 512, 8192), and
+tests/torch/transformer_reference.py's seed 000 model,
+nn.Transformer(d_model=512, batch_first=True) on (B, 100, 512) (B = 8, 16,
+32, 64, 128; --quick 32). Adam (--sgd: SGD), as the experiment. Per point
+one process-wide model, warm-up steps (the MLP's at least 1, the
+Transformer's at least 2, as the suite: its peak settles from step 3), then
+--repeats measured steps: CUDA events around each step, the peak read at the
+last. Between points the model is dropped and the cache emptied.
+
+Rows (variant pytorch:<shape>_<precision>, param batch): step_time (the
+measured steps), peak_allocated and peak_reserved (the last measured step),
+and for fp16 and bf16 speedup (t_fp32 / t_mixed, medians) and
+memory_saving (1 - peak_mixed / peak_fp32). Summaries: per shape and mixed
+precision the speed-ups and savings beside the suite's, and where PyTorch's
+peak allocated equals the suite's. The interface and the output: beside.py.
+Standard library and torch only.
+"""
+import sys
+
+import beside as b
+
+CLAIM, KEY = "C05", "mixed_precision"
+REPEATS, WARMUP = 5, 2            # the experiment's defaults
+PRECISIONS = ("fp32", "fp16", "bf16")
+# name: (description, MLP layers and width or None for the Transformer, batches, quick batches)
+SHAPES = {
+    "weight_bound": ("MLP L=4, H=4096", (4, 4096), [32, 128, 512, 2048, 8192], [32, 2048]),
+    "activation_bound": ("MLP L=8, H=1024", (8, 1024), [128, 512, 2048, 8192, 32768], [512, 8192]),
+    "transformer": ("nn.Transformer(d_model=512, batch_first=True), seq 100", None,
+                    [8, 16, 32, 64, 128], [32]),
+}
+NAME = "beside/" + KEY
+
+
+def points(args):
+    """[(shape, batch, [precisions])], in the suite's order (else the lists')."""
+    out = []
+    if args.suite:
+        for variant, param, value in b.suite_points(args.suite, "peak_allocated"):
+            shape, _, prec = variant.rpartition("_")
+            if param != "batch" or shape not in SHAPES or prec not in PRECISIONS:
+                continue
+            key = (shape, int(value))
+            if not out or out[-1][:2] != key:
+                out.append((shape, int(value), []))
+            out[-1][2].append(prec)
+        return out
+    for shape, (_, _, full, quick) in SHAPES.items():
+        for B in quick if args.quick else full:
+            out.append((shape, B, list(PRECISIONS)))
+    return out
+
+
+def training(torch, shape, B, prec, optimizer, dev):
+    """The reference script's Training of this point."""
+    mlp = SHAPES[shape][1]
+    if mlp:
+        L, H = mlp
+        ref = b.reference_module("mlp_reference")
+        flags = ("--layers %d --in %d --width %d --out %d --batch %d --optimizer %s --precision %s "
+                 "--accum 1" % (L, H, H, H, B, optimizer, prec))
+    else:
+        ref = b.reference_module("transformer_reference")
+        flags = ("--arch transformer --d-model 512 --batch-first --seq 100 --batch %d --optimizer %s "
+                 "--precision %s" % (B, optimizer, prec))
+    return ref.Training(torch, ref.Cfg(flags, 1), dev)
+
+
+def main():
+    args = b.parse_args(__doc__, REPEATS, WARMUP,
+                        lambda ap: ap.add_argument("--sgd", action="store_true", help="SGD instead of Adam"))
+    torch = b.open_torch(NAME, args.device)
+    out = b.Rows(CLAIM, KEY)
+    if args.csv_header is None:
+        print(b.HEADER)
+    dev = torch.device("cuda", args.device)
+    optimizer = "sgd" if args.sgd else "adam"
+    pts = points(args)
+    got = {}     # (shape, B, prec) -> (median step time, peak allocated)
+    peaks = []   # (what, PyTorch's peak, the suite's)
+    npoints = 0
+    for shape, B, precs in pts:
+        warm = max(args.warmup, 2 if SHAPES[shape][1] is None else 1)
+        for prec in precs:
+            npoints += 1
+            var, what = "%s_%s" % (shape, prec), "%s B=%d %s" % (shape, B, prec)
+            try:
+                tr = training(torch, shape, B, prec, optimizer, dev)
+                times, peak, reserved = b.train(torch, tr, warm, args.repeats)
+                del tr
+            except Exception as e:  # one point's failure is its row; the others go on
+                tr = None
+                out.failed(torch, var, "batch", B, "peak_allocated", "bytes", what, e)
+                b.release(torch)
+                continue
+            b.release(torch)
+            out.emit(var, "batch", B, "step_time", "s", times, "ok",
+                     "CUDA events around the step (reference Training.step)")
+            out.value(var, "batch", B, "peak_allocated", "bytes", peak,
+                      "torch.cuda.max_memory_allocated of the last measured step")
+            out.value(var, "batch", B, "peak_reserved", "bytes", reserved, "")
+            t = b.stats(times)["median"]
+            got[(shape, B, prec)] = (t, peak)
+            peaks.append((what, peak, b.suite_median(args.suite, var, "batch", B, "peak_allocated")))
+            b.log(NAME, "%s: step %.3f ms, peak %d bytes", what, t * 1e3, peak)
+            base = got.get((shape, B, "fp32"))
+            if prec != "fp32" and base:
+                out.value(var, "batch", B, "speedup", "ratio", base[0] / t, "t_fp32 / t_mixed (median step times)")
+                out.value(var, "batch", B, "memory_saving", "ratio", 1.0 - peak / base[1],
+                          "1 - peak_mixed / peak_fp32 (allocated)")
+            out.flush()
+
+    head = b.describe_torch(torch, args.device) + ": "
+    have = bool(args.suite)
+    for shape, (desc, _, _, _) in SHAPES.items():
+        for prec in PRECISIONS[1:]:
+            Bs = [B for s, B, precs in pts if s == shape and (shape, B, prec) in got and (shape, B, "fp32") in got]
+            if not Bs:
+                continue
+            var = "%s_%s" % (shape, prec)
+            spd = [got[(shape, B, "fp32")][0] / got[(shape, B, prec)][0] for B in Bs]
+            sav = [1.0 - got[(shape, B, prec)][1] / got[(shape, B, "fp32")][1] for B in Bs]
+            s_spd = [b.suite_median(args.suite, var, "batch", B, "speedup") for B in Bs]
+            s_sav = [b.suite_median(args.suite, var, "batch", B, "memory_saving") for B in Bs]
+            out.summary(head + "%s (%s) %s at B = %s: %s; %s" % (
+                desc, shape, prec, ", ".join(str(B) for B in Bs),
+                b.beside("speed-up t_fp32/t_mixed", spd, s_spd, b.ratio, have),
+                b.beside("memory saving", sav, s_sav, b.pct, have)))
+            head = ""
+    line = b.peaks_line(peaks)
+    if line:
+        out.summary(line)
+    out.failures_summary(npoints)
+    out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
