@@ -14,11 +14,15 @@
  *   A (16 x 16, row-major):  reg0 row g, k 2t..2t+1; reg1 row g + 8;
  *                            reg2 row g, k 2t+8..2t+9; reg3 row g + 8, k 2t+8;
  *   B (16 x 8, "col"):       reg0 k 2t..2t+1 of col g; reg1 k 2t+8..2t+9.
- * So B is read from a shared tile stored [n][k] (k contiguous), and the
- * accumulators of two adjacent 8-column tiles are, packed to 16 bits, the A
- * fragment of the next product over those 16 columns (P V, dS K, ...).
- * Shared tiles are padded by 8 elements a row so that the 32 lanes of a
- * fragment load hit 32 different banks. CUDA C++ only. */
+ * So B is read by ldmatrix from a shared tile stored [n][k] (k contiguous:
+ * K for Q K^T), or by ldmatrix .trans from one stored [k][n] (V for P V),
+ * and the accumulators of two adjacent 8-column tiles are, packed to 16
+ * bits, the A fragment of the next product over those 16 columns (P V,
+ * dS K, ...). Every tile is a row-major copy of its view (cp.async), padded
+ * by 8 elements a row so that ldmatrix's eight rows of a phase hit different
+ * banks. Speed (issue 19): 2.5-3x slower than the wgmma kernels cuDNN runs
+ * for PyTorch on an H100, much faster than the general kernels. CUDA C++
+ * only. */
 #ifndef MC_TFM_ATTENTION_TC_CUH
 #define MC_TFM_ATTENTION_TC_CUH
 
