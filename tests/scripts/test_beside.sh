@@ -39,14 +39,17 @@ dropped() { # CLAIM KEY FILE
         -f scripts/lib/csv.awk -f scripts/lib/beside_rows.awk "$3" > /dev/null
     cat "$tmp/d"
 }
-# (variant without pytorch:, param, value) of the rows of METRIC in CSV, one a line.
+# (variant without pytorch:, param, value) of the rows of METRIC in CSV, one
+# a line; CSV with or without its header.
 points_of() { # CSV METRIC
-    rows_awk 'FNR > 1 { csv_split($0, f); if (f[6] == "'"$2"'") { sub(/^pytorch:/, "", f[3]); print f[3] "," f[4] "," f[5] } }' "$1"
+    rows_awk '!/^claim,experiment,/ { csv_split($0, f); if (f[6] == "'"$2"'") { sub(/^pytorch:/, "", f[3]); print f[3] "," f[4] "," f[5] } }' "$1"
 }
-# same_points WHAT CSV_A CSV_B METRIC: the points of both are the same, and not none.
+# same_points WHAT CSV_A CSV_B METRIC [SKIP]: the points of both are the same,
+# and not none; points whose line matches the extended regex SKIP left out of
+# both (the suite's variants a counterpart cannot measure, its own extras).
 same_points() {
-    points_of "$2" "$4" > "$tmp/pa"
-    points_of "$3" "$4" > "$tmp/pb"
+    points_of "$2" "$4" | grep -Ev "${5:-^\$}" > "$tmp/pa"
+    points_of "$3" "$4" | grep -Ev "${5:-^\$}" > "$tmp/pb"
     if [ -s "$tmp/pb" ] && cmp -s "$tmp/pa" "$tmp/pb"; then pass "$1 ($(wc -l < "$tmp/pb") points)"
     else failure "$1" "$(diff "$tmp/pa" "$tmp/pb" | head -5 | tr '\n' ' ')"; fi
 }
@@ -59,9 +62,20 @@ wrap_torch() { # DIR
 }
 
 # ------------------------------------------------------------ the counterparts alone
-declare -A claim=([sync_vs_async_timing]=C04 [mixed_precision]=C05 [checkpointing]=C08)
-declare -A metric=([sync_vs_async_timing]=time_cuda_events [mixed_precision]=peak_allocated [checkpointing]=peak_allocated)
-for key in sync_vs_async_timing mixed_precision checkpointing; do
+counterparts="pinned_vs_pageable sync_vs_async_timing mixed_precision grad_accumulation checkpointing optimizer_state
+    nonblocking_copy prefetch_overlap activation_offload compile_fusion"
+declare -A claim=([pinned_vs_pageable]=C03 [sync_vs_async_timing]=C04 [mixed_precision]=C05 [grad_accumulation]=C07
+    [checkpointing]=C08 [optimizer_state]=C09 [nonblocking_copy]=C13 [prefetch_overlap]=C14
+    [activation_offload]=C23 [compile_fusion]=C25)
+# The metric whose rows name every point the experiment measured.
+declare -A metric=([pinned_vs_pageable]=h2d_bandwidth_host_clock [sync_vs_async_timing]=time_cuda_events
+    [mixed_precision]=peak_allocated [grad_accumulation]=peak_allocated [checkpointing]=peak_allocated
+    [optimizer_state]=peak_allocated [nonblocking_copy]=h2d_return_time_host_clock
+    [prefetch_overlap]=copy_time_events [activation_offload]=peak_allocated [compile_fusion]=peak_allocated)
+# Points left out of the comparison: C23's side-stream offload (no PyTorch
+# idiom) and PyTorch's save_on_cpu beside it; C25's recorded PyTorch rows.
+declare -A skip=([activation_offload]='^(offload|transformer_save_on_cpu),' [compile_fusion]='/pytorch_(eager|compile),')
+for key in $counterparts; do
     id=${claim[$key]}
     PYTHONPATH=$stub python3 "$beside/$key.py" --quick > "$tmp/$key.out" 2> "$tmp/$key.err"; rc=$?
     check_eq "$key.py --quick over the stand-in: exit 0" "$rc" 0
@@ -76,7 +90,7 @@ for key in sync_vs_async_timing mixed_precision checkpointing; do
     PYTHONPATH=$stub python3 "$beside/$key.py" --suite-csv "$fixtures/$key.csv" --csv-header "$header" \
         > "$tmp/$key.suite" 2>/dev/null; rc=$?
     check_eq "$key.py --suite-csv: exit 0, no header line" "$rc:$(grep -c '^claim,' "$tmp/$key.suite")" 0:0
-    same_points "... the points are the suite's" "$tmp/$key.suite" "$fixtures/$key.csv" "${metric[$key]}"
+    same_points "... the points are the suite's" "$tmp/$key.suite" "$fixtures/$key.csv" "${metric[$key]}" "${skip[$key]:-}"
     check "... the summaries give the suite's figures" grep -q 'PyTorch .* (suite [-0-9]' "$tmp/$key.suite"
     out=$(PYTHONPATH=$stub python3 "$beside/$key.py" --csv-header "claim,variant" 2>"$tmp/err"); rc=$?
     check_eq "$key.py refuses a header it does not write: exit 2, nothing on stdout" "$rc:$out" 2:
@@ -88,22 +102,33 @@ echo 'raise ImportError("no torch here")' > "$tmp/notorch/torch.py"
 PYTHONPATH=$tmp/notorch python3 "$beside/checkpointing.py" > "$tmp/out" 2>"$tmp/err"; rc=$?
 check_eq "without torch: waived (77), one line" "$rc:$(wc -l < "$tmp/err")" 77:1
 
-# Their own lists are the experiments': C05's and C08's points, full and
-# --quick, are what the experiment measures on the model; C04's full list
-# the GPU run's.
-for key in mixed_precision checkpointing; do
+# Their own lists are the experiments': the points of those that run on the
+# model, full and --quick, are what the experiment measures there; those of
+# the GPU-only ones what the committed H100 run (results/reference-h100)
+# measured (C04's: the fixture's).
+for key in mixed_precision grad_accumulation checkpointing optimizer_state activation_offload compile_fusion; do
     exe=$(ls "$build"/c[0-9][0-9]_"$key")
     ASAN_OPTIONS=$noleak "$exe" --model-only --quick > "$tmp/$key.model.csv" 2>/dev/null
     same_points "$key.py --quick measures the points of $(basename "$exe") --model-only --quick" \
-        "$tmp/$key.out" "$tmp/$key.model.csv" peak_allocated
+        "$tmp/$key.out" "$tmp/$key.model.csv" peak_allocated "${skip[$key]:-}"
     ASAN_OPTIONS=$noleak "$exe" --model-only > "$tmp/$key.model.csv" 2>/dev/null
     PYTHONPATH=$stub python3 "$beside/$key.py" > "$tmp/$key.full" 2>/dev/null
     same_points "$key.py measures the points of $(basename "$exe") --model-only" \
-        "$tmp/$key.full" "$tmp/$key.model.csv" peak_allocated
+        "$tmp/$key.full" "$tmp/$key.model.csv" peak_allocated "${skip[$key]:-}"
 done
+check "grad_accumulation.py measures C07's floor (B=1) too" grep -q '^C07,grad_accumulation,pytorch:B=1,,,floor,bytes,1,' "$tmp/grad_accumulation.full"
 PYTHONPATH=$stub python3 "$beside/sync_vs_async_timing.py" > "$tmp/c04.full" 2>/dev/null
 same_points "sync_vs_async_timing.py measures the points of C04's GPU run" \
     "$tmp/c04.full" "$fixtures/sync_vs_async_timing.csv" time_cuda_events
+for key in pinned_vs_pageable nonblocking_copy prefetch_overlap; do
+    PYTHONPATH=$stub python3 "$beside/$key.py" > "$tmp/$key.full" 2>/dev/null
+    same_points "$key.py measures the points of ${claim[$key]}'s H100 run" \
+        "$tmp/$key.full" "$root/results/reference-h100/$key.csv" "${metric[$key]}"
+done
+same_points "... and the H100 run's variants of C14" "$tmp/prefetch_overlap.full" \
+    "$root/results/reference-h100/prefetch_overlap.csv" total_time_events
+check "... as many batches (the suite's note)" grep -q '^C14,prefetch_overlap,pytorch:serial_pinned,bytes,33554432,total_time_events,s,[0-9]*,.*,ok,"16 batches, first copy' "$tmp/prefetch_overlap.full"
+check "nonblocking_copy.py queues the experiment's 10 ms kernel" grep -q '^C13,nonblocking_copy,pytorch:pinned,bytes,4096,h2d_return_time_host_clock,s,[0-9]*,.*,ok,"after a 10 ms kernel on the stream' "$tmp/nonblocking_copy.full"
 
 # A point that runs out of memory is a row (status oom), the others go on.
 wrap_torch "$tmp/oom" <<'EOF'
@@ -122,6 +147,77 @@ check_eq "a point out of memory: exit 0" "$rc" 0
 check "... its row has status oom and the reason" grep -q '^C04,sync_vs_async_timing,pytorch:sgemm,n,1024,time_cuda_events,s,0,,,,,,oom,OutOfMemoryError: CUDA out of memory' "$tmp/oom.out"
 check "... the other points were measured" grep -q '^C04,sync_vs_async_timing,pytorch:busy_kernel,set_duration_s,0.01,time_cuda_events,s,1,' "$tmp/oom.out"
 check "... and a failed summary names it" grep -q '^C04,sync_vs_async_timing,pytorch,,,pytorch_beside,,0,,,,,,failed,1 of 4 points failed: sgemm n=1024: OutOfMemoryError' "$tmp/oom.out"
+
+# The same in each other counterpart: a point that fails (out of memory, an
+# error, something this torch lacks) is its row, the others are measured.
+fails() { # KEY TORCH_DIR ROW MEASURED SUMMARY [VAR=VALUE...]: rows that begin so
+    local key=$1 dir=$2 row=$3 measured=$4 sum=$5 id=${claim[$1]}
+    shift 5
+    env "$@" PYTHONPATH="$dir" python3 "$beside/$key.py" --quick --warmup 0 --repeats 1 2>/dev/null | tail -n +2 \
+        > "$tmp/$key.fail"; rc=${PIPESTATUS[0]}
+    check_eq "$key.py with a point that fails: exit 0" "$rc" 0
+    check "... its row: status oom or failed, the reason" grep -q "^$id,$key,pytorch:$row" "$tmp/$key.fail"
+    check "... the points beside it measured" grep -q "^$id,$key,pytorch:$measured" "$tmp/$key.fail"
+    check "... a failed summary names it" grep -q "^$id,$key,pytorch,,,pytorch_beside,,0,,,,,,failed,$sum" "$tmp/$key.fail"
+    check_eq "... every line a PyTorch row of $id that run-all keeps" "$(dropped "$id" "$key" "$tmp/$key.fail")" 0
+}
+wrap_torch "$tmp/f07" <<'EOF'
+_randn = randn
+def randn(*shape, **kw):
+    if shape and shape[0] == 4096:
+        raise OutOfMemoryError("CUDA out of memory. Tried to allocate 16.00 MiB")
+    return _randn(*shape, **kw)
+EOF
+fails grad_accumulation "$tmp/f07" 'B=4096,accum_steps,1,peak_allocated,bytes,0,,,,,,oom,OutOfMemoryError: CUDA out of memory' \
+    'B=4096,accum_steps,4,peak_allocated,bytes,1,' '1 of 7 points failed: B=4096 k=1: OutOfMemoryError'
+wrap_torch "$tmp/f09" <<'EOF'
+def _no_adam(*args, **kwargs):
+    raise OutOfMemoryError("CUDA out of memory. Tried to allocate 32.00 MiB")
+optim.Adam = _no_adam
+EOF
+fails optimizer_state "$tmp/f09" 'adam,width,1024,peak_allocated,bytes,0,,,,,,oom,OutOfMemoryError' \
+    'momentum,width,2048,peak_allocated,bytes,1,' '2 of 6 points failed: H=1024 adam: OutOfMemoryError'
+wrap_torch "$tmp/f13" <<'EOF'
+def _slice(self, i):  # a slice that knows its length
+    t = Tensor(0, self.value)
+    t.n = i.stop if isinstance(i, slice) else None
+    return t
+Tensor.__getitem__ = _slice
+_copy = Tensor.copy_
+def _copy_1mib(self, other, non_blocking=False):
+    if non_blocking and 1048576 in (getattr(self, "n", None), getattr(other, "n", None)):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+    return _copy(self, other, non_blocking)
+Tensor.copy_ = _copy_1mib
+EOF
+fails nonblocking_copy "$tmp/f13" \
+    'pinned,bytes,1048576,h2d_return_time_host_clock,s,0,,,,,,failed,RuntimeError: CUDA error: an illegal memory access' \
+    'pinned,bytes,4194304,d2h_return_time_host_clock,s,' '4 of 24 points failed: h2d pageable 1 MiB: RuntimeError'
+wrap_torch "$tmp/f23" <<'EOF'
+def _no_hooks(pack, unpack):
+    raise RuntimeError("saved_tensors_hooks: not here")
+autograd.graph.saved_tensors_hooks = _no_hooks
+EOF
+fails activation_offload "$tmp/f23" 'offload_serial,batch,512,peak_allocated,bytes,0,,,,,,failed,RuntimeError: saved_tensors_hooks: not here' \
+    'transformer_save_on_cpu,batch,100,peak_allocated,bytes,1,' '3 of 7 points failed: transformer_offload B=100: RuntimeError'
+fails compile_fusion "$stub" \
+    "enc_adamw_fp32/fused,batch,16,peak_allocated,bytes,0,,,,,,failed,RuntimeError: backend='inductor' raised: | RuntimeError: stub compile failure" \
+    'enc_adamw_fp32/eager,batch,16,peak_allocated,bytes,1,' '2 of 4 points failed: seed_t512_bf_adam_fp16 B=32 fused: RuntimeError' \
+    STUB_COMPILE_FAIL=1
+wrap_torch "$tmp/f03" <<'EOF'
+def _no_cudart():
+    raise AttributeError("module 'torch.cuda' has no attribute 'cudart'")
+cuda.cudart = _no_cudart
+EOF
+fails pinned_vs_pageable "$tmp/f03" "registered,bytes,4096,h2d_bandwidth_host_clock,B/s,0,,,,,,failed,AttributeError: module 'torch.cuda'" \
+    'pinned_over_pageable,bytes,4194304,d2h_ratio_host_clock,ratio,1,' '12 of 36 points failed: h2d registered 4 KiB: AttributeError'
+wrap_torch "$tmp/f14" <<'EOF'
+def _to_oom(self, *args, **kwargs):
+    raise OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 MiB")
+Tensor.to = _to_oom
+EOF
+fails prefetch_overlap "$tmp/f14" 'pool_seed_no_record_stream,bytes,8388608,total_time_events,s,0,,,,,,oom,OutOfMemoryError' \
+    'pinned,bytes,8388608,overlap_fraction,ratio,1,' "1 of 2 points failed: seed 002's loader: OutOfMemoryError"
 
 # ------------------------------------------------------------ run-all --pytorch on fake experiments
 fake=$tmp/fake-build
@@ -270,11 +366,16 @@ check_eq "... no temporary file" "$(tmp_files "$r" "$r/logs")" 0
 
 # ------------------------------------------------------------ the real experiments, on the model
 out_real=$(PYTHONPATH=$stub ASAN_OPTIONS=$noleak GNUPLOT=/nonexistent "$root/scripts/run-all" --build "$build" \
-    --results "$tmp/real2" --pytorch --quick --only C05,C08 2>&1); rc=$?
+    --results "$tmp/real2" --pytorch --quick --only C05,C07,C08,C09,C23,C25 2>&1); rc=$?
 r=$tmp/real2/$(readlink "$tmp/real2/latest")
-check_eq "run-all --pytorch --quick of the built C05 and C08 (model-only): exit 0" "$rc" 0
-check_eq "... PyTorch after each" "$(grep -c '^      PyTorch beside: [0-9.]* s, [0-9]* rows$' <<<"$out_real")" 2
-check_eq "... on the points the experiment measured" "$(points_of "$r/mixed_precision.csv" peak_allocated | sort | uniq -c | awk '$1 != 2' | wc -l)" 0
+check_eq "run-all --pytorch --quick of the built C05, C07, C08, C09, C23, C25 (model-only): exit 0" "$rc" 0
+check_eq "... PyTorch after each" "$(grep -c '^      PyTorch beside: [0-9.]* s, [0-9]* rows$' <<<"$out_real")" 6
+bad=""
+for k in mixed_precision grad_accumulation checkpointing optimizer_state activation_offload compile_fusion; do
+    [ "$(points_of "$r/$k.csv" peak_allocated | grep -Ev "${skip[$k]:-^\$}" | sort | uniq -c | awk '$1 != 2' | wc -l)" = 0 ] ||
+        bad="$bad $k"
+done
+check_eq "... on the points the experiment measured" "$bad" ""
 check "... the verdicts are the model's" grep -q '^| C08 | .* | \*\*[a-z-]*\*\* (computed by the allocator model, no GPU) |$' "$r/REPORT.md"
 
 # ------------------------------------------------------------ make compare

@@ -39,6 +39,7 @@ import math
 import os
 import statistics
 import sys
+import time
 
 HEADER = ("claim,experiment,variant,param,param_value,metric,unit,n,median,min,max,mean,stdev,"
           "status,note")
@@ -263,6 +264,18 @@ def train(torch, tr, warm, reps):
     return times, peak, reserved
 
 
+def steps(torch, tr, n):
+    """n training steps of tr, each timed and measured alone as train()
+    does: [(time in s, peak allocated, peak reserved, allocated after the
+    step)], for counterparts that need each step's figures (the first
+    step's, the bytes left between steps). Raises on a non-finite loss."""
+    out = []
+    for _ in range(n):
+        times, peak, reserved = train(torch, tr, 0, 1)
+        out.append((times[0], peak, reserved, torch.cuda.memory_allocated()))
+    return out
+
+
 def reference_module(name):
     """tests/torch/NAME.py (mlp_reference, transformer_reference), imported."""
     here = os.path.dirname(os.path.abspath(__file__))
@@ -295,6 +308,19 @@ def seconds(s):
     return "%.3f ms" % (s * 1e3) if s >= 1e-3 else "%.1f us" % (s * 1e6)
 
 
+def size(n):
+    """Bytes as "4 KiB", "16 MiB", "1 GiB" (binary units, whole where exact)."""
+    for unit, k in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << k:
+            v = n / float(1 << k)
+            return ("%d %s" if v.is_integer() else "%.1f %s") % (v, unit)
+    return "%d B" % n
+
+
+def gbps(x):
+    return "%.1f GB/s" % (x / 1e9)
+
+
 def beside(label, ours, theirs, fmt, have_suite):
     """"label PyTorch a, b (suite c, d)"; the suite's part only with its CSV."""
     text = "%s PyTorch %s" % (label, fig_list(ours, fmt))
@@ -318,3 +344,70 @@ def peaks_line(pairs):
         if len(off) > 6:
             text += " and %d more" % (len(off) - 6)
     return text
+
+
+# ---------------------------------------------------------------- repeated samples, spin kernel
+
+def noise(xs):
+    """The robust relative spread of xs, 1.4826 * MAD / |median| (stats.c's
+    mc_stats_noise); 0 where the median is 0."""
+    med = statistics.median(xs)
+    mad = statistics.median([abs(x - med) for x in xs])
+    return 1.4826 * mad / abs(med) if med else 0.0
+
+
+def sample(fn, min_n, max_n, budget_s, nwatch=0, max_noise=0.02):
+    """common/sampler.c's mc_sample: fn(i) (i counting from 0) returns one
+    value per series; samples are taken until the first nwatch series (0:
+    all) each have noise() <= max_noise, max(min_n, max_n) samples were
+    taken, or budget_s seconds (monotonic clock) have passed since the first
+    sample, never fewer than min_n. Returns the series, a list of values each."""
+    series, n, cap, t0 = None, 0, max(min_n, max_n, 1), time.monotonic()
+    while True:
+        got = fn(n)
+        if series is None:
+            series = [[] for _ in got]
+        for s, v in zip(series, got):
+            s.append(v)
+        n += 1
+        if n < min_n:
+            continue
+        watch = series[:nwatch] if 0 < nwatch < len(series) else series
+        if max(noise(s) for s in watch) <= max_noise or n >= cap or time.monotonic() - t0 >= budget_s:
+            return series
+
+
+def percentile(xs, p):
+    """Percentile p (0..100) of xs, linear between order statistics (band.c's
+    mc_percentile, "type 7"); None for no samples."""
+    s = sorted(xs)
+    if not s:
+        return None
+    h = (len(s) - 1) * p / 100.0
+    i = int(math.floor(h))
+    return s[-1] if i + 1 >= len(s) else s[i] + (h - i) * (s[i + 1] - s[i])
+
+
+GATE_CYCLES = 2000000       # ~1 ms at 2 GHz: outlasts the host's launch of one timed copy
+CALIBRATE_CYCLES = 20000000  # ~10 ms: the spin kernel's rate is measured over this
+
+
+def spin_rate(torch):
+    """Cycles per second of torch.cuda._sleep, the spin kernel that stands
+    for the suite's busy and gate kernels: the median of three 10 ms spins
+    timed with CUDA events, after an untimed one (the first launch loads the
+    kernel). Raises AttributeError where this torch has no _sleep."""
+    sleep = getattr(torch.cuda, "_sleep", None)
+    if sleep is None:
+        raise AttributeError("this torch has no torch.cuda._sleep: no spin kernel")
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    sleep(CALIBRATE_CYCLES)
+    torch.cuda.synchronize()
+    rates = []
+    for _ in range(3):
+        start.record()
+        sleep(CALIBRATE_CYCLES)
+        stop.record()
+        stop.synchronize()
+        rates.append(CALIBRATE_CYCLES / (start.elapsed_time(stop) * 1e-3))
+    return sorted(rates)[1]

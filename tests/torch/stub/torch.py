@@ -7,7 +7,10 @@ tests/torch/beside/ to run their whole control flow on a machine without
 torch or a GPU. Its "allocator" counts the bytes
 of the stand-in tensors alive (Python's reference counting frees them, as
 PyTorch's caching allocator sees a tensor freed), so the figures follow the
-scripts' tensor lifetimes; its events tick 1 ms per record. Its profiler
+scripts' tensor lifetimes; its events tick 1 ms per record; its streams do
+their work at once (query() says idle); its saved-tensor hooks
+(torch.autograd.graph.save_on_cpu, saved_tensors_hooks) pack and unpack one
+temporary of each module call; torch.cuda.cudart() registers any memory. Its profiler
 reports the same GPU activities whatever ran (_PROFILE_TRACE: PyTorch's
 kernel names, durations that make tests/fixtures/profile/'s table over the
 1 ms between two events). Nothing here is PyTorch's behaviour beyond the
@@ -30,7 +33,9 @@ version = types.SimpleNamespace(cuda="0.0-stub")
 backends = types.SimpleNamespace(cudnn=types.SimpleNamespace(version=lambda: 0),
                                  cuda=types.SimpleNamespace(matmul=types.SimpleNamespace(allow_tf32=False)))
 float16, bfloat16, float32 = "float16", "bfloat16", "float32"
+uint8, int32, int64, strided = "uint8", "int32", "int64", "strided"
 _mem = {"current": 0, "peak": 0}
+_hooks = []  # the saved-tensor hooks in force: (pack, unpack), innermost last
 _grad = {"enabled": True, "inference": False}  # torch.no_grad / inference_mode state
 
 
@@ -40,6 +45,8 @@ def _take(n):
 
 
 class Tensor:
+    is_cuda, device, dtype, layout = True, "cuda:0", "float32", "strided"
+
     def __init__(self, nbytes, value=0.5):
         self.nbytes, self.value = nbytes, value
         self.grad_fn = "StubBackward" if _grad["enabled"] else None
@@ -75,27 +82,79 @@ class Tensor:
 
     def copy_(self, other, non_blocking=False):
         self.value = other.value
-
-    def sum(self):
         return self
+
+    def sum(self, *args, **kwargs):
+        return self
+
+    def fill_(self, v):
+        return self
+
+    def zero_(self):
+        return self
+
+    def view(self, *args):
+        return self
+
+    def size(self):
+        return (self.nbytes // 4,)
+
+    def to(self, *args, non_blocking=False, **kwargs):
+        return Tensor(self.nbytes, self.value)
+
+    def cpu(self):
+        return Tensor(self.nbytes, self.value)
+
+    def record_stream(self, stream):
+        pass
+
+    def data_ptr(self):
+        return id(self)
+
+    def item(self):
+        return self.value
 
     def __float__(self):
         return float(self.value)
 
     def untyped_storage(self):
-        return types.SimpleNamespace(nbytes=lambda: self.nbytes)
+        return types.SimpleNamespace(nbytes=lambda: self.nbytes, data_ptr=lambda: id(self))
 
 
 def randn(*shape, device=None, dtype=None, requires_grad=False):
     return Tensor(4096)
 
 
-def zeros(*shape, dtype=None):
+def zeros(*shape, dtype=None, device=None):
     return Tensor(0)
 
 
-def empty(*shape, device=None, dtype=None):
+def empty(*shape, device=None, dtype=None, pin_memory=False, layout=None):
     return Tensor(4096)
+
+
+def randint(low, high, size, dtype=None, device=None, generator=None):
+    return Tensor(4096)
+
+
+def equal(a, b):
+    return True
+
+
+def tensor(data, dtype=None, device=None):
+    return Tensor(8 * len(data))
+
+
+def sum(t, dim=None, dtype=None, out=None):  # noqa: A001 (torch's name)
+    return out if out is not None else Tensor(8, t.value)
+
+
+class Generator:
+    def __init__(self, device=None):
+        pass
+
+    def manual_seed(self, seed):
+        return self
 
 
 def mm(a, b, out=None):
@@ -168,15 +227,57 @@ class _Event:
     def __init__(self, enable_timing=False):
         self.at = 0.0
 
-    def record(self):
+    def record(self, stream=None):
         _Event.clock_ms += 1.0
         self.at = _Event.clock_ms
 
     def synchronize(self):
         pass
 
+    def wait(self, stream=None):
+        pass
+
+    def query(self):
+        return True
+
     def elapsed_time(self, end):
         return end.at - self.at
+
+
+class _Stream:
+    """A CUDA stream: work on it is done at once here."""
+
+    def __init__(self, device=None, priority=0):
+        pass
+
+    def wait_stream(self, other):
+        pass
+
+    def wait_event(self, event):
+        pass
+
+    def record_event(self, event=None):
+        event = event or _Event()
+        event.record(self)
+        return event
+
+    def query(self):
+        return True
+
+    def synchronize(self):
+        pass
+
+
+_streams = [_Stream()]  # the current stream, innermost last
+
+
+@contextlib.contextmanager
+def _stream(s):
+    _streams.append(s)
+    try:
+        yield s
+    finally:
+        _streams.pop()
 
 
 def _memory_stats():
@@ -195,12 +296,15 @@ class OutOfMemoryError(RuntimeError):
 cuda = types.SimpleNamespace(
     OutOfMemoryError=OutOfMemoryError, empty_cache=lambda: None, _sleep=lambda cycles: None,
     is_available=lambda: not os.environ.get("STUB_NO_CUDA"), device_count=lambda: 1,
-    set_device=lambda d: None, synchronize=lambda *a: None, Event=_Event,
+    set_device=lambda d: None, synchronize=lambda *a: None, Event=_Event, Stream=_Stream,
+    stream=_stream, current_stream=lambda *a: _streams[-1],
+    cudart=lambda: types.SimpleNamespace(cudaHostRegister=lambda ptr, n, flags: 0,
+                                         cudaHostUnregister=lambda ptr: 0),
     get_device_properties=lambda d: types.SimpleNamespace(name="stub GPU", multi_processor_count=1, major=9,
                                                           minor=0, total_memory=1 << 30),
     reset_peak_memory_stats=_reset_peak, memory_stats=_memory_stats,
     memory_allocated=lambda *a: _mem["current"], max_memory_allocated=lambda *a: _mem["peak"],
-    max_memory_reserved=lambda *a: 2 * _mem["peak"],
+    max_memory_reserved=lambda *a: 2 * _mem["peak"], memory_reserved=lambda *a: 2 * _mem["current"],
     memory=types.SimpleNamespace(_record_memory_history=lambda **k: None,
                                  _snapshot=lambda: {"device_traces": [[]]}))
 
@@ -208,9 +312,10 @@ cuda = types.SimpleNamespace(
 class _Optimizer:
     def __init__(self, params, lr=0.0, momentum=0.0):
         self.params = params
+        self.state = {}  # per parameter, its state's tensors by name
 
     def step(self):
-        self.state = Tensor(8 * len(self.params))
+        self.state = {0: {"exp_avg": Tensor(8 * len(self.params))}}
 
     def zero_grad(self, set_to_none=False):
         pass
@@ -266,6 +371,9 @@ class _Module:
 
     def __call__(self, *args, **kwargs):
         scratch = Tensor(8192)  # a temporary of the forward
+        if _hooks:  # saved for the backward through the hooks in force, and brought back
+            pack, unpack = _hooks[-1]
+            unpack(pack(scratch))
         del scratch
         return Tensor(4096)
 
@@ -310,7 +418,8 @@ class _Sequential(_Module):
 functional = types.SimpleNamespace(mse_loss=lambda out, tgt: Tensor(4, 1.25))
 nn = _module("nn", Transformer=_Transformer, TransformerEncoderLayer=_EncoderLayer,
              TransformerEncoder=_Encoder, functional=functional, __path__=[],
-             Linear=lambda fan_in, fan_out, device=None: _Module(2), ReLU=lambda: _Module(0),
+             Linear=lambda fan_in, fan_out, bias=True, device=None: _Module(2 if bias else 1),
+             ReLU=lambda: _Module(0),
              Sequential=_Sequential)
 sys.modules["torch.nn.functional"] = functional
 utils = _module("utils", __path__=[])
@@ -318,12 +427,30 @@ utils.checkpoint = _module("utils.checkpoint", checkpoint=lambda mod, *a, use_re
                            checkpoint_sequential=lambda mod, s, x, use_reentrant=True: mod(x))
 _dynamo = _module("_dynamo", __path__=[])
 _dynamo.utils = _module("_dynamo.utils", counters=collections.defaultdict(collections.Counter))
+_dynamo.reset = lambda: None
 _dynamo.config = _module("_dynamo.config", recompile_limit=8, suppress_errors=False)
 _inductor = _module("_inductor", __path__=[])
 _inductor.config = _module("_inductor.config", max_autotune=False,
                            triton=types.SimpleNamespace(cudagraphs=False))
 _functorch = _module("_functorch", __path__=[])
 _functorch.config = _module("_functorch.config", activation_memory_budget=1.0)
+
+
+@contextlib.contextmanager
+def _saved_tensors_hooks(pack, unpack):
+    _hooks.append((pack, unpack))
+    try:
+        yield
+    finally:
+        _hooks.pop()
+
+
+def _save_on_cpu(pin_memory=False, device_type="cuda"):
+    return _saved_tensors_hooks(lambda t: t.cpu(), lambda t: t.to("cuda", non_blocking=pin_memory))
+
+
+autograd = _module("autograd", __path__=[])
+autograd.graph = _module("autograd.graph", saved_tensors_hooks=_saved_tensors_hooks, save_on_cpu=_save_on_cpu)
 
 
 # ------------------------------------------------------------ profiler

@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""grad_accumulation.py: C07's measurement with PyTorch: the peak memory and
+step time of one training step of batch B taken in one go against k
+micro-steps of B/k (gradient accumulation), beside build/c07_grad_accumulation
+on the same shapes.
+
+The models are the reference scripts' own Training classes, which the suite's
+workloads equal to the byte in memory, each with --accum k (K micro-steps of
+fresh inputs, forward, loss / K, backward; then the optimizer and
+zero_grad(set_to_none=True)): tests/torch/mlp_reference.py's MLP
+(Linear+ReLU, L=4, in = width = out = 1024, Adam, fp32) at B = 64, 1024,
+16384 (--quick: 64, 4096) and k = 1, 2, 4, 8, 16 (--quick: 1, 4), and once
+at B = 1, k = 1 (the floor); tests/torch/transformer_reference.py's seed 000
+model, nn.Transformer(d_model=256) (batch_first False: (seq, batch, 256)),
+Adam, fp32, at sequence 64 (and, full run, 256) x batch 100 with k = 1, 2, 4
+(--quick: 1, 4) micro-steps of 100/k sequences, and (full run) seed 000's own
+accumulation code, 4 micro-steps of sequence 16 x batch 100 (variant
+"transformer seed 000 code: seq=16 B=100 x4"). Per point one model, warm-up
+steps (the MLP's at least 1: step 1 makes Adam's state; the Transformer's at
+least 2: its peak settles from step 3, as the suite's), then --repeats
+measured steps: CUDA events around each step, the peak read at the last.
+Between points the model is dropped and the cache emptied.
+
+Rows (the suite's variants: B=<batch>, transformer seq=<s> B=100, the seed
+code's; param accum_steps): step_time (the measured steps), peak_allocated
+and peak_reserved (the last measured step), ratio_to_k1 (peak_k / peak_1;
+the seed code's over the k = 1 peak at sequence 64), and B=1's floor.
+Summaries: per batch or sequence the ratios and step times beside the
+suite's, and where PyTorch's peak allocated equals the suite's. The
+interface and the output: beside.py. Standard library and torch only.
+"""
+import re
+import sys
+
+import beside as b
+
+CLAIM, KEY = "C07", "grad_accumulation"
+REPEATS, WARMUP = 3, 1          # the experiment's defaults
+LAYERS, WIDTH = 4, 1024
+BATCHES, QUICK_BATCHES = [64, 1024, 16384], [64, 4096]
+KS, QUICK_KS = [1, 2, 4, 8, 16], [1, 4]
+TFM_BATCH = 100
+TFM_SEQS, QUICK_TFM_SEQS = [64, 256], [64]
+TFM_KS, QUICK_TFM_KS = [1, 2, 4], [1, 4]
+SEED_CODE = "transformer seed 000 code: seq=16 B=100 x4"  # 4 micro-steps of (16, 100, 256)
+SEED_SEQ, SEED_K = 16, 4
+NAME = "beside/" + KEY
+
+
+def shape_of(variant, k):
+    """(model, seq or None, batch) of the suite's variant: "mlp" at B=<batch>,
+    "transformer" at (seq, batch); None for a variant it does not know."""
+    m = re.match(r"^B=(\d+)$", variant)
+    if m:
+        return "mlp", None, int(m.group(1))
+    m = re.match(r"^transformer seq=(\d+) B=(\d+)$", variant)
+    if m:
+        return "transformer", int(m.group(1)), int(m.group(2))
+    if variant == SEED_CODE:
+        return "transformer", SEED_SEQ, SEED_K * TFM_BATCH
+    return None
+
+
+def base_of(variant):
+    """The variant whose k = 1 peak a point's ratio is over."""
+    return "transformer seq=64 B=%d" % TFM_BATCH if variant == SEED_CODE else variant
+
+
+def points(args):
+    """(floor wanted, [(variant, k)]): the suite's, in its order (else the lists')."""
+    if args.suite:
+        floor = any(r["metric"] == "floor" for r in args.suite)
+        pts = [(v, int(k)) for v, param, k in b.suite_points(args.suite, "peak_allocated")
+               if param == "accum_steps" and shape_of(v, k)]
+        return floor, pts
+    pts = [("B=%d" % B, k) for B in (QUICK_BATCHES if args.quick else BATCHES)
+           for k in (QUICK_KS if args.quick else KS)]
+    pts += [("transformer seq=%d B=%d" % (s, TFM_BATCH), k) for s in (QUICK_TFM_SEQS if args.quick else TFM_SEQS)
+            for k in (QUICK_TFM_KS if args.quick else TFM_KS)]
+    if not args.quick:
+        pts.append((SEED_CODE, SEED_K))
+    return True, pts
+
+
+def training(torch, model, seq, batch, k, dev):
+    """The reference script's Training of this point."""
+    if model == "mlp":
+        ref = b.reference_module("mlp_reference")
+        flags = ("--layers %d --in %d --width %d --out %d --batch %d --optimizer adam --precision fp32 "
+                 "--accum %d" % (LAYERS, WIDTH, WIDTH, WIDTH, batch, k))
+    else:
+        ref = b.reference_module("transformer_reference")
+        flags = ("--arch transformer --d-model 256 --seq %d --batch %d --accum %d --optimizer adam "
+                 "--precision fp32" % (seq, batch, k))
+    return ref.Training(torch, ref.Cfg(flags, 1), dev)
+
+
+def main():
+    args = b.parse_args(__doc__, REPEATS, WARMUP)
+    torch = b.open_torch(NAME, args.device)
+    out = b.Rows(CLAIM, KEY)
+    if args.csv_header is None:
+        print(b.HEADER)
+    dev = torch.device("cuda", args.device)
+    floor, pts = points(args)
+    got = {}     # (variant, k) -> (median step time, peak allocated)
+    peaks = []   # (what, PyTorch's peak, the suite's)
+    npoints = len(pts) + floor
+    if floor:
+        try:
+            tr = training(torch, "mlp", None, 1, 1, dev)
+            _, peak, _ = b.train(torch, tr, max(args.warmup, 1), args.repeats)
+            del tr
+            out.value("B=1", "", 0, "floor", "bytes", peak,
+                      "peak allocated of a step at batch 1 (torch.cuda.max_memory_allocated)")
+            out.flush()
+        except Exception as e:  # one point's failure is its row; the others go on
+            tr = None
+            out.failed(torch, "B=1", "", 0, "floor", "bytes", "floor B=1", e)
+        b.release(torch)
+    for variant, k in pts:
+        model, seq, batch = shape_of(variant, k)
+        what = "%s k=%d" % (variant, k)
+        warm = max(args.warmup, 1 if model == "mlp" else 2)
+        try:
+            tr = training(torch, model, seq, batch, k, dev)
+            times, peak, reserved = b.train(torch, tr, warm, args.repeats)
+            del tr
+        except Exception as e:  # one point's failure is its row; the others go on
+            tr = None
+            out.failed(torch, variant, "accum_steps", k, "peak_allocated", "bytes", what, e)
+            b.release(torch)
+            continue
+        b.release(torch)
+        out.emit(variant, "accum_steps", k, "step_time", "s", times, "ok",
+                 "CUDA events around the step (reference Training.step, --accum %d)" % k)
+        out.value(variant, "accum_steps", k, "peak_allocated", "bytes", peak,
+                  "torch.cuda.max_memory_allocated of the last measured step")
+        out.value(variant, "accum_steps", k, "peak_reserved", "bytes", reserved, "")
+        t = b.stats(times)["median"]
+        got[(variant, k)] = (t, peak)
+        peaks.append((what, peak, b.suite_median(args.suite, variant, "accum_steps", k, "peak_allocated")))
+        b.log(NAME, "%s: step %.3f ms, peak %d bytes", what, t * 1e3, peak)
+        base = got.get((base_of(variant), 1))
+        if base:
+            out.value(variant, "accum_steps", k, "ratio_to_k1", "ratio", peak / base[1],
+                      "peak_k / peak_1" + (" at sequence 64 x batch 100" if variant == SEED_CODE else ""))
+        out.flush()
+
+    head = b.describe_torch(torch, args.device) + ": "
+    have = bool(args.suite)
+    for variant in dict.fromkeys(v for v, _ in pts):
+        ks = [k for v, k in pts if v == variant and (v, k) in got]
+        base = got.get((base_of(variant), 1))
+        if not ks or not base:
+            continue
+        desc = ("MLP L=4 H=1024 Adam fp32 " if shape_of(variant, 1)[0] == "mlp"
+                else "nn.Transformer(d_model=256) Adam fp32 ") + variant
+        rat = [got[(variant, k)][1] / base[1] for k in ks]
+        s_rat = [b.suite_median(args.suite, variant, "accum_steps", k, "ratio_to_k1") for k in ks]
+        tim = [got[(variant, k)][0] for k in ks]
+        s_tim = [b.suite_median(args.suite, variant, "accum_steps", k, "step_time") for k in ks]
+        out.summary(head + "%s at k = %s: %s; %s" % (
+            desc, ", ".join(str(k) for k in ks),
+            b.beside("peak_k/peak_1", rat, s_rat, b.ratio, have),
+            b.beside("step time", tim, s_tim, b.seconds, have)))
+        head = ""
+    line = b.peaks_line(peaks)
+    if line:
+        out.summary(line)
+    out.failures_summary(npoints)
+    out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
