@@ -36,8 +36,7 @@ k_attn_fwd_tc(tfm_attn a, T *o, tfm_view vo, float *lse, const T *q, tfm_view vq
         n_tiles = min(n_tiles, last / BC + 1);
     }
     tc_load_async<T, D>(qs, SQ, q, vq, b, h, q0, BR, a.Lq);
-    tc_load_async<T, D>(kvs, SQ, k, vk, b, h, 0, BC, a.Lk);
-    tc_load_async<T, D>(kvs + BC * SQ, SQ, v, vv, b, h, 0, BC, a.Lk);
+    tc_load_pair<T, D>(kvs, SQ, k, vk, v, vv, b, h, 0, BC, a.Lk);
     tc_commit();
     float acc[NO][4];
 #pragma unroll
@@ -46,15 +45,7 @@ k_attn_fwd_tc(tfm_attn a, T *o, tfm_view vo, float *lse, const T *q, tfm_view vq
 
     for (int tile = 0; tile < n_tiles; tile++) {
         const int k0 = tile * BC;
-        if (tile + 1 < n_tiles) { /* the next tile into the other buffer, while this one is used */
-            T *nb = kvs + ((tile + 1) & 1) * 2 * BC * SQ;
-            tc_load_async<T, D>(nb, SQ, k, vk, b, h, k0 + BC, BC, a.Lk);
-            tc_load_async<T, D>(nb + BC * SQ, SQ, v, vv, b, h, k0 + BC, BC, a.Lk);
-            tc_commit();
-            tc_wait<1>();
-        } else {
-            tc_wait<0>();
-        }
+        tc_next_pair<T, D>(tile + 1 < n_tiles, kvs, SQ, k, vk, v, vv, b, h, tile + 1, BC, a.Lk);
         __syncthreads();
         const T *ks = kvs + (tile & 1) * 2 * BC * SQ, *vs = ks + BC * SQ;
         float s[NS][4];

@@ -123,27 +123,6 @@ template <typename T> __device__ __forceinline__ const T *tc_b_lane(const T *b, 
     return b + ((lane & 7) + 8 * (lane >> 4)) * sb + 8 * ((lane >> 3) & 1);
 }
 
-/* acc[NT] += A B for the warp's 16 rows: A read from shared memory, 16 rows
- * of KS 16-wide k steps at a (row stride sa elements); B from a shared tile
- * stored [n][k] at b (NT 8-row groups of n, NT even, row stride sb). */
-template <typename T, int KS, int NT>
-__device__ __forceinline__ void tc_mma_ss(float acc[NT][4], const T *a, int sa, const T *b, int sb)
-{
-    const T *al = tc_a_lane(a, sa), *bl = tc_b_lane(b, sb);
-#pragma unroll
-    for (int ks = 0; ks < KS; ks++) {
-        uint32_t af[4];
-        tc_ldsm4(af, al + ks * 16);
-#pragma unroll
-        for (int nt = 0; nt < NT; nt += 2) {
-            uint32_t bf[4];
-            tc_ldsm4(bf, bl + nt * 8 * sb + ks * 16);
-            tc_mma<T>(acc[nt], af[0], af[1], af[2], af[3], bf[0], bf[1]);
-            tc_mma<T>(acc[nt + 1], af[0], af[1], af[2], af[3], bf[2], bf[3]);
-        }
-    }
-}
-
 /* The same four matrices transposed (ldmatrix .trans): register m of lane
  * 4 g + t receives elements (2t, g) and (2t + 1, g) of matrix m. */
 __device__ __forceinline__ void tc_ldsm4_t(uint32_t r[4], const void *p)
@@ -167,12 +146,14 @@ __device__ __forceinline__ void tc_ldsm4_t(uint32_t r[4], const void *p)
  * 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15) = b0, b1 of
  * the first tile, b0, b1 of the second: the A pattern of tc_a_lane. */
 
-/* acc[NT] += A B: A from shared memory as in tc_mma_ss (rows of KS k steps
- * at a, stride sa), B from a tile stored [k][n] at b (row stride sb). */
-template <typename T, int KS, int NT>
-__device__ __forceinline__ void tc_mma_ss_kn(float acc[NT][4], const T *a, int sa, const T *b, int sb)
+/* acc[NT] += A B for the warp's 16 rows: A read from shared memory, 16 rows
+ * of KS 16-wide k steps at a (row stride sa elements); B from a shared tile
+ * at b (NT 8-column groups of n, NT even, row stride sb), stored [n][k]
+ * (K for Q K^T), or stored [k][n] when B_KN (K for dS K). */
+template <typename T, int KS, int NT, bool B_KN = false>
+__device__ __forceinline__ void tc_mma_ss(float acc[NT][4], const T *a, int sa, const T *b, int sb)
 {
-    const T *al = tc_a_lane(a, sa), *bl = tc_a_lane(b, sb);
+    const T *al = tc_a_lane(a, sa), *bl = B_KN ? tc_a_lane(b, sb) : tc_b_lane(b, sb);
 #pragma unroll
     for (int ks = 0; ks < KS; ks++) {
         uint32_t af[4];
@@ -180,7 +161,8 @@ __device__ __forceinline__ void tc_mma_ss_kn(float acc[NT][4], const T *a, int s
 #pragma unroll
         for (int nt = 0; nt < NT; nt += 2) {
             uint32_t bf[4];
-            tc_ldsm4_t(bf, bl + ks * 16 * sb + nt * 8);
+            if (B_KN) tc_ldsm4_t(bf, bl + ks * 16 * sb + nt * 8);
+            else tc_ldsm4(bf, bl + nt * 8 * sb + ks * 16);
             tc_mma<T>(acc[nt], af[0], af[1], af[2], af[3], bf[0], bf[1]);
             tc_mma<T>(acc[nt + 1], af[0], af[1], af[2], af[3], bf[2], bf[3]);
         }
@@ -238,6 +220,12 @@ __device__ __forceinline__ void tc_load_async(T *s, int S, const T *base, tfm_vi
     }
 }
 
+/* Rows [row0, row0 + rows) of two views (K and V, or Q and dO) into buf: the
+ * first view's tile, then the second's, rows x S elements each. */
+template <typename T, int D>
+__device__ __forceinline__ void tc_load_pair(T *buf, int S, const T *pa, tfm_view va, const T *pb,
+                                             tfm_view vb, int64_t b, int64_t h, int row0, int rows, int L);
+
 __device__ __forceinline__ void tc_commit(void)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -251,6 +239,33 @@ template <int N> __device__ __forceinline__ void tc_wait(void)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 #endif
+}
+
+template <typename T, int D>
+__device__ __forceinline__ void tc_load_pair(T *buf, int S, const T *pa, tfm_view va, const T *pb,
+                                             tfm_view vb, int64_t b, int64_t h, int row0, int rows, int L)
+{
+    tc_load_async<T, D>(buf, S, pa, va, b, h, row0, rows, L);
+    tc_load_async<T, D>(buf + rows * S, S, pb, vb, b, h, row0, rows, L);
+}
+
+/* cp.async's double buffering over the tiles a pass walks: bufs holds two
+ * pairs (tc_load_pair), tile t's in pair t % 2. The pair of tile `next`
+ * loads (if has_next) while the caller uses the current one, which this
+ * waits for; a __syncthreads follows before it is read, and another after
+ * it is used, before the next call refills it. */
+template <typename T, int D>
+__device__ __forceinline__ void tc_next_pair(bool has_next, T *bufs, int S, const T *pa, tfm_view va,
+                                             const T *pb, tfm_view vb, int64_t b, int64_t h, int next,
+                                             int rows, int L)
+{
+    if (has_next) {
+        tc_load_pair<T, D>(bufs + (next & 1) * 2 * rows * S, S, pa, va, pb, vb, b, h, next * rows, rows, L);
+        tc_commit();
+        tc_wait<1>();
+    } else {
+        tc_wait<0>();
+    }
 }
 
 /* ------------------------------------------------------------ dropout */

@@ -60,10 +60,7 @@ k_attn_dkdv_tc(tfm_attn a, T *dk, tfm_view vdk, T *dv, tfm_view vdv, float *dq_a
     const int t0 = a.causal ? k0 / BQ : 0; /* query tiles wholly before k0 see none of these keys */
     tc_load_async<T, D>(ks, SD, k, vk, b, h, k0, BC, a.Lk);
     tc_load_async<T, D>(vs, SD, v, vv, b, h, k0, BC, a.Lk);
-    if (t0 < n_q) {
-        tc_load_async<T, D>(qd + (t0 & 1) * 2 * BQ * SD, SD, q, vq, b, h, t0 * BQ, BQ, a.Lq);
-        tc_load_async<T, D>(qd + (t0 & 1) * 2 * BQ * SD + BQ * SD, SD, dout, vdo, b, h, t0 * BQ, BQ, a.Lq);
-    }
+    if (t0 < n_q) tc_load_pair<T, D>(qd + (t0 & 1) * 2 * BQ * SD, SD, q, vq, dout, vdo, b, h, t0 * BQ, BQ, a.Lq);
     tc_commit();
     float adk[NO][4], adv[NO][4];
 #pragma unroll
@@ -73,15 +70,7 @@ k_attn_dkdv_tc(tfm_attn a, T *dk, tfm_view vdk, T *dv, tfm_view vdv, float *dq_a
 
     for (int tile = t0; tile < n_q; tile++) {
         const int q0 = tile * BQ;
-        if (tile + 1 < n_q) {
-            T *nb = qd + ((tile + 1) & 1) * 2 * BQ * SD;
-            tc_load_async<T, D>(nb, SD, q, vq, b, h, q0 + BQ, BQ, a.Lq);
-            tc_load_async<T, D>(nb + BQ * SD, SD, dout, vdo, b, h, q0 + BQ, BQ, a.Lq);
-            tc_commit();
-            tc_wait<1>();
-        } else {
-            tc_wait<0>();
-        }
+        tc_next_pair<T, D>(tile + 1 < n_q, qd, SD, q, vq, dout, vdo, b, h, tile + 1, BQ, a.Lq);
         for (int r = threadIdx.x; r < BQ; r += blockDim.x) {
             const int i = q0 + r;
             lse2_s[r] = i < a.Lq ? lse[bh * a.Lq + i] * LOG2E : 0.0f;
@@ -121,7 +110,7 @@ k_attn_dkdv_tc(tfm_attn a, T *dk, tfm_view vdk, T *dv, tfm_view vdv, float *dq_a
             float dqa[NOW][4];
 #pragma unroll
             for (int c = 0; c < NOW; c++) dqa[c][0] = dqa[c][1] = dqa[c][2] = dqa[c][3] = 0.0f;
-            tc_mma_ss_kn<T, BC / 16, NOW>(dqa, ds_s + rb * 16 * SS, SS, ks + cg * NOW * 8, SD);
+            tc_mma_ss<T, BC / 16, NOW, true>(dqa, ds_s + rb * 16 * SS, SS, ks + cg * NOW * 8, SD);
 #pragma unroll
             for (int r = 0; r < 2; r++) {
                 const int i = q0 + rb * 16 + g + 8 * r;
@@ -198,8 +187,7 @@ k_attn_dq_tc(tfm_attn a, T *dq, tfm_view vdq, const float *delta, const T *dout,
     }
     tc_load_async<T, D>(qs, SD, q, vq, b, h, q0, BR, a.Lq);
     tc_load_async<T, D>(dos, SD, dout, vdo, b, h, q0, BR, a.Lq);
-    tc_load_async<T, D>(kv, SD, k, vk, b, h, 0, BC, a.Lk);
-    tc_load_async<T, D>(kv + BC * SD, SD, v, vv, b, h, 0, BC, a.Lk);
+    tc_load_pair<T, D>(kv, SD, k, vk, v, vv, b, h, 0, BC, a.Lk);
     tc_commit();
     float acc[NO][4];
 #pragma unroll
@@ -207,15 +195,7 @@ k_attn_dq_tc(tfm_attn a, T *dq, tfm_view vdq, const float *delta, const T *dout,
 
     for (int tile = 0; tile < n_k; tile++) {
         const int k0 = tile * BC;
-        if (tile + 1 < n_k) {
-            T *nb = kv + ((tile + 1) & 1) * 2 * BC * SD;
-            tc_load_async<T, D>(nb, SD, k, vk, b, h, k0 + BC, BC, a.Lk);
-            tc_load_async<T, D>(nb + BC * SD, SD, v, vv, b, h, k0 + BC, BC, a.Lk);
-            tc_commit();
-            tc_wait<1>();
-        } else {
-            tc_wait<0>();
-        }
+        tc_next_pair<T, D>(tile + 1 < n_k, kv, SD, k, vk, v, vv, b, h, tile + 1, BC, a.Lk);
         __syncthreads();
         const T *ks = kv + (tile & 1) * 2 * BC * SD, *vs = ks + BC * SD;
         float s[NS][4], dp[NS][4];
