@@ -220,12 +220,6 @@ __device__ __forceinline__ void tc_load_async(T *s, int S, const T *base, tfm_vi
     }
 }
 
-/* Rows [row0, row0 + rows) of two views (K and V, or Q and dO) into buf: the
- * first view's tile, then the second's, rows x S elements each. */
-template <typename T, int D>
-__device__ __forceinline__ void tc_load_pair(T *buf, int S, const T *pa, tfm_view va, const T *pb,
-                                             tfm_view vb, int64_t b, int64_t h, int row0, int rows, int L);
-
 __device__ __forceinline__ void tc_commit(void)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -241,6 +235,8 @@ template <int N> __device__ __forceinline__ void tc_wait(void)
 #endif
 }
 
+/* Rows [row0, row0 + rows) of two views (K and V, or Q and dO) into buf: the
+ * first view's tile, then the second's, rows x S elements each. */
 template <typename T, int D>
 __device__ __forceinline__ void tc_load_pair(T *buf, int S, const T *pa, tfm_view va, const T *pb,
                                              tfm_view vb, int64_t b, int64_t h, int row0, int rows, int L)
