@@ -4,6 +4,11 @@ training workload data-parallel over two GPUs, common/workload/sharded/sharded_s
 Run it on a machine with two GPUs:
 
     python3 tests/torch/fsdp_reference.py OUTDIR [--steps 6] [--only NAME,...] [--gpus 2]
+    python3 tests/torch/fsdp_reference.py OUTDIR --configs FILE [--steps K]
+
+--configs FILE runs FILE's NAME<TAB>flags lines instead of CONFIGS (drawn by
+tests/torch/random_configs.py --c24); a line whose flags begin with
+--mode M runs that wrapper only, as NAME (not NAME_MODE).
 
 For each configuration in CONFIGS and each wrapper (ddp, zero2, fsdp), it
 starts `python3 -m torch.distributed.run --standalone --nproc_per_node GPUS`
@@ -31,6 +36,10 @@ It writes into OUTDIR (the shape tests/scripts/test_sharded_fixtures.sh reads):
 
   configs.txt        NAME_MODE, a tab, build/sharded_model's flags (without --rank)
   meta.txt           key=value: torch, CUDA and NCCL versions, GPUs, ...
+  NAME_MODE.rankR.init  what rank R holds before the first step: the bytes
+                     allocated after init_process_group, after building the
+                     model, after wrapping it, and after the barrier and the
+                     wait (key=value lines)
   NAME_MODE.rankR.csv  one row per step: step,peak_allocated,allocated_end,
                      peak_reserved,status (torch.cuda.max_memory_allocated() after
                      reset_peak_memory_stats() at the step's start;
@@ -77,6 +86,11 @@ def parse_flags(flags):
     toks = flags.split()
     ints = ("--layers", "--in", "--width", "--out", "--batch")
     cfg = {"optimizer": "sgd"}
+    if len(toks) >= 2 and toks[0] == "--mode":
+        if toks[1] not in MODES:
+            raise ValueError("bad flag --mode %s" % toks[1])
+        cfg["mode"] = toks[1]
+        toks = toks[2:]
     if len(toks) % 2:
         raise ValueError("flags come in pairs: %s" % flags)
     for k, v in zip(toks[::2], toks[1::2]):
@@ -94,6 +108,12 @@ def parse_flags(flags):
     if cfg["layers"] < 2:
         raise ValueError("--layers must be >= 2")
     return cfg
+
+
+def write_atomic(path, text):
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
 
 
 def run_rank(name, mode, flags, outdir, steps):
@@ -116,6 +136,7 @@ def run_rank(name, mode, flags, outdir, steps):
     torch.cuda.set_device(local)
     dev = torch.device("cuda", local)
     dist.init_process_group("nccl", device_id=dev)
+    held = [("after_init_process_group", torch.cuda.memory_allocated())]
     torch.manual_seed(0)
     dims = [cfg["in"]] + [cfg["width"]] * (cfg["layers"] - 1) + [cfg["out"]]
     mods = []
@@ -124,6 +145,7 @@ def run_rank(name, mode, flags, outdir, steps):
         if i < cfg["layers"] - 1:
             mods.append(nn.ReLU())
     model = nn.Sequential(*mods)
+    held.append(("after_model", torch.cuda.memory_allocated()))
     if mode == "ddp":
         model = DDP(model, device_ids=[local])
     else:
@@ -132,6 +154,7 @@ def run_rank(name, mode, flags, outdir, steps):
             if isinstance(m, nn.Linear):
                 fully_shard(m, reshard_after_forward=raf)
         fully_shard(model, reshard_after_forward=raf)
+    held.append(("after_wrap", torch.cuda.memory_allocated()))
     params = list(model.parameters())
     o = cfg["optimizer"]
     if o == "adam":
@@ -144,7 +167,13 @@ def run_rank(name, mode, flags, outdir, steps):
     rows = []
     torch.cuda.synchronize()
     dist.barrier()
+    held.append(("after_barrier", torch.cuda.memory_allocated()))
     time.sleep(REAP_S)
+    held.append(("before_step_1", torch.cuda.memory_allocated()))
+    tracing = os.environ.get("FSDP_REFERENCE_TRACE") == "1" and rank == 0
+    if tracing:  # rank 0's allocator events with Python stacks (--trace)
+        torch.cuda.memory._record_memory_history(max_entries=1000000, stacks="python")
+    marks = []
     for step in range(1, steps + 1):
         torch.cuda.reset_peak_memory_stats()
         start.record()
@@ -162,10 +191,14 @@ def run_rank(name, mode, flags, outdir, steps):
             step, torch.cuda.max_memory_allocated(), torch.cuda.memory_allocated(),
             torch.cuda.max_memory_reserved(), start.elapsed_time(stop) / 1e3))
         time.sleep(REAP_S)  # let the watchdog release this step's finished collectives
-    path = os.path.join(outdir, "%s_%s.rank%d.csv" % (name, mode, rank))
-    with open(path + ".tmp", "w") as f:
-        f.write(HEADER + "\n" + "\n".join(rows) + "\n")
-    os.replace(path + ".tmp", path)
+        if tracing:  # where each step's events end in the trace
+            marks.append(len(torch.cuda.memory._snapshot()["device_traces"][local]))
+    base = os.path.join(outdir, "%s.rank%d" % (name if "mode" in cfg else "%s_%s" % (name, mode), rank))
+    write_atomic(base + ".init", "".join("%s=%d\n" % kv for kv in held))
+    if tracing:
+        torch.cuda.memory._dump_snapshot(base + ".pickle")
+        write_atomic(base + ".marks", "".join("%d\n" % m for m in marks))
+    write_atomic(base + ".csv", HEADER + "\n" + "\n".join(rows) + "\n")
     if rank == 0:
         nccl = ".".join(str(v) for v in torch.cuda.nccl.version())
         with open(os.path.join(outdir, "meta.txt.tmp"), "w") as f:
@@ -185,15 +218,29 @@ def main():
     ap.add_argument("--steps", type=int, default=DEFAULT_STEPS)
     ap.add_argument("--gpus", type=int, default=2)
     ap.add_argument("--only", default="", help="comma-separated configuration names")
+    ap.add_argument("--configs", help="a file of NAME<TAB>flags lines to run instead of CONFIGS")
+    ap.add_argument("--trace", action="store_true",
+                    help="also write rank 0's allocator events with Python stacks (NAME.rank0.pickle, "
+                         "a torch.cuda.memory snapshot; NAME.rank0.marks: each step's last event)")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--child", help=argparse.SUPPRESS)  # NAME under torchrun
     ap.add_argument("--mode", choices=MODES, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.steps < 1 or a.gpus < 1:
         ap.error("--steps and --gpus must be >= 1")
-    table = dict(CONFIGS)
+    configs = CONFIGS
+    if a.configs:
+        try:
+            with open(a.configs) as f:
+                configs = [tuple(line.rstrip("\n").split("\t", 1)) for line in f
+                           if line.strip() and not line.startswith("#")]
+        except OSError as e:
+            ap.error("cannot read --configs: %s" % e)
+        if any(len(c) != 2 for c in configs):
+            ap.error("--configs: every line is NAME<TAB>flags")
+    table = dict(configs)
     if a.list:
-        for n, fl in CONFIGS:
+        for n, fl in configs:
             print("%s\t%s --steps %d" % (n, fl, a.steps))
         return 0
     if a.child:
@@ -201,7 +248,7 @@ def main():
             ap.error("unknown configuration %s" % a.child)
         return run_rank(a.child, a.mode, table[a.child], a.outdir, a.steps)
 
-    names = [s for s in a.only.split(",") if s] or [n for n, _ in CONFIGS]
+    names = [s for s in a.only.split(",") if s] or [n for n, _ in configs]
     bad = [s for s in names if s not in table]
     if bad:
         ap.error("unknown configuration(s): %s (see --list)" % ",".join(bad))
@@ -221,30 +268,36 @@ def main():
               % (a.gpus, torch.cuda.device_count()), file=sys.stderr)
         return 77
     os.makedirs(a.outdir, exist_ok=True)
-    env = dict(os.environ, NCCL_NVLS_ENABLE="0")
+    env = dict(os.environ, NCCL_NVLS_ENABLE="0", FSDP_REFERENCE_TRACE="1" if a.trace else "0")
     t0 = time.monotonic()
     failed, lines = [], []
+    runs = 0
     for n in names:
-        for mode in MODES:
+        fixed = parse_flags(table[n]).get("mode")
+        for mode in ([fixed] if fixed else MODES):
+            runs += 1
             cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                    "--nproc_per_node", str(a.gpus), os.path.abspath(__file__), a.outdir,
                    "--child", n, "--mode", mode, "--steps", str(a.steps)]
+            if a.configs:
+                cmd += ["--configs", os.path.abspath(a.configs)]
             try:
                 rc = subprocess.run(cmd, env=env, timeout=CHILD_TIMEOUT_S).returncode
             except subprocess.TimeoutExpired:
                 rc = -1
+            label = n if fixed else "%s_%s" % (n, mode)
             if rc != 0:
-                failed.append("%s_%s" % (n, mode))
-                print("fsdp_reference: %s %s failed (exit %d)" % (n, mode, rc), file=sys.stderr)
+                failed.append(label)
+                print("fsdp_reference: %s failed (exit %d)" % (label, rc), file=sys.stderr)
                 continue
-            lines.append("%s_%s\t--mode %s --world %d %s --steps %d"
-                         % (n, mode, mode, a.gpus, table[n], a.steps))
+            net = table[n].split(None, 2)[2] if fixed else table[n]
+            lines.append("%s\t--mode %s --world %d %s --steps %d" % (label, mode, a.gpus, net, a.steps))
     with open(os.path.join(a.outdir, "configs.txt"), "w") as f:
         f.write("# name<TAB>build/sharded_model flags (add --rank R); "
                 "written by tests/torch/fsdp_reference.py\n")
         f.write("".join(line + "\n" for line in lines))
     print("fsdp_reference: %d runs in %.1f s, %d failed"
-          % (len(names) * len(MODES), time.monotonic() - t0, len(failed)), file=sys.stderr)
+          % (runs, time.monotonic() - t0, len(failed)), file=sys.stderr)
     return 1 if failed else 0
 
 

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """random_configs.py: PyTorch's figures for Transformer configurations drawn at
-random over the whole flag space of build/workload --arch transformer|encoder
+random over the whole flag space of build/workload --arch transformer|encoder,
+and for C24's sharded configurations over build/sharded_model's
 (issue 22: exact beyond the fixtures, not only on the configurations tuned).
 
-    python3 tests/torch/random_configs.py --list [--n N] [--seed S]
+    python3 tests/torch/random_configs.py --list [--n N] [--seed S] [--c24]
     python3 tests/torch/random_configs.py OUTDIR [--n N] [--seed S] [--steps K]
+    python3 tests/torch/random_configs.py OUTDIR --c24 [--n N] [--seed S] [--steps K]
 
 draws N configurations with a seeded generator (the same N and seed give the
 same draws anywhere, with the standard library alone), writes them to
@@ -23,6 +25,14 @@ batch-first or not; causal (encoder only); sequence 1..128 and micro-batch
 1..16 with accumulation 1, 2 or 4; sgd, momentum, adam or adamw; fp32, fp16
 or bf16; checkpointing on or off. Sizes stay small so that N configurations
 run in a few minutes on one GPU.
+
+With --c24 (two GPUs): the wrapper (ddp, zero2, fsdp: taken in turn, so each
+gets a third of the draws), world 2, 2-8 Linear layers, input, hidden and
+output widths from 1 to 4096 (half of them any integer, log-uniform, so
+mostly odd; half multiples of 64), batch 1..4096 (log-uniform) and sgd,
+momentum or adam; tests/torch/fsdp_reference.py records them (a fresh
+torchrun per configuration) into OUTDIR, and tests/scripts/test_sharded_fixtures.sh
+replays them with build/sharded_model.
 """
 import argparse
 import os
@@ -70,6 +80,34 @@ def draw(n, seed):
     return out
 
 
+C24_MODES = ("ddp", "zero2", "fsdp")
+C24_DEFAULT_N = 24
+C24_DEFAULT_SEED = 24
+
+
+def c24_width(rng):
+    """A width in 1..4096: half any integer (log-uniform), half a multiple of 64."""
+    if rng.random() < 0.5:
+        return max(1, min(4096, int(round(2 ** rng.uniform(0, 12)))))
+    return 64 * rng.randint(1, 64)
+
+
+def draw_c24(n, seed):
+    """N (name, build/sharded_model flags without --world/--steps) pairs."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        mode = C24_MODES[i % len(C24_MODES)]
+        layers = rng.randint(2, 8)
+        d_in, width, d_out = c24_width(rng), c24_width(rng), c24_width(rng)
+        batch = max(1, min(4096, int(round(2 ** rng.uniform(0, 12)))))
+        opt = rng.choice(("sgd", "momentum", "adam"))
+        out.append(("s%02d_%s_%s" % (i, mode, opt),
+                    "--mode %s --layers %d --in %d --width %d --out %d --batch %d --optimizer %s"
+                    % (mode, layers, d_in, width, d_out, batch, opt)))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("outdir", nargs="?", help="folder for drawn.txt and transformer_reference.py's files")
@@ -77,10 +115,18 @@ def main():
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the generator's seed")
     ap.add_argument("--steps", type=int, default=DEFAULT_STEPS, help="steps per configuration")
     ap.add_argument("--list", action="store_true", help="print the draws and exit")
+    ap.add_argument("--c24", action="store_true",
+                    help="draw C24's sharded configurations (default --n %d --seed %d; two GPUs)"
+                         % (C24_DEFAULT_N, C24_DEFAULT_SEED))
+    ap.set_defaults(n=None, seed=None)
     a = ap.parse_args()
+    if a.n is None:
+        a.n = C24_DEFAULT_N if a.c24 else DEFAULT_N
+    if a.seed is None:
+        a.seed = C24_DEFAULT_SEED if a.c24 else DEFAULT_SEED
     if a.n < 1 or a.steps < 1:
         ap.error("--n and --steps must be >= 1")
-    drawn = draw(a.n, a.seed)
+    drawn = draw_c24(a.n, a.seed) if a.c24 else draw(a.n, a.seed)
     if a.list:
         for name, flags in drawn:
             print("%s\t%s" % (name, flags))
@@ -90,13 +136,16 @@ def main():
     os.makedirs(a.outdir, exist_ok=True)
     path = os.path.join(a.outdir, "drawn.txt")
     with open(path, "w") as f:
-        f.write("# name<TAB>build/workload flags; drawn by tests/torch/random_configs.py --n %d --seed %d\n"
-                % (a.n, a.seed))
+        f.write("# name<TAB>build/%s flags; drawn by tests/torch/random_configs.py%s --n %d --seed %d\n"
+                % ("sharded_model" if a.c24 else "workload", " --c24" if a.c24 else "", a.n, a.seed))
         for name, flags in drawn:
             f.write("%s\t%s\n" % (name, flags))
-    ref = os.path.join(os.path.dirname(os.path.abspath(__file__)), "transformer_reference.py")
-    return subprocess.call([sys.executable, ref, a.outdir, "--configs", path, "--no-trace",
-                            "--steps", str(a.steps)])
+    here = os.path.dirname(os.path.abspath(__file__))
+    if a.c24:
+        return subprocess.call([sys.executable, os.path.join(here, "fsdp_reference.py"), a.outdir,
+                                "--configs", path, "--steps", str(a.steps)])
+    return subprocess.call([sys.executable, os.path.join(here, "transformer_reference.py"), a.outdir,
+                            "--configs", path, "--no-trace", "--steps", str(a.steps)])
 
 
 if __name__ == "__main__":

@@ -75,6 +75,17 @@ int mc_sh_config_check(const mc_sh_config *c, char *err, size_t len)
 /* ------------------------------------------------------------ life cycle */
 
 /* The model on the device (parameters in order), then the wrapper. */
+/* dist.barrier() before the first step (tests/torch/fsdp_reference.py, as
+ * most training scripts): ProcessGroupNCCL all-reduces a one-element tensor
+ * and keeps it for the group's life, a 512 B block. Measured on two H100s:
+ * memory_allocated() grows by 512 B across the barrier, in every mode and
+ * shape, and the block is still there at every step's end. */
+static int barrier(mc_sh_run *r)
+{
+    AK(r->barrier, 4, MC_WL_OTHER, "dist.barrier()'s tensor, kept by the process group");
+    return 0;
+}
+
 static int setup(mc_sh_run *r)
 {
     for (int l = 0; l < r->L; l++) {
@@ -82,11 +93,12 @@ static int setup(mc_sh_run *r)
         AK(y->W, (uint64_t)(y->out * y->in) * 4, MC_WL_WEIGHTS, "weight");
         AK(y->b, (uint64_t)y->out * 4, MC_WL_WEIGHTS, "bias");
     }
+    if (r->c.mode == MC_SH_PLAIN) return 0;
     if (r->c.mode == MC_SH_DDP) {
         sh_ddp_assign(r, false);
-        return sh_ddp_alloc_buckets(r);
+        if (sh_ddp_alloc_buckets(r) != 0) return -1;
+        return barrier(r);
     }
-    if (!sh_sharded(r)) return 0;
     /* fully_shard(layer) in order, then the root (no parameters of its
      * own): each parameter's padded shard made, then the full one dropped. */
     for (int l = 0; l < r->L; l++) {
@@ -99,7 +111,7 @@ static int setup(mc_sh_run *r)
         wl_move(&r->ctx, &y->W, &w);
         wl_move(&r->ctx, &y->b, &b);
     }
-    return 0;
+    return barrier(r);
 }
 
 mc_sh_run *mc_sh_create(const mc_sh_config *c, const ca_backend *backend, const mc_sh_hooks *hooks,
@@ -111,7 +123,7 @@ mc_sh_run *mc_sh_create(const mc_sh_config *c, const ca_backend *backend, const 
     r->c = *c;
     if (hooks) r->hooks = *hooks;
     if (backend) wl_ctx_open_backend(&r->ctx, &c->wl.alloc, *backend);
-    else wl_ctx_open(&r->ctx, &c->wl.alloc, false, c->wl.host_capacity, 1, NULL, 0);
+    else wl_ctx_open(&r->ctx, &c->wl.alloc, false, c->wl.host_capacity, 1, c->trace, c->trace_steps);
     r->L = c->wl.layers;
     r->ly = calloc((size_t)r->L, sizeof *r->ly);
     r->bucket = calloc((size_t)(2 * r->L), sizeof *r->bucket);
@@ -143,28 +155,11 @@ mc_wl_status mc_sh_step(mc_sh_run *r, mc_sh_step_result *out)
 {
     memset(out, 0, sizeof *out);
     out->step = ++r->step;
+    r->ctx.step = r->step;
     if (r->status == MC_WL_OK) {
-        ca_reset_peak(r->ctx.a);
-        int rc = 0;
-        /* DDP's next forward rebuilds the buckets from the order gradients
-         * came in during step 1 (_pre_forward -> _rebuild_buckets): the old
-         * ones go first (buckets_.clear()), then the new ones are made.
-         * sync_bucket_indices' few-byte device tensors come and go before
-         * any other request of the step and are left out. */
-        if (r->c.mode == MC_SH_DDP && r->step == 2 && !r->rebuilt) {
-            for (int k = 0; k < r->nbucket; k++) F(r->bucket[k]);
-            sh_ddp_assign(r, true);
-            rc = sh_ddp_alloc_buckets(r);
-            r->rebuilt = true;
-        }
-        if (r->c.mode == MC_SH_DDP) {
-            memset(r->bucket_left, 0, (size_t)(2 * r->L) * sizeof *r->bucket_left);
-            for (int l = 0; l < r->L; l++) {
-                r->bucket_left[r->ly[l].bucket_of[0]]++;
-                r->bucket_left[r->ly[l].bucket_of[1]]++;
-            }
-        }
-        if (rc == 0) rc = sh_seq_micro_step(r);
+        wl_reset_peak(&r->ctx);
+        wl_trace(&r->ctx, "# step %d", r->step);
+        int rc = sh_seq_micro_step(r);
         if (rc == 0) rc = sh_seq_optimizer(r);
         if (rc == 0) sh_seq_zero_grad(r);
         /* An OOM ends the run: the figures so far stand, no further step runs. */
