@@ -131,6 +131,8 @@ static void test_fsdp_shards(void **state)
 /* L=2, in 8, width 16, out 4, batch 2, SGD: every tensor is under 512 bytes,
  * so each takes one 512-byte block and a step's peak is 512 x the most
  * tensors live at once, plus the three workspaces. */
+#define BARRIER 512 /* dist.barrier()'s tensor, which the process group keeps */
+
 static uint64_t tiny_peak(mc_sh_mode mode, int world, int step, uint64_t *end)
 {
     mc_sh_config c = cfg(2, 8, 16, 4, 2, MC_WL_SGD, mode, world, 0);
@@ -151,23 +153,24 @@ static void test_tiny_by_hand(void **state)
     assert_int_equal(tiny_peak(MC_SH_PLAIN, 1, 2, &end), 14 * 512 + WS);
     assert_int_equal(end, 4 * 512 + WS);
     /* DDP: plus one bucket of 512+64+256+16 = 848 bytes (1024-byte block),
-     * both in step 1 (every parameter) and after the rebuild (under 1 MiB). */
-    assert_int_equal(tiny_peak(MC_SH_DDP, 2, 1, &end), 14 * 512 + 1024 + WS);
-    assert_int_equal(tiny_peak(MC_SH_DDP, 2, 2, &end), 14 * 512 + 1024 + WS);
-    assert_int_equal(end, 4 * 512 + 1024 + WS);
+     * both in step 1 (every parameter) and after the rebuild (under 1 MiB),
+     * and the process group's barrier tensor (every wrapper: one block). */
+    assert_int_equal(tiny_peak(MC_SH_DDP, 2, 1, &end), 14 * 512 + 1024 + BARRIER + WS);
+    assert_int_equal(tiny_peak(MC_SH_DDP, 2, 2, &end), 14 * 512 + 1024 + BARRIER + WS);
+    assert_int_equal(end, 4 * 512 + 1024 + BARRIER + WS);
     /* FSDP N=2, step 2: 4 shards; at layer 1's backward: x, y, r0, h1,
      * loss, ones, gh1, uW1, ub1 (layer 1's all-gather output freed after
      * its copy-out), gr0, gWt1, gbt1, and layer 0's prefetched all-gather
      * output, 2 x (8x8 + 8) x 4 = 576 bytes, the one 1024-byte block: 16 x 512 + 1024. */
-    assert_int_equal(tiny_peak(MC_SH_FSDP, 2, 2, &end), 16 * 512 + 1024 + WS);
-    assert_int_equal(end, 4 * 512 + WS); /* the shards; zero_grad dropped rs_out */
+    assert_int_equal(tiny_peak(MC_SH_FSDP, 2, 2, &end), 16 * 512 + 1024 + BARRIER + WS);
+    assert_int_equal(end, 4 * 512 + BARRIER + WS); /* the shards; zero_grad dropped rs_out */
     /* N=1: no all-gather output, no prefetch: 16. */
-    assert_int_equal(tiny_peak(MC_SH_FSDP, 1, 2, &end), 16 * 512 + WS);
+    assert_int_equal(tiny_peak(MC_SH_FSDP, 1, 2, &end), 16 * 512 + BARRIER + WS);
     /* ZeRO-2 N=2: every layer stays gathered from forward to its
      * post-backward: uW0, ub0, uW1, ub1 beside plain's 14 blocks at layer 1's
      * backward, no all-gather output (freed in forward), no prefetch: 14 + 4 = 18,
      * with 4 padded shards for the parameters (same count as plain's). */
-    assert_int_equal(tiny_peak(MC_SH_ZERO2, 2, 2, &end), 18 * 512 + WS);
+    assert_int_equal(tiny_peak(MC_SH_ZERO2, 2, 2, &end), 18 * 512 + BARRIER + WS);
 }
 
 /* ------------------------------------------------------------ at scale */
@@ -209,7 +212,7 @@ static void test_scaling(void **state)
     for (int s = 0; s < 2; s++) assert_int_equal(mc_sh_step(r, &res), MC_WL_OK);
     mc_sh_destroy(r);
     uint64_t shardW = ca_round_size(1024ULL * 4096 * 4), shardb = ca_round_size(1024ULL * 4);
-    assert_int_equal(res.allocated_end, 2 * 3 * (shardW + shardb) + WS);
+    assert_int_equal(res.allocated_end, 2 * 3 * (shardW + shardb) + BARRIER + WS);
 }
 
 static void test_bad_config(void **state)

@@ -16,4 +16,12 @@
  * TORCH_CUBLASLT_UNIFIED_WORKSPACE=1), bytes. */
 #define MC_PT_CUBLASLT_WS_BYTES (1ULL << 20)
 
+/* Whether a Linear's addmm (bias given) runs on cuBLASLt, and so takes the
+ * cuBLASLt workspace at its first call (aten/src/ATen/native/cuda/Blas.cpp
+ * addmm_out_cuda_impl, useLtInterface: mat2 = W^T, of in x out, must have
+ * more than one row and column; otherwise cuBLAS with the bias copied into
+ * the output first, no request). Two H100s, PyTorch 2.11: a network of
+ * width 1 never takes the cuBLASLt workspace; one of batch 1 does. */
+#define MC_PT_ADDMM_USES_LT(in, out) ((in) > 1 && (out) > 1)
+
 #endif

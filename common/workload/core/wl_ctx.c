@@ -97,7 +97,7 @@ int wl_alloc(wl_ctx *x, wl_t *t, uint64_t bytes, mc_wl_category cat, bool keep, 
 {
     CHECK(t->addr == 0, "workload: %s requested while live", what);
     uint64_t addr = 0;
-    if (ca_malloc(x->a, bytes, &addr) != CA_OK) {
+    if (ca_malloc_stream(x->a, bytes, x->stream, &addr) != CA_OK) {
         wl_trace(x, "# oom: %" PRIu64 " bytes for %s", bytes, what);
         x->oom = true;
         return -1;
@@ -114,7 +114,11 @@ int wl_alloc(wl_ctx *x, wl_t *t, uint64_t bytes, mc_wl_category cat, bool keep, 
         x->peak_seen = cur;
         memcpy(x->peak_cat, x->cat_bytes, sizeof x->peak_cat);
     }
-    wl_trace(x, "alloc %" PRIu64 " %" PRIu64 " 0x%" PRIx64 "  # %s", t->id, bytes, addr, what);
+    if (x->stream)
+        wl_trace(x, "alloc %" PRIu64 " %" PRIu64 " 0x%" PRIx64 " stream=%" PRIu64 "  # %s", t->id, bytes,
+                 addr, x->stream, what);
+    else
+        wl_trace(x, "alloc %" PRIu64 " %" PRIu64 " 0x%" PRIx64 "  # %s", t->id, bytes, addr, what);
     return 0;
 }
 

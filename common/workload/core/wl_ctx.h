@@ -39,6 +39,8 @@ typedef struct {
     ca_allocator *a;
     mc_wl_gpu *gpu;            /* handles, stream, events; NULL in model-only */
     FILE *trace;               /* NULL: no trace */
+    uint64_t stream;           /* the stream wl_alloc requests on (0: the default stream; a
+                                  block returns to its stream's pool, reused only there) */
     int step;                  /* steps begun (0 during set-up), for the trace */
     int trace_steps;           /* steps written to the trace after set-up */
     uint64_t next_id;          /* the last request's number */

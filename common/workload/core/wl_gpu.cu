@@ -19,6 +19,7 @@
 #include "check.h"
 #include "check_cuda.h"
 #include "wl_profile.h"
+#include "pytorch_consts.h"
 
 #define MAX_PLANS 64 /* distinct (handle, shape, dtype) Linear calls cached */
 
@@ -183,10 +184,33 @@ static lt_plan *plan_for(mc_wl_gpu *g, int handle, int64_t m, int64_t k, int64_t
     return p;
 }
 
+static void gemm(mc_wl_gpu *g, int handle, cublasOperation_t ta, cublasOperation_t tb, int64_t M,
+                 int64_t N, int64_t K, const void *A, int64_t lda, const void *B, int64_t ldb,
+                 void *C, int64_t ldc, int dt, float beta);
+
+/* h[i, j] = b[j] over m rows of n: the bias where addmm is not cuBLASLt's. */
+template <typename T>
+__global__ void bias_rows_kernel(T *h, const T *b, int64_t m, int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < m * n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        h[i] = b[i % n];
+}
+
 extern "C" void mc_gpu_linear(mc_wl_gpu *g, int handle, void *h, const void *x, const void *W,
                               const void *b, int64_t m, int64_t k, int64_t n, int dt)
 {
     MC_PROF(g, MC_PROF_GEMM);
+    if (!MC_PT_ADDMM_USES_LT(k, n)) { /* PyTorch's cuBLAS path: the bias copied in, beta = 1 */
+        const int64_t total = m * n;
+        const unsigned blocks = (unsigned)(total < 65536 * 256 ? (total + 255) / 256 : 65536);
+        if (dt == MC_DT_F32) bias_rows_kernel<<<blocks, 256, 0, g->stream>>>((float *)h, (const float *)b, m, n);
+        else if (dt == MC_DT_F16) bias_rows_kernel<<<blocks, 256, 0, g->stream>>>((__half *)h, (const __half *)b, m, n);
+        else bias_rows_kernel<<<blocks, 256, 0, g->stream>>>((__nv_bfloat16 *)h, (const __nv_bfloat16 *)b, m, n);
+        CHECK_CUDA(cudaGetLastError());
+        gemm(g, handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, W, k, x, k, h, n, dt, 1.0f);
+        return;
+    }
     CHECK(g->lt_ws[handle] != NULL, "cuBLASLt workspace of handle %d not set", handle);
     lt_plan *p = plan_for(g, handle, m, k, n, dt);
     CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &b,
@@ -201,13 +225,13 @@ extern "C" void mc_gpu_linear(mc_wl_gpu *g, int handle, void *h, const void *x, 
 
 static void gemm(mc_wl_gpu *g, int handle, cublasOperation_t ta, cublasOperation_t tb, int64_t M,
                  int64_t N, int64_t K, const void *A, int64_t lda, const void *B, int64_t ldb,
-                 void *C, int64_t ldc, int dt)
+                 void *C, int64_t ldc, int dt, float beta)
 {
-    const float one = 1.0f, zero = 0.0f;
+    const float one = 1.0f;
     cudaDataType_t t = cuda_type(dt);
     CHECK(M <= 0x7fffffff && N <= 0x7fffffff && K <= 0x7fffffff, "GEMM too large for cuBLAS");
     CHECK_CUBLAS(cublasGemmEx(g->h[handle], ta, tb, (int)M, (int)N, (int)K, &one, A, t, (int)lda,
-                              B, t, (int)ldb, &zero, C, t, (int)ldc, CUBLAS_COMPUTE_32F,
+                              B, t, (int)ldb, &beta, C, t, (int)ldc, CUBLAS_COMPUTE_32F,
                               CUBLAS_GEMM_DEFAULT));
 }
 
@@ -217,7 +241,7 @@ extern "C" void mc_gpu_mm_nt(mc_wl_gpu *g, int handle, void *h, const void *x, c
                              int64_t m, int64_t k, int64_t n, int dt)
 {
     MC_PROF(g, MC_PROF_GEMM);
-    gemm(g, handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, W, k, x, k, h, n, dt);
+    gemm(g, handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, W, k, x, k, h, n, dt, 0.0f);
 }
 
 /* gx[m,k] = gh[m,n] W[n,k]: column-major gx^T (k x m) = W^T (k x n) gh^T (n x m). */
@@ -225,7 +249,7 @@ extern "C" void mc_gpu_gemm_dx(mc_wl_gpu *g, int handle, void *gx, const void *g
                                int64_t m, int64_t k, int64_t n, int dt)
 {
     MC_PROF(g, MC_PROF_GEMM);
-    gemm(g, handle, CUBLAS_OP_N, CUBLAS_OP_N, k, m, n, W, k, gh, n, gx, k, dt);
+    gemm(g, handle, CUBLAS_OP_N, CUBLAS_OP_N, k, m, n, W, k, gh, n, gx, k, dt, 0.0f);
 }
 
 /* gW[n,k] = gh[m,n]^T x[m,k]: column-major gW^T (k x n) = x^T (k x m) gh (m x n). */
@@ -233,7 +257,7 @@ extern "C" void mc_gpu_gemm_dw(mc_wl_gpu *g, int handle, void *gW, const void *g
                                int64_t m, int64_t k, int64_t n, int dt)
 {
     MC_PROF(g, MC_PROF_GEMM);
-    gemm(g, handle, CUBLAS_OP_N, CUBLAS_OP_T, k, n, m, x, k, gh, n, gW, k, dt);
+    gemm(g, handle, CUBLAS_OP_N, CUBLAS_OP_T, k, n, m, x, k, gh, n, gW, k, dt, 0.0f);
 }
 
 /* ------------------------------------------------------------ host copies */

@@ -86,7 +86,7 @@ int wl_linear_fwd(mc_workload *w, int l, const wl_t *in, wl_t *x16, wl_t *h, int
         bc = P(y->b16);
     }
     A(*h, w->mb * y->out * w->es, MC_WL_ACTIVATIONS, mlp_name("addmm output of Linear", l));
-    if (wl_workspaces(w, handle, true)) return -1;
+    if (wl_workspaces(w, handle, MC_PT_ADDMM_USES_LT(y->in, y->out))) return -1;
     if (G) mc_gpu_linear(G, handle, P(*h), xin, Wc, bc, w->mb, y->in, y->out, dt);
     return 0;
 }

@@ -39,6 +39,8 @@ struct mc_sh_run {
     int L;
     sh_layer *ly;
     wl_t x, y, mse, mse_tmp, loss, ones, gdiv, red_buf, red_sem;
+    wl_t barrier;          /* ddp, zero2, fsdp: the process group's barrier tensor */
+    wl_t copy_meta;        /* zero2, fsdp: a copy kernel's metadata, freed at once */
     wl_t ws_fwd, lt_fwd, ws_bwd;       /* cuBLAS / cuBLASLt workspaces */
     wl_t *ag_state;                    /* forward: the all-gather output whose free is deferred */
     wl_t *rs_state;                    /* backward: the last reduce-scatter input */
@@ -61,6 +63,10 @@ bool sh_sharded(const mc_sh_run *r);                 /* zero2 or fsdp */
 /* Padded shard bytes and the rank's local bytes of layer l's weight (bias) */
 uint64_t sh_shard_bytes(const mc_sh_run *r, int l, bool bias);
 uint64_t sh_local_bytes(const mc_sh_run *r, int l, bool bias);
+/* FSDP2's copy kernels' packed metadata on the device (bytes): the
+ * all-gather's copy-out and the reduce-scatter's copy-in of layer l. */
+uint64_t sh_split_copy_scratch_bytes(const mc_sh_run *r, int l);
+uint64_t sh_chunk_cat_scratch_bytes(const mc_sh_run *r, int l);
 void sh_ddp_assign(mc_sh_run *r, bool rebuilt);      /* bucket_of/off, nbucket, sizes */
 int sh_ddp_alloc_buckets(mc_sh_run *r);
 

@@ -14,7 +14,10 @@
  *   launches the bucket's all-reduce when the bucket is complete; the final
  *   callback copies the buckets back into .grad. No request is made. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "check.h"
 #include "sharded_internal.h"
 #include "workload/core/pytorch_consts.h"
 #include "workload/core/reduce_scratch.h"
@@ -25,6 +28,23 @@ static void comm(mc_sh_run *r, const mc_sh_comm *c)
 }
 
 /* ------------------------------------------------------------ FSDP2 hooks */
+
+/* FSDP2 makes two of its buffers on its own streams, so their blocks come
+ * from, and go back to, those streams' pools (a PyTorch 2.11 snapshot on two
+ * H100s: the all-gather output on the all-gather copy-in stream, the
+ * reduce-scatter output on the reduce-scatter stream; everything else,
+ * the reduce-scatter input included, on the default stream). Any two ids. */
+#define SH_STREAM_ALL_GATHER 1
+#define SH_STREAM_REDUCE_SCATTER 2
+
+static int alloc_on(mc_sh_run *r, uint64_t stream, wl_t *t, uint64_t bytes, mc_wl_category cat,
+                    const char *what)
+{
+    r->ctx.stream = stream;
+    int rc = wl_alloc(&r->ctx, t, bytes, cat, false, what);
+    r->ctx.stream = 0;
+    return rc;
+}
 
 static void fill_shapes(const mc_sh_run *r, int l, mc_sh_comm *c)
 {
@@ -40,8 +60,8 @@ static int fsdp_unshard(mc_sh_run *r, int l)
     sh_layer *y = &r->ly[l];
     if (r->c.world == 1 || y->ag.addr || y->uW.addr) return 0; /* N=1, prefetched, or unsharded */
     const uint64_t shard = sh_shard_bytes(r, l, false) + sh_shard_bytes(r, l, true);
-    A(y->ag, (uint64_t)r->c.world * shard, MC_WL_WEIGHTS, "all_gather_output");
-    return 0;
+    return alloc_on(r, SH_STREAM_ALL_GATHER, &y->ag, (uint64_t)r->c.world * shard, MC_WL_WEIGHTS,
+                    "all_gather_output");
 }
 
 /* wait_for_unshard: copy-out into each parameter's unsharded storage (W,
@@ -54,6 +74,8 @@ static int fsdp_wait_unshard(mc_sh_run *r, int l, bool forward)
     if (y->uW.addr) return 0; /* zero2 in backward: still unsharded */
     A(y->uW, (uint64_t)r->c.world * sh_shard_bytes(r, l, false), MC_WL_WEIGHTS, "unsharded weight");
     A(y->ub, (uint64_t)r->c.world * sh_shard_bytes(r, l, true), MC_WL_WEIGHTS, "unsharded bias");
+    A(r->copy_meta, sh_split_copy_scratch_bytes(r, l), MC_WL_OTHER, "split_with_sizes_copy metadata");
+    F(r->copy_meta);
     mc_sh_comm c = {.kind = MC_SH_ALLGATHER, .dst = y->ag.addr, .dst_bytes = y->ag.bytes,
                     .src = {y->W.addr, y->b.addr}, .src_bytes = {y->W.bytes, y->b.bytes},
                     .out = {y->uW.addr, y->ub.addr}, .out_bytes = {y->uW.bytes, y->ub.bytes}};
@@ -90,10 +112,13 @@ static int fsdp_post_backward(mc_sh_run *r, int l)
     mc_sh_comm c = {.kind = MC_SH_REDUCE_SCATTER, .dst = y->rs_in.addr, .dst_bytes = y->rs_in.bytes,
                     .src = {y->gW.addr, y->gb.addr}, .src_bytes = {y->gW.bytes, y->gb.bytes}};
     fill_shapes(r, l, &c);
+    A(r->copy_meta, sh_chunk_cat_scratch_bytes(r, l), MC_WL_OTHER, "chunk_cat metadata");
+    F(r->copy_meta);
     comm(r, &c); /* the copy-in (chunk_cat) only reads the grads */
-    F(y->gW);
+    F(y->gW); /* foreach_reduce drops the weight's; the bias's goes after reduce_output */
+    if (alloc_on(r, SH_STREAM_REDUCE_SCATTER, &y->rs_out, shard, MC_WL_GRADS, "reduce_output (sharded grads)"))
+        return -1;
     F(y->gb);
-    A(y->rs_out, shard, MC_WL_GRADS, "reduce_output (sharded grads)");
     c.out[0] = y->rs_out.addr;
     c.out_bytes[0] = y->rs_out.bytes;
     c.src[0] = c.src[1] = 0; /* second call: the reduce-scatter itself */
@@ -137,6 +162,51 @@ static void ddp_finalize(mc_sh_run *r)
         }
 }
 
+/* Reducer::_rebuild_buckets, in DDP's _pre_forward of step 2 (after x and
+ * y exist): the buckets remade in the order the gradients came in during
+ * step 1. sync_bucket_indices first sends the new bucket indices (2L + 1
+ * int32) and sizes (one int32 a bucket) through device tensors, made and
+ * freed at once; then the old buckets go (buckets_.clear()) and the new
+ * ones are made. As a PyTorch 2.11 snapshot on two H100s has it. */
+static int ddp_rebuild(mc_sh_run *r)
+{
+    const int old_n = r->nbucket;
+    wl_t *old = calloc((size_t)(2 * r->L), sizeof *old);
+    CHECK(old != NULL, "out of host memory");
+    for (int k = 0; k < old_n; k++) wl_move(WL_CTX, &old[k], &r->bucket[k]);
+    sh_ddp_assign(r, true);
+    int rc = -1;
+    wl_t idx = {0}, sizes = {0};
+    if (wl_alloc(WL_CTX, &idx, (uint64_t)(2 * r->L + 1) * 4, MC_WL_OTHER, false, "sync_bucket_indices: indices") ||
+        wl_alloc(WL_CTX, &sizes, (uint64_t)r->nbucket * 4, MC_WL_OTHER, false, "sync_bucket_indices: sizes"))
+        goto out;
+    F(sizes);
+    F(idx);
+    for (int k = 0; k < old_n; k++) F(old[k]);
+    rc = sh_ddp_alloc_buckets(r);
+    r->rebuilt = true;
+out:
+    F(sizes);
+    F(idx);
+    for (int k = 0; k < old_n; k++) F(old[k]); /* on an OOM: the run ends */
+    free(old);
+    return rc;
+}
+
+/* DDP at a step's start: the rebuild (step 2), and every bucket's count of
+ * gradients still to come. */
+static int ddp_step_begin(mc_sh_run *r)
+{
+    if (r->c.mode != MC_SH_DDP) return 0;
+    if (r->step == 2 && !r->rebuilt && ddp_rebuild(r) != 0) return -1;
+    memset(r->bucket_left, 0, (size_t)(2 * r->L) * sizeof *r->bucket_left);
+    for (int l = 0; l < r->L; l++) {
+        r->bucket_left[r->ly[l].bucket_of[0]]++;
+        r->bucket_left[r->ly[l].bucket_of[1]]++;
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------ the step */
 
 static int reduce_scratch(mc_sh_run *r, int64_t outputs, int64_t inputs, bool along_rows)
@@ -151,12 +221,14 @@ static int reduce_scratch(mc_sh_run *r, int64_t outputs, int64_t inputs, bool al
     return 0;
 }
 
-static int workspaces(mc_sh_run *r, bool backward)
+/* A thread's first GEMM takes its cuBLAS workspace; the forward's first
+ * cuBLASLt addmm (lt) the cuBLASLt workspace after it. */
+static int workspaces(mc_sh_run *r, bool backward, bool lt)
 {
     if (!backward) {
         if (!r->ws_fwd.addr)
             AK(r->ws_fwd, MC_PT_CUBLAS_WS_BYTES, MC_WL_WORKSPACE, "cuBLAS workspace, forward thread");
-        if (!r->lt_fwd.addr)
+        if (lt && !r->lt_fwd.addr)
             AK(r->lt_fwd, MC_PT_CUBLASLT_WS_BYTES, MC_WL_WORKSPACE, "cuBLASLt workspace, forward thread");
     } else if (!r->ws_bwd.addr) {
         AK(r->ws_bwd, MC_PT_CUBLAS_WS_BYTES, MC_WL_WORKSPACE, "cuBLAS workspace, backward thread");
@@ -172,7 +244,7 @@ static int forward(mc_sh_run *r)
         sh_layer *y = &r->ly[l];
         if (sh && (fsdp_unshard(r, l) || fsdp_wait_unshard(r, l, true))) return -1;
         A(y->h, mb * y->out * 4, MC_WL_ACTIVATIONS, "addmm output of Linear");
-        if (workspaces(r, false)) return -1;
+        if (workspaces(r, false, MC_PT_ADDMM_USES_LT(y->in, y->out))) return -1;
         if (sh && r->c.mode == MC_SH_FSDP) fsdp_reshard(r, l);
         if (l < r->L - 1) {
             A(y->r, mb * y->out * 4, MC_WL_ACTIVATIONS, "relu output");
@@ -204,10 +276,10 @@ static int addmm_bwd(mc_sh_run *r, int l)
     const int64_t mb = r->c.wl.batch;
     if (l > 0) {
         A(r->ly[l - 1].gr, mb * y->in * 4, MC_WL_ACTIVATIONS, "mm grad of the input");
-        if (workspaces(r, true)) return -1;
+        if (workspaces(r, true, false)) return -1;
     }
     A(y->gWt, y->out * y->in * 4, MC_WL_GRADS, "mm grad of the weight");
-    if (workspaces(r, true)) return -1;
+    if (workspaces(r, true, false)) return -1;
     A(y->gbt, y->out * 4, MC_WL_GRADS, "sum grad of the bias");
     if (reduce_scratch(r, y->out, mb, true)) return -1;
     F(y->gh);
@@ -256,7 +328,7 @@ int sh_seq_micro_step(mc_sh_run *r)
     const int64_t mb = r->c.wl.batch;
     A(r->x, mb * r->c.wl.in * 4, MC_WL_ACTIVATIONS, "x = randn");
     A(r->y, mb * r->c.wl.out * 4, MC_WL_ACTIVATIONS, "y = randn");
-    if (forward(r) || loss_fwd(r) || backward(r)) return -1;
+    if (ddp_step_begin(r) || forward(r) || loss_fwd(r) || backward(r)) return -1;
     F(r->x);
     F(r->y);
     F(r->ly[r->L - 1].h);

@@ -44,7 +44,8 @@
  *   fp32 (hd rounded to 32, or 64 past 128), the last four freed on return.
  *   Memory-efficient (attention.cpp _efficient_attention_forward): output
  *   [N,L,H,hd] then logsumexp [N,H,ceil(L/32)*32] fp32, seed and offset on
- *   the CPU; the output's permute is not contiguous: .contiguous() copies.
+ *   the CPU; the output's permute is not contiguous: .contiguous() copies
+ *   (unless N or L is 1: then it is, and nothing is made; random draw r38).
  *   Backward (attention_backward.cu): grad_out.contiguous(), grad_q, grad_k,
  *   grad_v, delta = (grad_out * out).sum(-1).transpose(-2,-1).contiguous()
  *   (fp32 kernels do not compute it), then the kernel's workspace
@@ -186,10 +187,15 @@ static int efficient_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
             goto done;
     if (!(prod = tb_new(T, (uint64_t)(n * 4), MC_WL_ACTIVATIONS, "efficient backward: grad_out * out")) ||
         !(sum = tb_new(T, (uint64_t)(tok * H * 4), MC_WL_ACTIVATIONS, "efficient backward: .sum(-1)")) ||
-        reduce_scratch(T, tok * H, hd, false, 4) ||
-        !(delta = tb_new(T, (uint64_t)(tok * H * 4), MC_WL_ACTIVATIONS, "efficient backward: delta")))
+        reduce_scratch(T, tok * H, hd, false, 4))
         goto done;
-    tb_unref(T, sum);
+    if (L > 1 && H > 1) { /* .transpose(-2, -1) of [N, L, H] is contiguous when L or H is 1 */
+        if (!(delta = tb_new(T, (uint64_t)(tok * H * 4), MC_WL_ACTIVATIONS, "efficient backward: delta")))
+            goto done;
+        tb_unref(T, sum);
+    } else {
+        delta = sum; /* delta is the sum itself, held until the backward returns */
+    }
     tb_unref(T, prod);
     sum = prod = NULL;
     if (!(ws = tb_new(T, efficient_bwd_workspace(N, H, L, hd), MC_WL_ACTIVATIONS,
@@ -403,7 +409,8 @@ tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal
         tv_drop(T, &kt);
     }
     tv_drop(T, &qt);
-    if (!half) { /* the views' backward reshapes copy the efficient kernel's gradients */
+    if (!half && dense_copy(T)) { /* the views' backward reshapes copy the efficient kernel's
+                                    * gradients ([N,L,H,hd]; viewable when N or L is 1) */
         tv *qkv[3] = {&q, &k, &v};
         static const char *const w1[3] = {"ViewBackward0 q (L, N*H, hd)", "ViewBackward0 k (S, N*H, hd)",
                                           "ViewBackward0 v (S, N*H, hd)"};
@@ -417,7 +424,7 @@ tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal
             }
     }
     tv a = sdpa(T, q, k, v, causal);
-    if (!half) {
+    if (!half && dense_copy(T)) { /* [N,L,H,hd] permuted is already contiguous when N or L is 1 */
         tv c = op_contiguous(T, a, 1, "attention output .permute(2,0,1,3).contiguous()");
         tv_drop(T, &a);
         a = c;
