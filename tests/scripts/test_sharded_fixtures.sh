@@ -3,31 +3,34 @@
 # and FSDP2 on two GPUs (tests/fixtures/fsdp/, written by
 # tests/torch/fsdp_reference.py under torchrun).
 #
-#   tests/scripts/test_sharded_fixtures.sh BUILD_DIR [FIXTURE_DIR]
+#   tests/scripts/test_sharded_fixtures.sh BUILD_DIR [FIXTURE_DIR ...]
 #
 # For each configuration in FIXTURE_DIR/configs.txt (NAME<TAB>flags) and each
 # rank R with a NAME.rankR.csv, BUILD_DIR/sharded_model runs the same flags
-# with --rank R, and every step's peak_allocated and allocated_end must be
-# within 5% of PyTorch's (the goal is 0: each difference is printed). With no
-# fixture yet, it says so. The comparison itself is first shown to work on
-# crafted fixtures: the model's own figures pass, figures 3% off pass, 10%
-# off fail.
+# with --rank R, and every step's peak_allocated and allocated_end must equal
+# PyTorch's to the byte (each difference is printed). The folders, by
+# default: tests/fixtures/fsdp/ (four chosen configurations x three
+# wrappers) and tests/fixtures/random_c24/ (24 drawn at random by
+# tests/torch/random_configs.py --c24). With no fixture yet, it says so.
+# The comparison itself is first shown to work on crafted fixtures: the
+# model's own figures pass, figures 3% off pass within 5% and fail exactness,
+# 10% off fail.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 . "$here/lib.sh"
 build=${1:-build/san}
-fixtures=${2:-$root/tests/fixtures/fsdp}
+shift || true
+dirs=("$@")
+[ ${#dirs[@]} -gt 0 ] || dirs=("$root/tests/fixtures/fsdp" "$root/tests/fixtures/random_c24")
 model=$build/sharded_model
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-TOL=0.05
-
-# compare_dir DIR: prints one line per rank and configuration, and the
-# number of (config, rank, step, figure) cells beyond TOL on the last line
-# as "beyond N". Missing model runs count as beyond.
+# compare_dir DIR TOL: prints one line per rank and configuration, and the
+# number of (config, rank, step, figure) cells beyond TOL (a fraction; 0:
+# exact) on the last line as "beyond N". Missing model runs count as beyond.
 compare_dir() {
-    local dir=$1 beyond=0 name flags csv rank got
+    local dir=$1 TOL=$2 beyond=0 name flags csv rank got
     while IFS=$'\t' read -r name flags; do
         case "$name" in ''|'#'*) continue ;; esac
         for csv in "$dir/$name".rank*.csv; do
@@ -68,25 +71,42 @@ for r in 0 1; do
     awk -F, -v OFS=, 'FNR > 1 { $2 = int($2 * 1.03) } 1' "$tmp/ok/odd_fsdp.rank$r.csv" > "$tmp/near/odd_fsdp.rank$r.csv"
     awk -F, -v OFS=, 'FNR > 1 && $1 == 2 { $3 = int($3 * 0.90) } 1' "$tmp/ok/odd_fsdp.rank$r.csv" > "$tmp/far/odd_fsdp.rank$r.csv"
 done
-check_eq "crafted: the model's own figures compare equal" "$(compare_dir "$tmp/ok" | tail -1)" "beyond 0"
-check_eq "crafted: peaks 3% off pass within 5%" "$(compare_dir "$tmp/near" | tail -1)" "beyond 0"
-check_eq "crafted: step 2's allocated_end 10% off fails on both ranks" "$(compare_dir "$tmp/far" | tail -1)" "beyond 2"
+check_eq "crafted: the model's own figures compare equal" "$(compare_dir "$tmp/ok" 0 | tail -1)" "beyond 0"
+check_eq "crafted: peaks 3% off pass within 5%" "$(compare_dir "$tmp/near" 0.05 | tail -1)" "beyond 0"
+check_eq "crafted: peaks 3% off are not exact (3 steps, 2 ranks)" "$(compare_dir "$tmp/near" 0 | tail -1)" "beyond 6"
+check_eq "crafted: step 2's allocated_end 10% off fails on both ranks" "$(compare_dir "$tmp/far" 0.05 | tail -1)" "beyond 2"
 printf 'odd_fsdp\t--mode fsdp --world 2 --layers 1 --in 1 --width 1 --out 1 --batch 1\n' > "$tmp/far/configs.txt"
-check_eq "crafted: a configuration the model refuses counts as a failure" "$(compare_dir "$tmp/far" | tail -1)" "beyond 2"
+check_eq "crafted: a configuration the model refuses counts as a failure" "$(compare_dir "$tmp/far" 0 | tail -1)" "beyond 2"
 # The ranks differ where the shards do: 999 rows are 500 + 499.
 check "crafted: rank 1 holds fewer rows than rank 0 (different figures)" \
     test "$(sed -n 3p "$tmp/ok/odd_fsdp.rank0.csv" | cut -d, -f3)" -gt "$(sed -n 3p "$tmp/ok/odd_fsdp.rank1.csv" | cut -d, -f3)"
 
-# ---- PyTorch's fixtures -------------------------------------------------------
-n=0
-[ -f "$fixtures/configs.txt" ] && n=$(ls "$fixtures"/*.rank*.csv 2>/dev/null | wc -l)
-if [ "$n" -eq 0 ]; then
-    echo "NOTE: no PyTorch fixtures in $fixtures yet: run tests/torch/fsdp_reference.py on two GPUs"
-    echo "      (tests/fixtures/fsdp/README says how); only the crafted cases above were compared."
-else
-    out=$(compare_dir "$fixtures")
-    printf '%s\n' "$out" | grep -v '^beyond'
-    check_eq "model within 5% of PyTorch on every rank and step of $n fixture files" \
-        "$(printf '%s\n' "$out" | tail -1)" "beyond 0"
+# ---- the random draws are the generator's, and all recorded -----------------
+rnd=$root/tests/fixtures/random_c24
+if [ -f "$rnd/drawn.txt" ]; then
+    n_draw=$(grep -vc '^#' "$rnd/drawn.txt")
+    seed=$(sed -n '1s/.*--seed \([0-9]*\).*/\1/p' "$rnd/drawn.txt")
+    check_eq "random_c24/drawn.txt is what random_configs.py --c24 draws ($n_draw draws, seed $seed)" \
+        "$(grep -v '^#' "$rnd/drawn.txt")" \
+        "$(python3 "$root/tests/torch/random_configs.py" --c24 --list --n "$n_draw" --seed "$seed")"
+    check "at least 24 C24 draws" test "$n_draw" -ge 24
+    check_eq "every C24 draw recorded on both ranks" \
+        "$(grep -v '^#' "$rnd/drawn.txt" | cut -f1 | while read -r d; do
+               [ -f "$rnd/$d.rank0.csv" ] && [ -f "$rnd/$d.rank1.csv" ] && echo "$d"; done | wc -l)" "$n_draw"
 fi
+
+# ---- PyTorch's fixtures -------------------------------------------------------
+for fixtures in "${dirs[@]}"; do
+    n=0
+    [ -f "$fixtures/configs.txt" ] && n=$(ls "$fixtures"/*.rank*.csv 2>/dev/null | wc -l)
+    if [ "$n" -eq 0 ]; then
+        echo "NOTE: no PyTorch fixtures in $fixtures yet: run tests/torch/fsdp_reference.py on two GPUs"
+        echo "      (tests/fixtures/fsdp/README says how); only the crafted cases above were compared."
+        continue
+    fi
+    out=$(compare_dir "$fixtures" 0)
+    printf '%s\n' "$out" | grep -v '^beyond'
+    check_eq "model equals PyTorch to the byte on every rank and step of $n fixture files in $(basename "$fixtures")" \
+        "$(printf '%s\n' "$out" | tail -1)" "beyond 0"
+done
 summary
