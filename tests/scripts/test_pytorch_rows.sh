@@ -77,4 +77,37 @@ else
     echo "SKIP: gnuplot not installed: charts not drawn (make deps)"
 fi
 
+# ------------------------------------------------------------ REPORT.md
+# The fixture run as committed, the same without PyTorch's verdict sentence,
+# and without any PyTorch row.
+report_of() { # NAME FILTER: a copy of the fixture run, C04's CSV through FILTER, reported
+    cp -r "$beside" "$tmp/report-$1"
+    "$2" < "$beside/sync_vs_async_timing.csv" > "$tmp/report-$1/sync_vs_async_timing.csv"
+    "$build/report" "$tmp/report-$1" > /dev/null 2> "$tmp/report-$1.err"
+    check_eq "report of the fixture run ($1) exits 0, nothing on stderr" "$?:$(cat "$tmp/report-$1.err")" "0:"
+}
+no_verdict_row() { grep -v ',pytorch,verdict,,pytorch_beside,'; }
+no_pytorch() { grep -v ',pytorch[,:]'; }
+with_bar() { sed 's/launch-bound (GPU idle 62%)/launch-bound | GPU idle 62%/'; }
+report_of with cat
+report_of noverdict no_verdict_row
+report_of plain no_pytorch
+report_of bar with_bar
+table() { grep '^| C' "$tmp/report-$1/REPORT.md"; }
+check "the table gains a column \"PyTorch beside\" where a claim has PyTorch's verdict sentence" \
+    grep -qx '| Claim | What the seeds say | What this GPU shows | Verdict | PyTorch beside |' "$tmp/report-with/REPORT.md"
+check "... five columns under it" grep -qx '|---|---|---|---|---|' "$tmp/report-with/REPORT.md"
+check "... C04's cell is the sentence, beside the suite's verdict" \
+    grep -q "^| C04 | .* | \*\*holds\*\* | SYNTHETIC suite 4 of 4 workloads show it, PyTorch 4 of 4; at n=256 PyTorch's launch is 4x the suite's: launch-bound (GPU idle 62%) |\$" "$tmp/report-with/REPORT.md"
+check "... C18's, without PyTorch, is empty" grep -q '^| C18 | .* | \*\*does-not-hold\*\* |  |$' "$tmp/report-with/REPORT.md"
+check_eq "... the first four columns are those of the run without PyTorch: the verdicts are the suite's" \
+    "$(table with | sed 's/ [^|]* |$//')" "$(table plain)"
+check "... a '|' in the sentence is escaped" grep -q '^| C04 | .* launch-bound \\| GPU idle 62% |$' "$tmp/report-bar/REPORT.md"
+check "... and the line under the table says what the column is" \
+    grep -q '^PyTorch measured the same points of C04 .* The column "PyTorch beside" sets PyTorch.s key figure beside the suite.s verdict' "$tmp/report-with/REPORT.md"
+check_eq "without a verdict sentence, the table is that of the run without PyTorch" "$(table noverdict)" "$(table plain)"
+check "... and the line under the table is as before" bash -c "grep '^PyTorch measured' '$tmp/report-noverdict/REPORT.md' | grep -qv 'The column'"
+check_eq "the claim's own lines give every PyTorch sentence, the verdict's too, as before" \
+    "$(grep -c '^- PyTorch beside: ' "$tmp/report-with/REPORT.md") $(grep -c '^- PyTorch beside: ' "$tmp/report-noverdict/REPORT.md")" "2 1"
+
 summary
