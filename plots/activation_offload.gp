@@ -5,7 +5,9 @@
 # kept vs --offload (save_on_cpu(pin_memory=True)), seed 000's batch 100
 # marked; right, each offload variant over keep, both models: peak
 # allocated, and on a GPU the step time (events) and, for the MLP, the copy
-# time the PCIe bytes imply at the measured pinned bandwidth.
+# time the PCIe bytes imply at the measured pinned bandwidth. PyTorch's
+# figures beside them where the run has them (open diamonds, dashed, in the
+# variant's colour: plots/lib/pytorch.gp).
 #   gnuplot -e "data='TSV'; out='PNG'" plots/activation_offload.gp
 # TSV columns: 1 variant 2 param 3 param_value 4 metric 5 unit 6 n 7 median
 # 8 min 9 max 10 mean 11 stdev 12 status.
@@ -15,6 +17,7 @@ set datafile separator whitespace
 set datafile commentschars "#"
 
 sel(v, m) = sprintf("< awk -F'\t' '$1==\"%s\" && $2==\"batch\" && $4==\"%s\" && $12==\"ok\" { print $3, $7, $8, $9 }' '%s'", v, m, data)
+load system(sprintf("dirname '%s'", ARG0))."/lib/pytorch.gp"
 count(v, m) = system(sprintf("awk -F'\t' '$1==\"%s\" && $4==\"%s\" && $12==\"ok\" { n++ } END { print n + 0 }' '%s'", v, m, data)) + 0
 # implied copy time over keep's step time, per batch
 implied = sprintf("< awk -F'\t' '$2==\"batch\" && $12==\"ok\" && (($1==\"offload\" && $4==\"implied_copy_time\") || ($1==\"keep\" && $4==\"step_time\")) { v[$1,$3] = $7; if (!($3 in s)) { s[$3] = 1; b[++n] = $3 } } END { for (i = 1; i <= n; i++) if (v[\"keep\",b[i]] > 0 && (\"offload\",b[i]) in v) print b[i], v[\"offload\",b[i]] / v[\"keep\",b[i]] }' '%s'", data)
@@ -30,11 +33,12 @@ set title "MLP (L=8, H=2048, fp32 SGD): steady peak allocated"
 set ylabel "MiB"
 set yrange [0:*]
 set key top left font ",9" opaque
+P = pt_keyed(pt("keep", "peak_allocated", "1:($2/MiB)", "#1f77b4") . pt("offload_serial", "peak_allocated", "1:($2/MiB)", "#ff7f0e"))
 if (count("keep", "peak_allocated") > 0) {
     plot sel("keep", "peak_allocated") using 1:($2/MiB) with linespoints lw 2 pt 7 lc rgb "#1f77b4" title "keep on the device", \
          sel("offload", "peak_allocated") using 1:($2/MiB) with linespoints lw 2 pt 5 lc rgb "#d62728" title "offload (side stream)", \
          sel("offload_serial", "peak_allocated") using 1:($2/MiB) with points pt 6 ps 1.6 lc rgb "#ff7f0e" title "offload_serial (compute stream)", \
-         sel("keep", "peak_activations") using 1:($2/MiB) with linespoints lw 1 dt 2 pt 1 lc rgb "#1f77b4" title "keep: activations at its peak"
+         sel("keep", "peak_activations") using 1:($2/MiB) with linespoints lw 1 dt 2 pt 1 lc rgb "#1f77b4" title "keep: activations at its peak" @P
 } else {
     set label 9 "no data" at graph 0.5, graph 0.5 center
     plot NaN notitle
@@ -43,12 +47,14 @@ if (count("keep", "peak_allocated") > 0) {
 
 # ------------------------------------------------------------- middle: the Transformer's peaks
 set title "nn.Transformer(d_model=256), seq 64, fp32 Adam: step-3 peak allocated"
+P = pt_keyed(pt("transformer_keep", "peak_allocated", "1:($2/MiB)", "#1f77b4") . \
+             pt("transformer_offload", "peak_allocated", "1:($2/MiB)", "#d62728"))
 if (count("transformer_keep", "peak_allocated") > 0) {
     set arrow 7 from 100, graph 0 to 100, graph 1 nohead dt 3 lc rgb "#888888"
     set label 7 "seed 000: (64, 100, 256)" at 100, graph 0.04 right offset -0.5, 0 font ",9" tc rgb "#555555"
     plot sel("transformer_keep", "peak_allocated") using 1:($2/MiB) with linespoints lw 2 pt 7 lc rgb "#1f77b4" title "keep on the device", \
          sel("transformer_offload", "peak_allocated") using 1:($2/MiB) with linespoints lw 2 pt 5 lc rgb "#d62728" title "offload (save_on_cpu, compute stream)", \
-         sel("transformer_keep", "peak_activations") using 1:($2/MiB) with linespoints lw 1 dt 2 pt 1 lc rgb "#1f77b4" title "keep: activations at its peak"
+         sel("transformer_keep", "peak_activations") using 1:($2/MiB) with linespoints lw 1 dt 2 pt 1 lc rgb "#1f77b4" title "keep: activations at its peak" @P
     unset arrow 7
     unset label 7
 } else {
@@ -83,7 +89,8 @@ if (count("offload", "peak_ratio") > 0) {
     } else {
         set label 8 "no GPU: memory only, no step times" at graph 0.6, graph 0.55 center font ",9"
     }
-    eval cmd
+    eval cmd . pt_keyed(pt("transformer_offload", "peak_ratio", "1:2", "#8c564b") . pt("offload_serial", "slowdown", "1:2", "#ff7f0e") . \
+                        pt("transformer_offload", "slowdown", "1:2", "#17becf"))
     unset label 8
 } else {
     set label 9 "no data" at graph 0.5, graph 0.5 center

@@ -6,7 +6,9 @@
 # batch 1). Right, seed 000's nn.Transformer(d_model=256): one colour per
 # sequence length (batch 100), the same three lines, and seed 000's own code
 # (4 micro-steps of sequence 16 x batch 100: it splits the sequence) as a
-# black star at k = 4.
+# black star at k = 4. PyTorch's peaks beside them where the run has them
+# (open diamonds, dashed, in the batch's or sequence's colour:
+# plots/lib/pytorch.gp).
 #   gnuplot -e "data='TSV'; out='PNG'" plots/grad_accumulation.gp
 # TSV columns: 1 variant 2 param 3 param_value 4 metric 5 unit 6 n 7 median
 # 8 min 9 max 10 mean 11 stdev 12 status.
@@ -16,15 +18,16 @@ set datafile separator "\t"
 set datafile commentschars "#"
 
 sel(v, m) = sprintf("< awk -F'\t' '$1==\"%s\" && $4==\"%s\" && $12==\"ok\"' '%s'", v, m, data)
+load system(sprintf("dirname '%s'", ARG0))."/lib/pytorch.gp"
 # The variants of each model, in the order the run wrote them (no spaces in
-# the MLP's; the Transformer's are read by index below).
-VARS = system(sprintf("awk -F'\t' '$4==\"peak_allocated\" && $2==\"accum_steps\" && $1 !~ /^transformer/ && !s[$1]++ {printf \"%%s \", $1}' '%s'", data))
+# the MLP's; the Transformer's are read by index below; PyTorch's left out).
+VARS = system(sprintf("awk -F'\t' '$4==\"peak_allocated\" && $2==\"accum_steps\" && $1 !~ /^(transformer|pytorch:)/ && !s[$1]++ {printf \"%%s \", $1}' '%s'", data))
 TSEQ = system(sprintf("awk -F'\t' '$4==\"peak_allocated\" && $1 ~ /^transformer seq=/ && !s[$1]++ {sub(/^transformer seq=/, \"\", $1); sub(/ .*/, \"\", $1); printf \"%%s \", $1}' '%s'", data))
 has_seed = system(sprintf("awk -F'\t' '$1 ~ /^transformer seed/ && $4==\"peak_allocated\" && $12==\"ok\" {n++} END {print n+0}' '%s'", data)) + 0
 tvar(s) = "transformer seq=".s." B=100"
 SEEDVAR = "transformer seed 000 code: seq=16 B=100 x4"
-floor = system(sprintf("awk -F'\t' '$4==\"floor\" {print $7; exit}' '%s'", data))
-kmax = system(sprintf("awk -F'\t' '$2==\"accum_steps\" && $1 !~ /^transformer/ && $3>m {m=$3} END {print m+0}' '%s'", data)) + 0
+floor = system(sprintf("awk -F'\t' '$4==\"floor\" && $1 !~ /^pytorch:/ {print $7; exit}' '%s'", data))
+kmax = system(sprintf("awk -F'\t' '$2==\"accum_steps\" && $1 !~ /^(transformer|pytorch:)/ && $3>m {m=$3} END {print m+0}' '%s'", data)) + 0
 MiB = 1048576.0
 COLS = "#1f77b4 #d62728 #2ca02c #9467bd #ff7f0e"
 
@@ -42,9 +45,12 @@ if (floor ne "") {
     set arrow 1 from graph 0, first floor/MiB to graph 1, first floor/MiB nohead lc rgb "#000000" lw 1.5 dt 4
     set label 1 sprintf("floor: a step at batch 1, %.0f MiB", floor/MiB) at graph 0.02, first floor/MiB offset 0, -0.8 font ",9"
 }
+P = ""
+do for [i=1:words(VARS)] { P = P . pt(word(VARS, i), "peak_allocated", "3:($7/MiB)", word(COLS, i)) }
+P = pt_keyed(P)
 plot for [i=1:words(VARS)] sel(word(VARS, i), "peak_allocated") using 3:($7/MiB) with linespoints lw 2 pt 7 lc rgb word(COLS, i) title word(VARS, i).": measured", \
      for [i=1:words(VARS)] sel(word(VARS, i), "claimed_peak") using 3:($7/MiB) with lines lw 1.5 dt 2 lc rgb word(COLS, i) title word(VARS, i).": claim, peak_1 / k", \
-     for [i=1:words(VARS)] sel(word(VARS, i), "peak_fixed") using 3:($7/MiB) with lines lw 1.5 dt 3 lc rgb word(COLS, i) title word(VARS, i).": fixed part at the peak"
+     for [i=1:words(VARS)] sel(word(VARS, i), "peak_fixed") using 3:($7/MiB) with lines lw 1.5 dt 3 lc rgb word(COLS, i) title word(VARS, i).": fixed part at the peak" @P
 
 unset arrow 1
 unset label 1
@@ -58,9 +64,12 @@ if (words(TSEQ) == 0) {
     set yrange [0:1]
     plot 2 notitle lc rgb "#ffffff"
 } else {
+    P = ""
+    do for [i=1:words(TSEQ)] { P = P . pt(tvar(word(TSEQ, i)), "peak_allocated", "3:($7/MiB)", word(COLS, i)) }
+    P = pt_keyed(P . pt(SEEDVAR, "peak_allocated", "3:($7/MiB)", "#000000"))
     seedplot = has_seed ? sprintf(", sel(SEEDVAR, 'peak_allocated') using 3:($7/MiB) with points pt 3 ps 2.5 lw 2 lc rgb '#000000' title 'seed 000 code: 4 x (16, 100, 256), splits the sequence'") : ""
     eval "plot for [i=1:words(TSEQ)] sel(tvar(word(TSEQ, i)), 'peak_allocated') using 3:($7/MiB) with linespoints lw 2 pt 7 lc rgb word(COLS, i) title 'sequence '.word(TSEQ, i).': measured', \
                for [i=1:words(TSEQ)] sel(tvar(word(TSEQ, i)), 'claimed_peak') using 3:($7/MiB) with lines lw 1.5 dt 2 lc rgb word(COLS, i) title 'sequence '.word(TSEQ, i).': claim, peak_1 / k', \
-               for [i=1:words(TSEQ)] sel(tvar(word(TSEQ, i)), 'peak_fixed') using 3:($7/MiB) with lines lw 1.5 dt 3 lc rgb word(COLS, i) title 'sequence '.word(TSEQ, i).': fixed part at the peak'" . seedplot
+               for [i=1:words(TSEQ)] sel(tvar(word(TSEQ, i)), 'peak_fixed') using 3:($7/MiB) with lines lw 1.5 dt 3 lc rgb word(COLS, i) title 'sequence '.word(TSEQ, i).': fixed part at the peak'" . seedplot . P
 }
 unset multiplot

@@ -5,6 +5,8 @@
 # step speed-up t_fp32/t_mixed (CUDA events) with the claimed 1.5-3x band, or
 # a note where the run had no GPU. Variants without rows (a run before the
 # Transformer, or one where it could not run) are left out of the key.
+# PyTorch's figures beside them where the run has them (open diamonds,
+# dashed, in the variant's colour: plots/lib/pytorch.gp).
 #   gnuplot -e "data='TSV'; out='PNG'" plots/mixed_precision.gp
 # TSV columns: 1 variant 2 param 3 param_value 4 metric 5 unit 6 n 7 median
 # 8 min 9 max 10 mean 11 stdev 12 status.
@@ -43,6 +45,7 @@ name(v) = v eq "weight_bound_fp16" ? "MLP weight-bound (L=4, H=4096), fp16" : \
 # The variants with rows of metric m.
 present(m) = system(sprintf("for v in %s; do n=$(awk -F'\t' -v v=$v '$1==v && $4==\"%s\" && $12==\"ok\" {n++} END {print n+0}' '%s'); [ $n -gt 0 ] && printf '%%s ' $v; done", ALL, m, data))
 SEEDKEY = "seed 000's own model and input (Transformer, B=32, fp16)"
+load system(sprintf("dirname '%s'", ARG0))."/lib/pytorch.gp"
 
 set multiplot layout 1,2 title "C05: mixed precision vs fp32 over batch size, MLP and seed 000's Transformer (claim: about 40% less memory, 1.5-3x faster)" font ",12"
 
@@ -60,14 +63,17 @@ set object 1 rect from graph 0, first 30 to graph 1, first 50 fc rgb "#2ca02c" f
 set label 1 "claimed band 30-50%" at graph 0.98, first 47 right font ",9" tc rgb "#2ca02c"
 set arrow 1 from graph 0, first 0 to graph 1, first 0 nohead lc rgb "#888888" dt 3
 V = present("memory_saving")
+P = ""
+do for [v in ALL] { P = P . pt(v, "memory_saving", "3:(100*$7)", col(v)) }
+P = pt_keyed(P)
 if (has_mem && has_seed("memory_saving")) {
     plot for [v in V] sel(v, "memory_saving") using 3:(100*$7) \
          with linespoints lc rgb col(v) dt dash(v) pt ptype(v) ps psize(v) lw 2 title name(v), \
-         seed("memory_saving") using 3:(100*$7) with points pt 6 ps 4 lw 2 lc rgb "black" title SEEDKEY
+         seed("memory_saving") using 3:(100*$7) with points pt 6 ps 4 lw 2 lc rgb "black" title SEEDKEY @P
 } else {
     if (has_mem) {
         plot for [v in V] sel(v, "memory_saving") using 3:(100*$7) \
-             with linespoints lc rgb col(v) dt dash(v) pt ptype(v) ps psize(v) lw 2 title name(v)
+             with linespoints lc rgb col(v) dt dash(v) pt ptype(v) ps psize(v) lw 2 title name(v) @P
     } else {
         set label 2 "no memory figures in this run" at graph 0.5, 0.5 center
         plot NaN notitle
@@ -86,14 +92,17 @@ set object 1 rect from graph 0, first 1.5 to graph 1, first 3 fc rgb "#2ca02c" f
 set label 1 "claimed band 1.5-3x" at graph 0.98, first 2.7 right font ",9" tc rgb "#2ca02c"
 set arrow 1 from graph 0, first 1 to graph 1, first 1 nohead lc rgb "#888888" dt 3
 V = present("speedup")
+P = ""
+do for [v in ALL] { P = P . pt(v, "speedup", "3:7", col(v)) }
+P = pt_keyed(P)
 if (has_spd && has_seed("speedup")) {
     plot for [v in V] sel(v, "speedup") using 3:7 \
          with linespoints lc rgb col(v) dt dash(v) pt ptype(v) ps psize(v) lw 2 title name(v), \
-         seed("speedup") using 3:7 with points pt 6 ps 4 lw 2 lc rgb "black" title SEEDKEY
+         seed("speedup") using 3:7 with points pt 6 ps 4 lw 2 lc rgb "black" title SEEDKEY @P
 } else {
     if (has_spd) {
         plot for [v in V] sel(v, "speedup") using 3:7 \
-             with linespoints lc rgb col(v) dt dash(v) pt ptype(v) ps psize(v) lw 2 title name(v)
+             with linespoints lc rgb col(v) dt dash(v) pt ptype(v) ps psize(v) lw 2 title name(v) @P
     } else {
         unset key
         set label 2 "no timing: a --model-only run measures memory only" at graph 0.5, 0.8 center

@@ -1,7 +1,8 @@
 # C04 sync vs async timing: one workload timed three ways. Left: cuBLAS SGEMM
 # (true fp32) over n; right: a spin kernel of set length. Bars span min..max
 # of the repeats; dotted: the 100 us verdict threshold (left) and the set
-# duration (right).
+# duration (right). PyTorch's figures beside them where the run has them
+# (open diamonds, dashed: plots/lib/pytorch.gp).
 #   gnuplot -e "data='TSV'; out='PNG'" plots/sync_vs_async_timing.gp
 # TSV columns: 1 variant 2 param 3 param_value 4 metric 5 unit 6 n 7 median
 # 8 min 9 max 10 mean 11 stdev 12 status.
@@ -11,6 +12,10 @@ set datafile separator "\t"
 set datafile commentschars "#"
 
 sel(v, m) = sprintf("< awk -F'\t' '$1==\"%s\" && $4==\"%s\" && $12==\"ok\"' '%s'", v, m, data)
+load system(sprintf("dirname '%s'", ARG0))."/lib/pytorch.gp"
+# PyTorch's three times of workload v, in the suite's colours
+pt3(v) = pt_keyed(pt(v, "time_host_clock_no_sync", "3:7", "#d62728") . pt(v, "time_host_clock_sync", "3:7", "#1f77b4") . \
+                  pt(v, "time_cuda_events", "3:7", "#2ca02c"))
 
 set logscale xy 10
 set grid xtics ytics lc rgb "#dddddd"
@@ -28,10 +33,11 @@ set xlabel "n"
 set xrange [180:11000]
 set xtics (256, 512, 1024, 2048, 4096, 8192)
 set yrange [*:*]
+P = pt3("sgemm")
 plot sel("sgemm", "time_host_clock_no_sync") using 3:7:8:9 with yerrorlines ls 1 title "host clock, no sync", \
      sel("sgemm", "time_host_clock_sync") using 3:7:8:9 with yerrorlines ls 2 title "host clock + cudaStreamSynchronize", \
      sel("sgemm", "time_cuda_events") using 3:7:8:9 with yerrorlines ls 3 dt 2 title "CUDA events (device time)", \
-     1e-4 with lines lc rgb "#999999" dt 3 title "100 us: shorter work is outside the verdict"
+     1e-4 with lines lc rgb "#999999" dt 3 title "100 us: shorter work is outside the verdict" @P
 
 set title "spin kernel of a set duration"
 set xlabel "set duration (s)"
@@ -39,8 +45,9 @@ set format x "%.0s %cs"
 set xrange [5e-4:2e-2]
 set xtics (0.001, 0.002, 0.005, 0.01)
 set yrange [*:*]
+P = pt3("busy_kernel")
 plot sel("busy_kernel", "time_host_clock_no_sync") using 3:7:8:9 with yerrorlines ls 1 title "host clock, no sync", \
      sel("busy_kernel", "time_host_clock_sync") using 3:7:8:9 with yerrorlines ls 2 title "host clock + sync", \
      sel("busy_kernel", "time_cuda_events") using 3:7:8:9 with yerrorlines ls 3 dt 2 title "CUDA events", \
-     x with lines lc rgb "#888888" dt 3 title "set duration"
+     x with lines lc rgb "#888888" dt 3 title "set duration" @P
 unset multiplot

@@ -61,7 +61,8 @@ static const char *help_text =
     "each side's spread s = (max - min) / 2 / |median| (0 for n = 1, the model's exact\n"
     "figures): same if |r - 1| <= max(sA, sB) (or both exact and equal); higher or\n"
     "lower if |r - 1| exceeds both spreads and the [min, max] ranges do not overlap;\n"
-    "ambiguous otherwise. Verdicts are compared as words.\n"
+    "ambiguous otherwise. Verdicts are compared as words, and so is PyTorch's verdict\n"
+    "sentence (run-all --pytorch); PyTorch's figures (variant pytorch:...) are figures.\n"
     "\n"
     "  --tsv FILE     every matched figure, tab-separated, with its label\n"
     "  --chart FILE   the changed figures (higher, lower), largest change first, at most 30\n"
@@ -309,6 +310,45 @@ static void print_verdicts(FILE *fp, const run_side *a, const run_side *b)
     fputc('\n', fp);
 }
 
+/* PyTorch's verdict sentence of an experiment (run-all --pytorch: the
+ * pytorch_beside row of param "verdict"), or NULL. Words, compared apart
+ * like the verdicts; PyTorch's figures are matched like any other. */
+static const char *beside_verdict(const cJSON *e)
+{
+    const cJSON *row;
+    if (!e) return NULL;
+    cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(e, "rows"))
+        if (!strcmp(mc_json_str(row, "metric"), MC_BESIDE_METRIC) &&
+            !strcmp(mc_json_str(row, "param"), MC_BESIDE_VERDICT_PARAM))
+            return mc_json_str(row, "note");
+    return NULL;
+}
+
+/* Where either run has PyTorch's verdict sentences: per claim that has one,
+ * A's and B's, and whether they differ. */
+static void print_beside(FILE *fp, const run_side *a, const run_side *b)
+{
+    const run_side *side[2] = {a, b};
+    bool any = false;
+    for (int s = 0; s < 2; s++) {
+        const cJSON *e;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(side[s]->doc, "experiments")) {
+            const char *claim = mc_json_str(e, "claim"), *key = mc_json_str(e, "key");
+            if (s == 1 && find_exp(a, claim, key)) continue; /* listed with A */
+            const char *pa = beside_verdict(find_exp(a, claim, key)), *pb = beside_verdict(find_exp(b, claim, key));
+            if (!pa && !pb) continue;
+            if (!any) fputs("## PyTorch beside\n\n| Claim | Experiment | A | B | Changed |\n|---|---|---|---|---|\n", fp);
+            any = true;
+            fprintf(fp, "| %s | %s | ", claim, key);
+            cell(fp, pa ? pa : "-");
+            fputs(" | ", fp);
+            cell(fp, pb ? pb : "-");
+            fprintf(fp, " | %s |\n", !pa ? "only in B" : !pb ? "only in A" : strcmp(pa, pb) ? "**yes**" : "no");
+        }
+    }
+    if (any) fputc('\n', fp);
+}
+
 static void print_figure_name(FILE *fp, const figure_row *f)
 {
     cell(fp, f->experiment);
@@ -482,6 +522,7 @@ int main(int argc, char **argv)
     if (rc == MC_EXIT_OK) {
         print_header(stdout, &a, &b);
         print_verdicts(stdout, &a, &b);
+        print_beside(stdout, &a, &b);
         print_figures(stdout, &a, &b, m, nm, max);
     }
     free(m);

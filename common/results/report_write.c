@@ -160,11 +160,28 @@ static bool has_beside(const mc_run_experiment *e)
     return false;
 }
 
+/* PyTorch's sentence beside the suite's verdict (the MC_BESIDE_VERDICT_PARAM
+ * summary row of run-all --pytorch), or NULL. */
+static const char *beside_verdict_of(const mc_run_experiment *e)
+{
+    for (size_t j = 0; j < e->nrows; j++) {
+        char *const *t = e->rows[j].text;
+        if (!strcmp(t[MC_COL_METRIC], MC_BESIDE_METRIC) && !strcmp(t[MC_COL_PARAM], MC_BESIDE_VERDICT_PARAM))
+            return t[MC_COL_NOTE];
+    }
+    return NULL;
+}
+
+static bool has_beside_verdict(const mc_run_experiment *e) { return beside_verdict_of(e) != NULL; }
+
+/* The verdict table; where PyTorch set a sentence beside some verdict, a
+ * fifth column "PyTorch beside" holds it (the verdict stays the suite's). */
 static void put_table(FILE *fp, const mc_run_data *run)
 {
-    fprintf(fp, "| Claim | What the seeds say | What this %s shows | Verdict |\n",
-            strcmp(meta(run, "gpu_status"), "ok") ? "run" : "GPU");
-    fputs("|---|---|---|---|\n", fp);
+    bool beside = count(run, has_beside_verdict) > 0;
+    fprintf(fp, "| Claim | What the seeds say | What this %s shows | Verdict |%s\n",
+            strcmp(meta(run, "gpu_status"), "ok") ? "run" : "GPU", beside ? " PyTorch beside |" : "");
+    fprintf(fp, "|---|---|---|---|%s\n", beside ? "---|" : "");
     for (size_t i = 0; i < run->nexp; i++) {
         const mc_run_experiment *e = &run->exp[i];
         const char *shows = shows_of(e);
@@ -174,11 +191,18 @@ static void put_table(FILE *fp, const mc_run_data *run)
         put_cell(fp, shows ? shows : "-");
         fputs(" | **", fp);
         if (is_model_only(e))
-            fprintf(fp, "%s** (computed by the allocator model, no GPU) |\n", verdict_of(e));
+            fprintf(fp, "%s** (computed by the allocator model, no GPU) |", verdict_of(e));
         else {
             put_outcome(fp, e);
-            fputs("** |\n", fp);
+            fputs("** |", fp);
         }
+        if (beside) {
+            const char *pt = beside_verdict_of(e);
+            fputc(' ', fp);
+            put_cell(fp, pt ? pt : "");
+            fputs(" |", fp);
+        }
+        fputc('\n', fp);
     }
     fputs("\nVerdicts are computed by each experiment from its own figures, by the rule given below; "
           "every figure is in `<key>.csv` (median, min, max, mean, stdev, n).\n\n",
@@ -188,7 +212,11 @@ static void put_table(FILE *fp, const mc_run_data *run)
         put_claims(fp, run, has_beside);
         fputs(" (`scripts/run-all --pytorch`, tests/torch/beside/): its figures are the rows of variant "
               "`pytorch:...` in the same CSV, set beside the suite's under each claim (\"PyTorch beside\"); "
-              "the verdicts are the suite's alone.\n\n", fp);
+              "the verdicts are the suite's alone.", fp);
+        if (count(run, has_beside_verdict) > 0)
+            fputs(" The column \"PyTorch beside\" sets PyTorch's key figure beside the suite's verdict, with "
+                  "the regime where the two disagree.", fp);
+        fputs("\n\n", fp);
     }
 }
 

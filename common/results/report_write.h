@@ -4,7 +4,9 @@
  * verdict) and, per claim, how it was measured, the rule, the findings, any
  * failed verification, PyTorch's figures beside the suite's (the
  * MC_BESIDE_METRIC rows of scripts/run-all --pytorch, with one sentence
- * under the table where a run has them), the chart and the CSV. An experiment without a
+ * under the table where a run has them, and a column "PyTorch beside" in
+ * the table, beside the verdict, where a claim has its
+ * MC_BESIDE_VERDICT_PARAM row), the chart and the CSV. An experiment without a
  * verdict row (metric "verdict", the first in its CSV) is marked not run,
  * interrupted, or STATE (exit N). */
 #ifndef MC_REPORT_WRITE_H

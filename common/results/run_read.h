@@ -25,6 +25,10 @@ enum {
  * setting PyTorch's figure beside the suite's; status ok or failed. Its
  * figure rows have variant "pytorch:<the suite's variant>". */
 #define MC_BESIDE_METRIC "pytorch_beside"
+/* The param of the one summary row per claim whose note is the sentence
+ * that sets PyTorch's key figure beside the suite's (and, where they
+ * disagree, the regime): REPORT.md's and the README's "PyTorch beside". */
+#define MC_BESIDE_VERDICT_PARAM "verdict"
 
 /* The five figures of a row, in CSV order from MC_COL_MEDIAN. */
 enum { MC_FIG_MEDIAN, MC_FIG_MIN, MC_FIG_MAX, MC_FIG_MEAN, MC_FIG_STDEV, MC_FIGS };

@@ -140,6 +140,46 @@ scripts/compare --build "$build" --out "$tmp/cmp3" "$a" "$a" > /dev/null 2>&1
 check "no chart when nothing changed, and COMPARE.md says so" grep -q '^No figure is higher or lower in B: no chart\.$' "$tmp/cmp3/COMPARE.md"
 check "help states the rule" bash -c "scripts/compare --build '$build' --help | grep -q 'ranges do not overlap'"
 
+# ------------------------------------------------------------ PyTorch's rows
+# run-all --pytorch's rows (tests/fixtures/results/pytorch-beside/, SYNTHETIC)
+# are compared like any other: in B one PyTorch time higher, one GPU idle
+# share lower, and PyTorch's verdict sentence changed; from CSV files and
+# from results.json alike.
+pa=$tmp/pt-a; pb=$tmp/pt-b
+cp -r "$fixtures/pytorch-beside" "$pa"; cp -r "$pa" "$pb"
+awk -F, -v OFS=, '$3 == "pytorch:sgemm" && $5 == 8192 && $6 == "time_cuda_events" { $9 = 0.05; $10 = 0.049; $11 = 0.051 }
+    $3 == "pytorch:sgemm" && $5 == 256 && $6 == "gpu_idle_share" { $9 = $10 = $11 = $12 = 0.2 }
+    { sub(/launch-bound \(GPU idle 62%\)"$/, "GPU-bound (GPU idle 20%)\"") } { print }' \
+    "$pa/sync_vs_async_timing.csv" > "$pb/sync_vs_async_timing.csv"
+check_eq "the edit under test changed three rows" "$(diff "$pa/sync_vs_async_timing.csv" "$pb/sync_vs_async_timing.csv" | grep -c '^>')" 3
+for form in csv json; do
+    if [ $form = json ]; then "$build/results_json" "$pa" >/dev/null; "$build/results_json" "$pb" >/dev/null; fi
+    "$build/compare" --tsv "$tmp/pt.tsv" "$pa" "$pb" > "$tmp/pt.md" 2>"$tmp/err"; rc=$?
+    check_eq "compare of two runs with PyTorch's rows ($form) exits 0, nothing on stderr" "$rc:$(cat "$tmp/err")" "0:"
+    check_eq "... every PyTorch figure is matched" \
+        "$(grep -c '	pytorch:' "$tmp/pt.tsv")" "$(grep -c ',pytorch:' "$pa/sync_vs_async_timing.csv")"
+    check "... a changed PyTorch figure is higher" \
+        grep -q '^higher	C04	sync_vs_async_timing	pytorch:sgemm	n	8192	time_cuda_events	s	0.03315	0.05	' "$tmp/pt.tsv"
+    check "... and listed under its claim" \
+        grep -q '^| sync_vs_async_timing pytorch:sgemm time_cuda_events n=8192 | s | .* | higher |$' "$tmp/pt.md"
+    check "... a changed GPU idle share is lower" \
+        grep -q '^lower	C04	sync_vs_async_timing	pytorch:sgemm	n	256	gpu_idle_share	ratio	' "$tmp/pt.tsv"
+    check_eq "... the rest the same" "$(grep -v '^#' "$tmp/pt.tsv" | cut -f1 | sort | uniq -c | tr -s ' ' | tr '\n' ';')" \
+        " 1 higher; 1 lower; $(($(grep -vc '^#' "$tmp/pt.tsv") - 2)) same;"
+    check "... PyTorch's changed verdict sentence is shown, both sides" \
+        grep -q "^| C04 | sync_vs_async_timing | SYNTHETIC .*launch-bound (GPU idle 62%) | SYNTHETIC .*GPU-bound (GPU idle 20%) | \*\*yes\*\* |$" "$tmp/pt.md"
+    check "... under its own heading, after the verdicts (the suite's, unchanged)" \
+        bash -c "grep -q '^| C04 | sync_vs_async_timing | holds | holds | no |$' '$tmp/pt.md' && sed -n '/^## Verdicts/,/^## Figures/p' '$tmp/pt.md' | grep -q '^## PyTorch beside$'"
+done
+"$build/compare" --tsv "$tmp/pt.tsv" "$fixtures/labels-a" "$fixtures/labels-b" > "$tmp/pt.md"
+check "without PyTorch's sentences, no such section" bash -c "! grep -q 'PyTorch beside' '$tmp/pt.md'"
+cp -r "$pa" "$tmp/pt-plain"; rm -f "$tmp/pt-plain/results.json"
+grep -v ',pytorch[,:]' "$pa/sync_vs_async_timing.csv" > "$tmp/pt-plain/sync_vs_async_timing.csv"
+"$build/compare" --tsv "$tmp/pt.tsv" "$tmp/pt-plain" "$pa" > "$tmp/pt.md"
+check_eq "a run without PyTorch against one with: its figures only in B" \
+    "$(grep -c '^only-b	.*	pytorch:' "$tmp/pt.tsv")" "$(grep -c ',pytorch:' "$pa/sync_vs_async_timing.csv")"
+check "... its sentence only in B" grep -q '^| C04 | sync_vs_async_timing | - | SYNTHETIC .* | only in B |$' "$tmp/pt.md"
+
 # ------------------------------------------------------------ bad input
 cp -r "$fixtures/labels-a" "$tmp/newer-minor"
 "$build/results_json" "$tmp/newer-minor" >/dev/null

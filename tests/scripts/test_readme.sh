@@ -31,7 +31,27 @@ check "the figures block reads the run's CSV" grep -q 'pageable ones at 12.0 (H2
 sed 's/,verdict,,0,,,,,,holds,/,verdict,,0,,,,,,does-not-hold,/' "$root/results/reference-h100/del_empty_cache.csv" \
     > "$tmp/run/del_empty_cache.csv"
 block=$(MEMCLAIMS_REFERENCE=$tmp/run "$root/scripts/readme" --block verdicts)
-check "the verdict table reads the run's verdict rows" grep -q '^| C01 .*| \*\*does-not-hold\*\* | holds |$' <<< "$block"
+check "the verdict table reads the run's verdict rows" grep -q '^| C01 .*| \*\*does-not-hold\*\* | holds |  |$' <<< "$block"
+check "the verdict table has a column \"PyTorch beside\"" \
+    grep -qx '| Claim | What the seeds say | Verdict on the H100 | On two H200s | PyTorch beside |' <<< "$block"
+check_eq "... empty where the reference runs have no PyTorch rows (those committed)" \
+    "$(grep '^| C[0-9]' <<< "$block" | grep -vc '|  |$')" 0
+# PyTorch's verdict sentence (run-all --pytorch's pytorch_beside row of param
+# verdict, SYNTHETIC here) in a copy of each run: the H100's C04, the two
+# H200s' C22 (waived on the H100) and C04 (the H100's is taken).
+cp -r "$root/results/reference-h200x2" "$tmp/run2"
+beside_row() { # CLAIM KEY NOTE
+    printf '%s,%s,pytorch,verdict,,pytorch_beside,,0,,,,,,ok,"%s"\n' "$1" "$2" "$3"
+}
+beside_row C04 sync_vs_async_timing "SYNTHETIC suite 4 of 4, PyTorch 4 of 4 | launch-bound (GPU idle 62%)" >> "$tmp/run/sync_vs_async_timing.csv"
+beside_row C04 sync_vs_async_timing "SYNTHETIC two H200s' C04" >> "$tmp/run2/sync_vs_async_timing.csv"
+beside_row C22 peer_copy "SYNTHETIC PyTorch tensor.to 388 GB/s (suite 395)" >> "$tmp/run2/peer_copy.csv"
+block=$(MEMCLAIMS_REFERENCE=$tmp/run MEMCLAIMS_REFERENCE2=$tmp/run2 "$root/scripts/readme" --block verdicts)
+check "PyTorch beside: the H100 run's sentence, its '|' escaped" \
+    grep -qx '| C04 | .* | \*\*holds\*\* | holds | SYNTHETIC suite 4 of 4, PyTorch 4 of 4 \\| launch-bound (GPU idle 62%) |' <<< "$block"
+check "... where the H100 has none (C22 waived), the two H200s', so marked" \
+    grep -qx '| C22 | .* | on two H200s: SYNTHETIC PyTorch tensor.to 388 GB/s (suite 395) |' <<< "$block"
+check_eq "... the other claims' cells empty" "$(grep '^| C[0-9]' <<< "$block" | grep -vc '|  |$')" 2
 
 # A missing figure is an error, not a silent blank.
 grep -v 'pcie_theoretical_bandwidth' "$root/results/reference-h100/pinned_vs_pageable.csv" > "$tmp/run/pinned_vs_pageable.csv"
