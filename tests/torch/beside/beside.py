@@ -113,6 +113,7 @@ class Rows:
         self.pending = []
         self.failures = []  # (what, why) of the points that failed
         self.skips = []     # (what, why) of the points not measured
+        self.verdict_made = False
 
     def emit(self, variant, param, value, metric, unit, samples, status="ok", note=""):
         """A figure over samples (a list; [] for none, as an oom or failed row)."""
@@ -161,9 +162,16 @@ class Rows:
             text = text[:296].rstrip() + "..."
         cols = [self.claim, self.key, PREFIX, "verdict", "", SUMMARY, "", "0", "", "", "", "", "", "ok", text]
         self.pending.append(",".join(field(c) for c in cols))
+        self.verdict_made = True
 
     def close(self, npoints):
-        """The summaries of the points that failed and were skipped, flushed."""
+        """The summaries of the points that failed and were skipped, and a
+        verdict-beside row saying so where the point it compares is missing;
+        flushed."""
+        if not self.verdict_made:
+            self.verdict("PyTorch's key figure for %s is missing: the point its verdict row compares was not "
+                         "measured in this run (not among the suite's points, skipped or failed); the rows above "
+                         "set what was measured beside the suite's." % self.claim)
         self.failures_summary(npoints)
         if self.skips:
             shown = "; ".join("%s: %s" % f for f in self.skips[:3])

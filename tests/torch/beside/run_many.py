@@ -143,8 +143,9 @@ def run_key(key, a, allow):
     argv = ["--suite-csv", csv_path, "--csv-header", header] + (["--quick"] if a.quick else [])
     if allow > 0:
         argv += ["--budget-s", "%.1f" % allow]
-    rows = open(os.path.join(a.out, key + ".rows"), "w")
-    log = open(os.path.join(a.out, key + ".log"), "w")
+    # Line-buffered: what a key wrote survives the process's sudden end.
+    rows = open(os.path.join(a.out, key + ".rows"), "w", buffering=1)
+    log = open(os.path.join(a.out, key + ".log"), "w", buffering=1)
     code = 0
     try:
         with contextlib.redirect_stdout(rows), contextlib.redirect_stderr(log):
