@@ -95,12 +95,20 @@ beside_append() {
 
 # beside_run_all: after the last experiment, every counterpart of pt_keys
 # (the claims whose experiment left a CSV and was not waived) in one
-# process (tests/torch/beside/run_many.py), under run-all's time budget
+# process (tests/torch/beside/run_many.py, in its order: C25 last), under
+# run-all's time budget
 # MEMCLAIMS_PYTORCH_BUDGET_S (pt_budget); each key's rows appended as it is
 # read back (beside_append). A key that crashes the process or runs past
 # MEMCLAIMS_PYTORCH_TIMEOUT_S gets its failed row; the keys after it run in
 # a new process. Sets child while the runner runs, so that run-all's signal
 # handler stops it.
+# drop_key KEY: KEY out of beside_run_all's list of keys still to measure.
+drop_key() {
+    local k rest=()
+    for k in "${left[@]}"; do [ "$k" = "$1" ] || rest+=("$k"); done
+    left=("${rest[@]}")
+}
+
 beside_run_all() {
     local tmpd=$run/.pytorch.tmp.$$ left=("${pt_keys[@]}") rc k st code secs line id started t0 done_s n0
     [ ${#left[@]} -gt 0 ] || return 0
@@ -126,7 +134,7 @@ beside_run_all() {
             done_s=$(awk -v a="$done_s" -v b="$secs" 'BEGIN { print a + b }')
             id=${pt_ids[$k]}
             beside_append "$id" "$k" "$st" "$code" "$secs" "$tmpd/$k.rows" "$tmpd/$k.log"
-            left=("${left[@]:1}")
+            drop_key "$k"
         done < "$tmpd/progress.tsv"
         if [ -n "$started" ]; then  # the process ended in it: a crash, or run-all's own timeout
             line=$(grep -v '^[[:space:]]*$' "$run/logs/pytorch-runner.log" 2>/dev/null | tail -1 | cut -c1-200)
@@ -134,7 +142,7 @@ beside_run_all() {
             secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" -v d="$done_s" 'BEGIN { printf "%.1f", b - a - d }')
             beside_append "${pt_ids[$started]}" "$started" "$([ "$rc" = 124 ] && echo timeout || echo failed)" "$rc" \
                 "$secs" "$tmpd/$started.rows" "$tmpd/$started.log"
-            left=("${left[@]:1}")
+            drop_key "$started"
         elif { [ "$rc" != 0 ] && [ "$rc" != 3 ] && [ "$rc" != 124 ]; } || [ ${#left[@]} = "$n0" ]; then
             # ended before any key (77: no torch after all; usage), or made no progress
             line=$(grep -v '^[[:space:]]*$' "$run/logs/pytorch-runner.log" 2>/dev/null | tail -1 | cut -c1-200)

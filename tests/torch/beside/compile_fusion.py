@@ -114,27 +114,15 @@ def measure(torch, cr, flags, mode, args, dev):
         return rec["peaks"][STEADY_STEP - 1], b.timed(rec), 0, rec
     importlib.import_module("torch._dynamo").reset()  # a fresh Dynamo: no cache or recompile count of an earlier model
     torch.manual_seed(0)
-    compiled = [0]
-    counts = []
-
-    def make():
-        return ref.Training(torch, cfg, dev, regional(torch))
-
-    def after(tr):
-        return None
-    # Each step's Dynamo graph count, to leave out a timed step that compiled.
-    rec = b.record(torch, None, lambda: Counting(make(), cr, counts), warm, args.repeats, CLAIM, extra=after)
-    times = []
-    for i, t in enumerate(rec["times"]):
-        if i < warm:
-            continue
-        if i < len(counts) and counts[i]:
-            compiled[0] += 1
-        else:
-            times.append(t)
+    counts = []  # per step: whether Dynamo compiled in it
+    rec = b.record(torch, None, lambda: Counting(ref.Training(torch, cfg, dev, regional(torch)), cr, counts), warm,
+                   args.repeats, CLAIM)
+    timed_steps = list(enumerate(rec["times"]))[warm:]
+    compiled = sum(1 for i, _ in timed_steps if i < len(counts) and counts[i])
+    times = [t for i, t in timed_steps if not (i < len(counts) and counts[i])]
     if not times:
         raise RuntimeError("Dynamo compiled in every timed step: no step time")
-    return rec["peaks"][STEADY_STEP - 1], times, compiled[0], rec
+    return rec["peaks"][STEADY_STEP - 1], times, compiled, rec
 
 
 class Counting:
