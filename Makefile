@@ -124,7 +124,7 @@ all: $(EXP_BIN) $(TOOL_BIN)
 help:
 	@echo "make            build every experiment into build/cNN_<slug> and the tools"
 	@echo "make run-all    build, run every experiment, write results/<run>/ with charts and REPORT.md"
-	@echo "                (PYTORCH=1: and PyTorch's own figures beside the suite's where torch and a GPU are here)"
+	@echo "                (and PyTorch's own figures beside the suite's where torch and a GPU are here; PYTORCH=0: not)"
 	@echo "make test       everything that needs no GPU (unit tests, sanitizers, waivers, scripts)"
 	@echo "make test-gpu   every experiment with --quick and its verification on this machine's GPU"
 	@echo "make plots RUN=results/<run>   charts for a run;  make report RUN=...   its REPORT.md"
@@ -205,10 +205,11 @@ test-gpu:
 
 # ------------------------------------------------------------------ runs
 
-# PYTORCH=1: PyTorch's figures beside the suite's (scripts/run-all --pytorch).
+# PyTorch's figures beside the suite's where torch and a GPU are here (on by
+# default); PYTORCH=0: not (scripts/run-all --no-pytorch).
 run-all:
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) SETUP_GOALS= all
-	$(Q)scripts/run-all $(if $(filter 1 yes,$(PYTORCH)),--pytorch)
+	$(Q)scripts/run-all $(if $(filter 0 no,$(PYTORCH)),--no-pytorch)
 
 RUN ?= results/latest
 plots:

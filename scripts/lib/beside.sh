@@ -1,10 +1,11 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2154,SC2034 # run-all's variables, read and set (below)
 # beside.sh: PyTorch's figure beside the suite's, for scripts/run-all
-# --pytorch (which sources it; its --help says what the option does).
+# (which sources it; its --help says what it does, on by default).
 # Uses run-all's variables: run (the run folder), here (scripts/), beside
-# (tests/torch/beside), quick, pt_timeout, exps; sets child while a
-# counterpart runs, so that run-all's signal handler stops it.
+# (tests/torch/beside), quick, pt_timeout, pt_budget, exps, pt_keys and
+# pt_ids (the claims to measure, filled as the experiments run); sets child
+# while the counterparts run, so that run-all's signal handler stops them.
 
 # beside_check: decides once, up front, whether the counterparts run: sets
 # pt_ok when python3 imports torch and torch sees a CUDA device, and prints
@@ -29,7 +30,7 @@ print(torch.__version__)' 2>"$pt_err"); then
             name=$(basename "$exe")
             [ -f "$beside/${name#c[0-9][0-9]_}.py" ] && with="$with${with:+, }$(printf '%s' "$name" | cut -c1-3 | tr c C)"
         done
-        echo "PyTorch beside: torch $pt_version; ${with:-no experiment of this run has a counterpart}${with:+ measured again with PyTorch after the suite (tests/torch/beside/)}"
+        echo "PyTorch beside: torch $pt_version; ${with:-no experiment of this run has a counterpart}${with:+ measured again with PyTorch after the suite, in one process (tests/torch/beside/)}"
     else
         why=$(grep -v '^[[:space:]]*$' "$pt_err" 2>/dev/null | tail -1 | cut -c1-200)
         command -v python3 >/dev/null 2>&1 || why="python3 not found"
@@ -47,22 +48,17 @@ csv_field() {
     esac
 }
 
-# run_beside ID KEY: runs tests/torch/beside/KEY.py after experiment KEY and
-# appends the rows it printed (checked by lib/beside_rows.awk) to RUN/KEY.csv:
+# beside_append ID KEY STATE RC SECS ROWS LOG: appends the rows a
+# counterpart printed (ROWS, checked by lib/beside_rows.awk) to RUN/KEY.csv:
 # the CSV and the rows to a temporary file, renamed over the CSV. A failure,
 # a timeout or dropped lines add one pytorch_beside row of status failed.
-run_beside() {
-    local id=$1 key=$2 csv=$run/$2.csv log=$run/logs/$2.pytorch.log rows=$run/.$2.pytorch.tmp.$$
-    local t0 rc secs state note kept nfail dropped
-    t0=$(date +%s.%N)
-    # shellcheck disable=SC2086
-    PYTHONDONTWRITEBYTECODE=1 timeout -k 10 "$pt_timeout" python3 "$beside/$key.py" --suite-csv "$csv" \
-        --csv-header "$(head -1 "$csv")" $quick > "$rows" 2> "$log" &
-    child=$!
-    wait "$child"
-    rc=$?
-    child=""
-    secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+# Its log goes to logs/KEY.pytorch.log; one console line, one line of
+# logs/pytorch.tsv.
+beside_append() {
+    local id=$1 key=$2 state=$3 rc=$4 secs=$5 rows=$6 src_log=$7
+    local csv=$run/$2.csv log=$run/logs/$2.pytorch.log note kept nfail dropped
+    [ -f "$src_log" ] && mv -f "$src_log" "$log"
+    [ -f "$rows" ] || : > "$rows"
     # A last line without its newline was cut off mid-write (a crash, the timeout).
     if [ -s "$rows" ] && [ -n "$(tail -c 1 "$rows")" ]; then sed -i '$d' "$rows"; fi
     awk -v claim="$id" -v key="$key" -v dropped="$rows.dropped" -v failed="$rows.failed" \
@@ -70,11 +66,10 @@ run_beside() {
     kept=$(wc -l < "$rows.kept")
     nfail=$(cat "$rows.failed")
     dropped=$(cat "$rows.dropped")
-    case $rc in
-        0) state=ran; note="" ;;
-        124|137) state=timeout; note="timed out after $pt_timeout s" ;;
-        *) state=failed
-           note=$(grep -v '^[[:space:]]*$' "$log" | tail -1 | cut -c1-200)
+    case $state in
+        ran) note="" ;;
+        timeout) note="timed out after $pt_timeout s" ;;
+        *) note=$(grep -v '^[[:space:]]*$' "$log" 2>/dev/null | tail -1 | cut -c1-200)
            note="failed (exit $rc)${note:+: $note}" ;;
     esac
     [ "$dropped" -gt 0 ] && note="${note:+$note; }$dropped lines of its output were not PyTorch rows of $id (dropped)"
@@ -91,9 +86,73 @@ run_beside() {
     rm -f "$rows" "$rows.kept" "$rows.dropped" "$rows.failed"
     printf '%s\t%s\t%s\t%s\t%s\n' "$key" "$state" "$rc" "$secs" "$kept" >> "$run/logs/pytorch.tsv"
     if [ -n "$note" ]; then
-        printf '      PyTorch beside: %s s %s\n' "$secs" "$note"
+        printf 'PyTorch beside: %s %s %s s %s\n' "$id" "$key" "$secs" "$note"
     else
-        printf '      PyTorch beside: %s s, %d rows%s\n' "$secs" "$kept" \
+        printf 'PyTorch beside: %s %s %s s, %d rows%s\n' "$id" "$key" "$secs" "$kept" \
             "$([ "$nfail" -gt 0 ] && printf ', %d points failed or ran out of memory (see %s.csv)' "$nfail" "$key")"
     fi
+}
+
+# beside_run_all: after the last experiment, every counterpart of pt_keys
+# (the claims whose experiment left a CSV and was not waived) in one
+# process (tests/torch/beside/run_many.py, in its order: C25 last), under
+# run-all's time budget
+# MEMCLAIMS_PYTORCH_BUDGET_S (pt_budget); each key's rows appended as it is
+# read back (beside_append). A key that crashes the process or runs past
+# MEMCLAIMS_PYTORCH_TIMEOUT_S gets its failed row; the keys after it run in
+# a new process. Sets child while the runner runs, so that run-all's signal
+# handler stops it.
+# drop_key KEY: KEY out of beside_run_all's list of keys still to measure.
+drop_key() {
+    local k rest=()
+    for k in "${left[@]}"; do [ "$k" = "$1" ] || rest+=("$k"); done
+    left=("${rest[@]}")
+}
+
+beside_run_all() {
+    local tmpd=$run/.pytorch.tmp.$$ left=("${pt_keys[@]}") rc k st code secs line id started t0 done_s n0
+    [ ${#left[@]} -gt 0 ] || return 0
+    mkdir -p "$tmpd" || return 0
+    while [ ${#left[@]} -gt 0 ]; do
+        : > "$tmpd/progress.tsv"
+        t0=$(date +%s.%N)
+        n0=${#left[@]}
+        # shellcheck disable=SC2086
+        PYTHONDONTWRITEBYTECODE=1 timeout -k 10 $(( pt_timeout * ${#left[@]} + 60 )) python3 "$beside/run_many.py" \
+            --run "$run" --out "$tmpd" $quick --budget-s "$pt_budget" --timeout-s "$pt_timeout" "${left[@]}" \
+            >> "$run/logs/pytorch-runner.log" 2>&1 &
+        child=$!
+        wait "$child"
+        rc=$?
+        child=""
+        started=""
+        done_s=0
+        while IFS=$'\t' read -r k st code secs; do
+            [ -n "$k" ] || continue
+            if [ "$st" = start ]; then started=$k; continue; fi
+            started=""
+            done_s=$(awk -v a="$done_s" -v b="$secs" 'BEGIN { print a + b }')
+            id=${pt_ids[$k]}
+            beside_append "$id" "$k" "$st" "$code" "$secs" "$tmpd/$k.rows" "$tmpd/$k.log"
+            drop_key "$k"
+        done < "$tmpd/progress.tsv"
+        if [ -n "$started" ]; then  # the process ended in it: a crash, or run-all's own timeout
+            line=$(grep -v '^[[:space:]]*$' "$run/logs/pytorch-runner.log" 2>/dev/null | tail -1 | cut -c1-200)
+            [ -s "$tmpd/$started.log" ] || printf '%s\n' "${line:-the process ended (exit $rc)}" > "$tmpd/$started.log"
+            secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" -v d="$done_s" 'BEGIN { printf "%.1f", b - a - d }')
+            beside_append "${pt_ids[$started]}" "$started" "$([ "$rc" = 124 ] && echo timeout || echo failed)" "$rc" \
+                "$secs" "$tmpd/$started.rows" "$tmpd/$started.log"
+            drop_key "$started"
+        elif { [ "$rc" != 0 ] && [ "$rc" != 3 ] && [ "$rc" != 124 ]; } || [ ${#left[@]} = "$n0" ]; then
+            # ended before any key (77: no torch after all; usage), or made no progress
+            line=$(grep -v '^[[:space:]]*$' "$run/logs/pytorch-runner.log" 2>/dev/null | tail -1 | cut -c1-200)
+            for k in "${left[@]}"; do
+                printf '%s\n' "${line:-run_many.py ended (exit $rc)}" > "$tmpd/$k.log"
+                beside_append "${pt_ids[$k]}" "$k" failed "$rc" "" "$tmpd/$k.rows" "$tmpd/$k.log"
+            done
+            left=()
+        fi
+    done
+    rm -rf "$tmpd"
+    [ -s "$run/logs/pytorch-runner.log" ] || rm -f "$run/logs/pytorch-runner.log"
 }

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# PyTorch beside the suite (scripts/run-all --pytorch, tests/torch/beside/)
+# PyTorch beside the suite (scripts/run-all, on by default; tests/torch/beside/)
 # without torch or a GPU, over the stand-in torch (tests/torch/stub/torch.py):
 # each counterpart prints rows of its experiment's CSV (variant pytorch:...,
-# never a verdict), on the experiment's own points (its lists, or the points
-# of the suite's CSV it is given), waives without torch or CUDA, refuses a
-# foreign header, and records a point that fails as a row. run-all --pytorch
+# never a verdict; one verdict-beside row; gpu_idle_share rows where it
+# times steps), on the experiment's own points (its lists, or the points of
+# the suite's CSV it is given), waives without torch or CUDA, refuses a
+# foreign header, records a point that fails as a row, and one it skips for
+# the time budget as a row. run_many.py runs them in one process. run-all
 # appends those rows to the CSV before the report without changing a verdict
 # or the suite's rows; without torch it says so in one line and writes what
-# it writes without --pytorch; a counterpart that crashes, hangs or prints
-# what is not a row of its experiment adds a failed row and the run goes on
-# with the same exit code; make compare matches PyTorch's rows like others.
+# it writes with --no-pytorch; a counterpart that crashes, hangs or prints
+# what is not a row of its experiment adds a failed row and the others go
+# on with the same exit code; make compare matches PyTorch's rows like others.
 #   tests/scripts/test_beside.sh BUILD_DIR
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -44,12 +46,14 @@ dropped() { # CLAIM KEY FILE
 points_of() { # CSV METRIC
     rows_awk '!/^claim,experiment,/ { csv_split($0, f); if (f[6] == "'"$2"'") { sub(/^pytorch:/, "", f[3]); print f[3] "," f[4] "," f[5] } }' "$1"
 }
-# same_points WHAT CSV_A CSV_B METRIC [SKIP]: the points of both are the same,
-# and not none; points whose line matches the extended regex SKIP left out of
-# both (the suite's variants a counterpart cannot measure, its own extras).
+# same_points WHAT CSV_A CSV_B METRIC [SKIP]: the points of both are the same
+# (in any order: a counterpart measures the points its verdict row names
+# first), and not none; points whose line matches the extended regex SKIP
+# left out of both (the suite's variants a counterpart cannot measure, its
+# own extras).
 same_points() {
-    points_of "$2" "$4" | grep -Ev "${5:-^\$}" > "$tmp/pa"
-    points_of "$3" "$4" | grep -Ev "${5:-^\$}" > "$tmp/pb"
+    points_of "$2" "$4" | grep -Ev "${5:-^\$}" | sort > "$tmp/pa"
+    points_of "$3" "$4" | grep -Ev "${5:-^\$}" | sort > "$tmp/pb"
     if [ -s "$tmp/pb" ] && cmp -s "$tmp/pa" "$tmp/pb"; then pass "$1 ($(wc -l < "$tmp/pb") points)"
     else failure "$1" "$(diff "$tmp/pa" "$tmp/pb" | head -5 | tr '\n' ' ')"; fi
 }
@@ -63,15 +67,18 @@ wrap_torch() { # DIR
 
 # ------------------------------------------------------------ the counterparts alone
 counterparts="pinned_vs_pageable sync_vs_async_timing mixed_precision grad_accumulation checkpointing optimizer_state
-    nonblocking_copy prefetch_overlap activation_offload compile_fusion"
+    nonblocking_copy prefetch_overlap activation_offload compile_fusion no_grad_eval"
 declare -A claim=([pinned_vs_pageable]=C03 [sync_vs_async_timing]=C04 [mixed_precision]=C05 [grad_accumulation]=C07
     [checkpointing]=C08 [optimizer_state]=C09 [nonblocking_copy]=C13 [prefetch_overlap]=C14
-    [activation_offload]=C23 [compile_fusion]=C25)
+    [activation_offload]=C23 [compile_fusion]=C25 [no_grad_eval]=C27)
+# Those that time training steps or forwards: a gpu_idle_share row per point.
+profiled="mixed_precision grad_accumulation checkpointing optimizer_state activation_offload compile_fusion no_grad_eval"
 # The metric whose rows name every point the experiment measured.
 declare -A metric=([pinned_vs_pageable]=h2d_bandwidth_host_clock [sync_vs_async_timing]=time_cuda_events
     [mixed_precision]=peak_allocated [grad_accumulation]=peak_allocated [checkpointing]=peak_allocated
     [optimizer_state]=peak_allocated [nonblocking_copy]=h2d_return_time_host_clock
-    [prefetch_overlap]=copy_time_events [activation_offload]=peak_allocated [compile_fusion]=peak_allocated)
+    [prefetch_overlap]=copy_time_events [activation_offload]=peak_allocated [compile_fusion]=peak_allocated
+    [no_grad_eval]=peak_allocated)
 # Points left out of the comparison: C23's side-stream offload (no PyTorch
 # idiom) and PyTorch's save_on_cpu beside it; C25's recorded PyTorch rows.
 declare -A skip=([activation_offload]='^(offload|transformer_save_on_cpu),' [compile_fusion]='/pytorch_(eager|compile),')
@@ -86,6 +93,14 @@ for key in $counterparts; do
     check "... and summary rows (pytorch_beside)" grep -q "^$id,$key,pytorch,,,pytorch_beside,,0,,,,,,ok," "$tmp/$key.rows"
     check_eq "... no verdict, finding or verification row" \
         "$(rows_awk '{ csv_split($0, f); if (f[6] ~ /^(verdict|finding|verification)$/) n++ } END { print n + 0 }' "$tmp/$key.rows")" 0
+    check_eq "... one verdict-beside row: param verdict, one line under 300 characters" \
+        "$(rows_awk '{ csv_split($0, f); if (f[4] == "verdict" && f[3] == "pytorch" && f[6] == "pytorch_beside" && f[14] == "ok" && length(f[15]) > 20 && length(f[15]) < 300) n++ } END { print n + 0 }' "$tmp/$key.rows")" 1
+    if [[ " $profiled " == *" $key "* ]]; then
+        check_eq "... a gpu_idle_share row (ratio) beside every timed point, from the stand-in's profile (0.3033)" \
+            "$(rows_awk '{ csv_split($0, f); if (f[6] ~ /^(step|forward)_time$/ && f[14] == "ok") t++; if (f[6] == "gpu_idle_share" && f[7] == "ratio" && f[9] + 0 > 0.303 && f[9] + 0 < 0.304) g++ } END { print (t > 0 && t == g) ? "yes" : t " timed, " g " idle" }' "$tmp/$key.rows")" yes
+        check "... the verdict row names the regime with the idle share, the profiled step apart from the timed" \
+            grep -q "^$id,$key,pytorch,verdict,,pytorch_beside,.*is partly launch-bound: its GPU is idle 30% of a profiled [a-z]* (not a timed one)" "$tmp/$key.rows"
+    fi
     # Given the suite's CSV: its points, and its figures in the summaries.
     PYTHONPATH=$stub python3 "$beside/$key.py" --suite-csv "$fixtures/$key.csv" --csv-header "$header" \
         > "$tmp/$key.suite" 2>/dev/null; rc=$?
@@ -106,7 +121,7 @@ check_eq "without torch: waived (77), one line" "$rc:$(wc -l < "$tmp/err")" 77:1
 # model, full and --quick, are what the experiment measures there; those of
 # the GPU-only ones what the committed H100 run (results/reference-h100)
 # measured (C04's: the fixture's).
-for key in mixed_precision grad_accumulation checkpointing optimizer_state activation_offload compile_fusion; do
+for key in mixed_precision grad_accumulation checkpointing optimizer_state activation_offload compile_fusion no_grad_eval; do
     exe=$(ls "$build"/c[0-9][0-9]_"$key")
     ASAN_OPTIONS=$noleak "$exe" --model-only --quick > "$tmp/$key.model.csv" 2>/dev/null
     same_points "$key.py --quick measures the points of $(basename "$exe") --model-only --quick" \
@@ -176,7 +191,7 @@ def _no_adam(*args, **kwargs):
 optim.Adam = _no_adam
 EOF
 fails optimizer_state "$tmp/f09" 'adam,width,1024,peak_allocated,bytes,0,,,,,,oom,OutOfMemoryError' \
-    'momentum,width,2048,peak_allocated,bytes,1,' '2 of 6 points failed: H=1024 adam: OutOfMemoryError'
+    'momentum,width,2048,peak_allocated,bytes,1,' '2 of 6 points failed: H=2048 adam: OutOfMemoryError'
 wrap_torch "$tmp/f13" <<'EOF'
 def _slice(self, i):  # a slice that knows its length
     t = Tensor(0, self.value)
@@ -247,19 +262,31 @@ run_all() { # RESULTS [ARGS...]: run-all on the fakes; sets out, rc, r (the run)
 # The console without its timings, for comparing two runs' lines.
 untimed() { sed -E 's/[0-9]+\.[0-9] s/T s/g; s/[0-9]{8}T[0-9]{6}Z/TIME/g' <<<"$1"; }
 
-run_all "$tmp/plain"
+run_all "$tmp/plain" --no-pytorch
 plain_out=$out plain=$r
-check_eq "without --pytorch: exit 0" "$rc" 0
+check_eq "--no-pytorch: exit 0" "$rc" 0
 check_eq "... no PyTorch line" "$(grep -c PyTorch <<<"$out")" 0
 bad=""
 for k in $keys; do cmp -s "$plain/$k.csv" "$fixtures/$k.csv" || bad="$bad $k"; done
 check_eq "... every CSV is the experiment's, byte for byte" "$bad" ""
 
-PYTHONPATH=$stub run_all "$tmp/with" --pytorch
+PYTHONPATH=$stub run_all "$tmp/with"
 with=$r
-check_eq "--pytorch over the stand-in: exit 0" "$rc" 0
-check "... says up front which claims PyTorch measures" grep -q '^PyTorch beside: torch 0.0-stub; C04, C05, C08 measured again with PyTorch after the suite' <<<"$out"
-check_eq "... one line after each of those experiments" "$(grep -c '^      PyTorch beside: [0-9.]* s, [0-9]* rows$' <<<"$out")" 3
+with_out=$out
+check_eq "by default, over the stand-in: exit 0" "$rc" 0
+check "... says up front which claims PyTorch measures" grep -q '^PyTorch beside: torch 0.0-stub; C04, C05, C08 measured again with PyTorch after the suite, in one process' <<<"$out"
+check_eq "... after the last experiment, one line per claim, in order" \
+    "$(grep -A3 '^\[4/4\]' <<<"$out" | tail -3 | sed -E 's/^PyTorch beside: (C[0-9]+) ([a-z_]+) [0-9.]+ s, [0-9]+ rows$/\1 \2/' | tr '\n' ' ')" \
+    "C04 sync_vs_async_timing C05 mixed_precision C08 checkpointing "
+check_eq "... the runner said nothing on its own (logs/pytorch-runner.log not left)" \
+    "$([ -e "$r/logs/pytorch-runner.log" ] && echo left)" ""
+check_eq "... each CSV has its verdict-beside row" \
+    "$(cat "$with/sync_vs_async_timing.csv" "$with/mixed_precision.csv" "$with/checkpointing.csv" | grep -c ',pytorch,verdict,,pytorch_beside,,0,,,,,,ok,')" 3
+check "... and gpu_idle_share rows where steps are timed (C05, C08)" \
+    bash -c "grep -q ',pytorch:[a-z_0-9]*,batch,[0-9]*,gpu_idle_share,ratio,1,' '$with/mixed_precision.csv' && grep -q ',gpu_idle_share,ratio,1,' '$with/checkpointing.csv'"
+PYTHONPATH=$stub run_all "$tmp/with-flag" --pytorch
+check_eq "--pytorch is still accepted and changes nothing: exit 0, the same console" \
+    "$rc:$(untimed "$out" | sed "s|$tmp/with-flag|R|g")" "0:$(untimed "$with_out" | sed "s|$tmp/with|R|g")"
 bad=""
 for k in sync_vs_async_timing mixed_precision checkpointing; do
     n=$(wc -l < "$fixtures/$k.csv")
@@ -290,21 +317,48 @@ check_eq "... and gives them back byte for byte (the counterparts write numbers 
 check_eq "... logs/pytorch.tsv: one line each, ran" "$(cut -f1,2,3 "$with/logs/pytorch.tsv" | tr '\t\n' ': ')" \
     "sync_vs_async_timing:ran:0 mixed_precision:ran:0 checkpointing:ran:0 "
 
-# Without torch, or torch without CUDA: one line, then as without --pytorch.
+# The runner alone: every counterpart of a run folder in one process.
+mkdir -p "$tmp/many"
+PYTHONPATH=$stub python3 "$beside/run_many.py" --run "$plain" --out "$tmp/many" > "$tmp/many.out" 2>&1; rc=$?
+check_eq "run_many.py over a run folder: exit 0, nothing on its own stdout" "$rc:$(wc -c < "$tmp/many.out")" 0:0
+check_eq "... every counterpart with a CSV there, in the suite's order, ran" \
+    "$(grep -v start "$tmp/many/progress.tsv" | cut -f1,2,3 | tr '\t\n' ': ')" \
+    "sync_vs_async_timing:ran:0 mixed_precision:ran:0 checkpointing:ran:0 "
+check_eq "... each one's rows in KEY.rows, all kept by run-all" \
+    "$(for k in sync_vs_async_timing mixed_precision checkpointing; do dropped "${claim[$k]}" "$k" "$tmp/many/$k.rows"; done | tr '\n' ' ')" "0 0 0 "
+PYTHONPATH=$stub python3 "$beside/run_many.py" --run "$plain" --out "$tmp/many" bogus > /dev/null 2>&1; rc=$?
+check_eq "run_many.py with an unknown key: exit 2" "$rc" 2
+STUB_NO_CUDA=1 PYTHONPATH=$stub python3 "$beside/run_many.py" --run "$plain" --out "$tmp/many" > /dev/null 2>"$tmp/err"; rc=$?
+check_eq "run_many.py without CUDA: exit 77, one line" "$rc:$(wc -l < "$tmp/err")" 77:1
+
+# The time budget: the points a counterpart ranks first, then skipped rows.
+PYTHONPATH=$stub python3 "$beside/mixed_precision.py" --budget-s 0.000001 > "$tmp/budget.out" 2>/dev/null; rc=$?
+check_eq "a counterpart past its --budget-s: exit 0" "$rc" 0
+check_eq "... seed 000's point and each shape's largest batch measured (4 x 3 precisions)" \
+    "$(grep -c '^C05,mixed_precision,pytorch:[a-z_0-9]*,batch,[0-9]*,peak_allocated,bytes,1,' "$tmp/budget.out")" 12
+check_eq "... every other point a skipped row saying why" \
+    "$(grep -c '^C05,mixed_precision,pytorch:[a-z_0-9]*,batch,[0-9]*,peak_allocated,bytes,0,,,,,,skipped,"not measured: run-all.s time budget' "$tmp/budget.out")" 33
+check "... and a summary counting them" grep -q '^C05,mixed_precision,pytorch,,,pytorch_beside,,0,,,,,,ok,"33 of 45 points not measured' "$tmp/budget.out"
+check "... its verdict row still made (seed 000's point was measured)" grep -q '^C05,mixed_precision,pytorch,verdict,' "$tmp/budget.out"
+PYTHONPATH=$stub python3 "$beside/compile_fusion.py" --budget-s 0.000001 > "$tmp/budget.out" 2>/dev/null
+check "compile_fusion.py past its budget: seed 000's point compiled, the others' compiles skipped" \
+    bash -c "grep -q '^C25,compile_fusion,pytorch:seed_t512_bf_adam_fp16/fused,batch,32,peak_allocated,bytes,1,' '$tmp/budget.out' && grep -q '^C25,compile_fusion,pytorch:enc_adamw_fp32/fused,batch,16,peak_allocated,bytes,0,,,,,,skipped,\"not measured: one more torch.compile' '$tmp/budget.out'"
+
+# Without torch, or torch without CUDA: one line, then as with --no-pytorch.
 report_untimed() { sed -E 's/^(No usable GPU: .*\. )Run .* on host/\1Run on host/; s/, [0-9]+\.[0-9] s\.$/, T s./' "$1"; }
 for case in "notorch:python3 cannot import torch: no torch here" "nocuda:torch 0.0-stub sees no CUDA device"; do
     what=${case%%:*} why=${case#*:}
-    if [ "$what" = notorch ]; then PYTHONPATH=$tmp/notorch run_all "$tmp/res-$what" --pytorch
-    else STUB_NO_CUDA=1 PYTHONPATH=$stub run_all "$tmp/res-$what" --pytorch; fi
-    check_eq "--pytorch, $what: exit 0" "$rc" 0
+    if [ "$what" = notorch ]; then PYTHONPATH=$tmp/notorch run_all "$tmp/res-$what"
+    else STUB_NO_CUDA=1 PYTHONPATH=$stub run_all "$tmp/res-$what"; fi
+    check_eq "by default, $what: exit 0" "$rc" 0
     check_eq "... one line saying why" "$(grep PyTorch <<<"$out")" \
         "PyTorch beside: not available ($why); the verdicts rest on the suite alone"
-    check_eq "... the rest of the console as without --pytorch" \
+    check_eq "... the rest of the console as with --no-pytorch" \
         "$(untimed "$(grep -v PyTorch <<<"$out")" | sed "s|$tmp/res-$what|R|g")" "$(untimed "$plain_out" | sed "s|$tmp/plain|R|g")"
     bad=""
     for k in $keys; do cmp -s "$r/$k.csv" "$fixtures/$k.csv" || bad="$bad $k"; done
     check_eq "... every CSV the experiment's" "$bad" ""
-    check_eq "... REPORT.md as without --pytorch" "$(report_untimed "$r/REPORT.md")" "$(report_untimed "$plain/REPORT.md")"
+    check_eq "... REPORT.md as with --no-pytorch" "$(report_untimed "$r/REPORT.md")" "$(report_untimed "$plain/REPORT.md")"
 done
 
 # A counterpart that crashes, hangs or prints lines that are not its rows.
@@ -313,15 +367,27 @@ def mm(a, b, out=None):
     sys.stderr.write("RuntimeError: CUDA error: an illegal memory access was encountered\n\n")
     os._exit(9)
 EOF
-PYTHONPATH=$tmp/crash run_all "$tmp/crash-run" --pytorch --only C04,C18
-check_eq "a counterpart that crashes: run-all exits 0 as before" "$rc" 0
+PYTHONPATH=$tmp/crash run_all "$tmp/crash-run" --only C04,C05,C18
+check_eq "a counterpart that crashes the process: run-all exits 0 as before" "$rc" 0
 check "... the console says it failed, with its exit code and its last line" \
-    grep -q '^      PyTorch beside: [0-9.]* s failed (exit 9): RuntimeError: CUDA error: an illegal memory access was encountered (logs/' <<<"$out"
+    grep -q '^PyTorch beside: C04 sync_vs_async_timing [0-9.]* s failed (exit 9): RuntimeError: CUDA error: an illegal memory access was encountered (logs/' <<<"$out"
+check "... the next one ran, in a new process" grep -q '^PyTorch beside: C05 mixed_precision [0-9.]* s, [0-9]* rows$' <<<"$out"
+check "... its rows are in its CSV" grep -q '^C05,mixed_precision,pytorch,verdict,' "$r/mixed_precision.csv"
 check "... a failed row in the CSV, with the reason and the log" \
     grep -q '^C04,sync_vs_async_timing,pytorch,,,pytorch_beside,,0,,,,,,failed,tests/torch/beside/sync_vs_async_timing.py failed (exit 9): RuntimeError: CUDA error: an illegal memory access was encountered (logs/sync_vs_async_timing.pytorch.log)$' "$r/sync_vs_async_timing.csv"
 check "... the report says so under C04" grep -q '^- \*\*PyTorch beside failed\*\*: tests/torch/beside/sync_vs_async_timing.py failed (exit 9)' "$r/REPORT.md"
 check "... the verdict is the suite's" grep -q '^| C04 | .* | \*\*holds\*\* |$' "$r/REPORT.md"
-check_eq "... logs/pytorch.tsv says failed" "$(cut -f2,3 "$r/logs/pytorch.tsv")" "$(printf 'failed\t9')"
+check_eq "... logs/pytorch.tsv says failed, then ran" "$(cut -f2,3 "$r/logs/pytorch.tsv" | tr '\t\n' ': ')" "failed:9 ran:0 "
+check_eq "... no temporary file left" "$(tmp_files "$r" "$r/logs")" 0
+
+# A counterpart that raises at every point: its rows say so, the next one runs in the same process.
+wrap_torch "$tmp/raise" <<'EOF'
+def mm(a, b, out=None):
+    raise ValueError("a bug in the counterpart")
+EOF
+PYTHONPATH=$tmp/raise run_all "$tmp/raise-run" --only C04,C05
+check_eq "a counterpart whose points raise: exit 0, its point rows failed, C05 measured" \
+    "$rc:$(grep -c ',pytorch:sgemm,n,[0-9]*,time_cuda_events,s,0,,,,,,failed,ValueError: a bug' "$r/sync_vs_async_timing.csv"):$(grep -c '^PyTorch beside: C05 mixed_precision [0-9.]* s, [0-9]* rows$' <<<"$out")" "0:4:1"
 
 wrap_torch "$tmp/hang" <<'EOF'
 import time as _time
@@ -329,34 +395,42 @@ def mm(a, b, out=None):
     _time.sleep(60)
 EOF
 t0=$(date +%s)
-PYTHONPATH=$tmp/hang MEMCLAIMS_PYTORCH_TIMEOUT_S=2 run_all "$tmp/hang-run" --pytorch --only C04
+PYTHONPATH=$tmp/hang MEMCLAIMS_PYTORCH_TIMEOUT_S=2 run_all "$tmp/hang-run" --only C04,C05
 check_eq "a counterpart past MEMCLAIMS_PYTORCH_TIMEOUT_S: exit 0" "$rc" 0
 check "... stopped at the limit" test $(($(date +%s) - t0)) -lt 30
 check "... a failed row saying it timed out" \
     grep -q '^C04,sync_vs_async_timing,pytorch,,,pytorch_beside,,0,,,,,,failed,tests/torch/beside/sync_vs_async_timing.py timed out after 2 s$' "$r/sync_vs_async_timing.csv"
-out=$(MEMCLAIMS_PYTORCH_TIMEOUT_S=soon "$root/scripts/run-all" --build "$fake" --results "$tmp/never" --pytorch 2>&1); rc=$?
+check "... the next one ran" grep -q '^C05,mixed_precision,pytorch,verdict,' "$r/mixed_precision.csv"
+out=$(MEMCLAIMS_PYTORCH_TIMEOUT_S=soon "$root/scripts/run-all" --build "$fake" --results "$tmp/never" 2>&1); rc=$?
 check_eq "a bad MEMCLAIMS_PYTORCH_TIMEOUT_S: exit 2, one line, no run" "$rc:$(wc -l <<<"$out"):$([ -e "$tmp/never" ] && echo made)" 2:1:
+out=$(MEMCLAIMS_PYTORCH_BUDGET_S=-1 "$root/scripts/run-all" --build "$fake" --results "$tmp/never" 2>&1); rc=$?
+check_eq "a bad MEMCLAIMS_PYTORCH_BUDGET_S: exit 2, one line, no run" "$rc:$(wc -l <<<"$out"):$([ -e "$tmp/never" ] && echo made)" 2:1:
 
 # Lines that are not PyTorch rows of C04 (a verdict, another claim's row,
-# text) are dropped, counted in a failed row; the verdict stays the suite's.
+# text) printed while it runs are dropped, counted in a failed row; the
+# verdict stays the suite's.
 wrap_torch "$tmp/noisy" <<'EOF'
-print("C04,sync_vs_async_timing,pytorch,,,verdict,,0,,,,,,does-not-hold,not PyTorch's to say")
-print("C05,mixed_precision,pytorch:x,,,m,s,1,1,1,1,1,0,ok,another claim")
-print("C04,sync_vs_async_timing,pytorch:sgemm,n,256,m,s,1,fast,1,1,1,0,ok,a figure that is not a number")
-print("loading torch...")
+_noise = ["C04,sync_vs_async_timing,pytorch,,,verdict,,0,,,,,,does-not-hold,not PyTorch's to say",
+          "C05,mixed_precision,pytorch:x,,,m,s,1,1,1,1,1,0,ok,another claim",
+          "C04,sync_vs_async_timing,pytorch:sgemm,n,256,m,s,1,fast,1,1,1,0,ok,a figure that is not a number",
+          "loading torch..."]
+def mm(a, b, out=None):  # prints, once, while the counterpart runs
+    while _noise:
+        print(_noise.pop(0))
+    return out
 EOF
-PYTHONPATH=$tmp/noisy run_all "$tmp/noisy-run" --pytorch --only C04
+PYTHONPATH=$tmp/noisy run_all "$tmp/noisy-run" --only C04
 check_eq "a counterpart printing 4 lines that are not its rows: exit 0" "$rc" 0
 check "... a failed row counts them" grep -q ',pytorch_beside,,0,,,,,,failed,tests/torch/beside/sync_vs_async_timing.py 4 lines of its output were not PyTorch rows of C04 (dropped)' "$r/sync_vs_async_timing.csv"
 check "... its real rows are kept" grep -q '^C04,sync_vs_async_timing,pytorch:sgemm,n,256,time_cuda_events,' "$r/sync_vs_async_timing.csv"
-check_eq "... one verdict row, the suite's" "$(grep -c ',verdict,' "$r/sync_vs_async_timing.csv"):$(awk -f scripts/lib/csv.awk -f scripts/lib/verdict.awk "$r/sync_vs_async_timing.csv")" 1:holds
+check_eq "... one verdict row, the suite's" "$(rows_awk '{ csv_split($0, f); if (f[6] == "verdict") n++ } END { print n + 0 }' "$r/sync_vs_async_timing.csv"):$(awk -f scripts/lib/csv.awk -f scripts/lib/verdict.awk "$r/sync_vs_async_timing.csv")" 1:holds
 check "... the report is written" grep -q '^| C04 | .* | \*\*holds\*\* |$' "$r/REPORT.md"
 
 # Ctrl-C while a counterpart runs: the CSV stays the suite's, no temporary file.
-PYTHONPATH=$tmp/hang GNUPLOT=/nonexistent "$root/scripts/run-all" --build "$fake" --results "$tmp/int" --pytorch --only C04 \
+PYTHONPATH=$tmp/hang GNUPLOT=/nonexistent "$root/scripts/run-all" --build "$fake" --results "$tmp/int" --only C04 \
     > "$tmp/int.out" 2>&1 &
 runner=$!
-for _ in $(seq 100); do ls "$tmp"/int/*/.sync_vs_async_timing.pytorch.tmp.* >/dev/null 2>&1 && break; sleep 0.1; done
+for _ in $(seq 100); do ls "$tmp"/int/*/.pytorch.tmp.*/sync_vs_async_timing.rows >/dev/null 2>&1 && break; sleep 0.1; done
 kill -TERM "$runner"
 wait "$runner"; rc=$?
 r=$tmp/int/$(readlink "$tmp/int/latest")
@@ -366,17 +440,21 @@ check_eq "... no temporary file" "$(tmp_files "$r" "$r/logs")" 0
 
 # ------------------------------------------------------------ the real experiments, on the model
 out_real=$(PYTHONPATH=$stub ASAN_OPTIONS=$noleak GNUPLOT=/nonexistent "$root/scripts/run-all" --build "$build" \
-    --results "$tmp/real2" --pytorch --quick --only C05,C07,C08,C09,C23,C25 2>&1); rc=$?
+    --results "$tmp/real2" --quick --only C05,C07,C08,C09,C23,C25,C27 2>&1); rc=$?
 r=$tmp/real2/$(readlink "$tmp/real2/latest")
-check_eq "run-all --pytorch --quick of the built C05, C07, C08, C09, C23, C25 (model-only): exit 0" "$rc" 0
-check_eq "... PyTorch after each" "$(grep -c '^      PyTorch beside: [0-9.]* s, [0-9]* rows$' <<<"$out_real")" 6
+check_eq "run-all --quick of the built C05, C07, C08, C09, C23, C25, C27 (model-only): exit 0" "$rc" 0
+check_eq "... PyTorch for each" "$(grep -c '^PyTorch beside: C[0-9]* [a-z_]* [0-9.]* s, [0-9]* rows$' <<<"$out_real")" 7
 bad=""
-for k in mixed_precision grad_accumulation checkpointing optimizer_state activation_offload compile_fusion; do
+for k in mixed_precision grad_accumulation checkpointing optimizer_state activation_offload compile_fusion no_grad_eval; do
     [ "$(points_of "$r/$k.csv" peak_allocated | grep -Ev "${skip[$k]:-^\$}" | sort | uniq -c | awk '$1 != 2' | wc -l)" = 0 ] ||
         bad="$bad $k"
 done
 check_eq "... on the points the experiment measured" "$bad" ""
 check "... the verdicts are the model's" grep -q '^| C08 | .* | \*\*[a-z-]*\*\* (computed by the allocator model, no GPU) |$' "$r/REPORT.md"
+check "... a training two claims share is measured once (C08's Transformer at seq 64 is C07's at k=1)" \
+    grep -q '^C08,checkpointing,pytorch:transformer plain,seq,64,step_time,.*measured once in this run, for C07' "$r/checkpointing.csv"
+check "... and C25's eager seed model is C05's Transformer in fp16 at B=32" \
+    grep -q '^C25,compile_fusion,pytorch:seed_t512_bf_adam_fp16/eager,batch,32,step_time,.*measured once in this run, for C05' "$r/compile_fusion.csv"
 
 # ------------------------------------------------------------ make compare
 # Two runs with PyTorch's rows: matched like the suite's; one PyTorch figure
@@ -399,8 +477,9 @@ check_eq "... PyTorch's figures only in B" "$(awk -F'\t' '$4 ~ /^pytorch:/ { pri
 check_eq "... the suite's all the same" "$(awk -F'\t' '!/^#/ && $4 !~ /^pytorch:/ { print $1 }' "$tmp/cmp2.tsv" | sort -u)" same
 
 # ------------------------------------------------------------ the switch
-check "run-all --help names --pytorch" bash -c "'$root/scripts/run-all' --help | grep -q -- '--pytorch (make run-all PYTORCH=1)'"
-check_eq "make run-all PYTORCH=1 passes --pytorch" \
-    "$(env -u MAKEFLAGS -u MAKELEVEL make -n -s -C "$root" run-all PYTORCH=1 SETUP_GOALS= 2>/dev/null | tail -1)" "scripts/run-all --pytorch"
-check_eq "make run-all alone does not" "$(env -u MAKEFLAGS -u MAKELEVEL make -n -s -C "$root" run-all SETUP_GOALS= 2>/dev/null | tail -1)" "scripts/run-all "
+check "run-all --help says PyTorch beside is on unless --no-pytorch" bash -c "'$root/scripts/run-all' --help | grep -q -- '^PyTorch beside (on unless --no-pytorch, make run-all PYTORCH=0'"
+check_eq "make run-all PYTORCH=0 passes --no-pytorch" \
+    "$(env -u MAKEFLAGS -u MAKELEVEL make -n -s -C "$root" run-all PYTORCH=0 SETUP_GOALS= 2>/dev/null | tail -1)" "scripts/run-all --no-pytorch"
+check_eq "make run-all alone passes nothing (on)" "$(env -u MAKEFLAGS -u MAKELEVEL make -n -s -C "$root" run-all SETUP_GOALS= 2>/dev/null | tail -1)" "scripts/run-all "
+check_eq "make run-all PYTORCH=1 too" "$(env -u MAKEFLAGS -u MAKELEVEL make -n -s -C "$root" run-all PYTORCH=1 SETUP_GOALS= 2>/dev/null | tail -1)" "scripts/run-all "
 summary

@@ -138,7 +138,7 @@ make_fake c01_fast C01 0 holds
 make_fake c02_slow C02 30 holds-partly
 results=$tmp/results
 
-out=$("$root/scripts/run-all" --build "$fake" --results "$results" --only C01 2>&1); rc=$?
+out=$("$root/scripts/run-all" --no-pytorch --build "$fake" --results "$results" --only C01 2>&1); rc=$?
 check_eq "run-all on a fake experiment exits 0" "$rc" 0
 check "run-all prints one progress line per experiment" grep -Eq '^\[1/1\] C01 fast \.\.\. [0-9.]+ s holds$' <<<"$out"
 first=$(readlink "$results/latest")
@@ -150,7 +150,7 @@ check "run-all records its wall times (logs/run-all.tsv) and prints the total la
 sum_before=$(cd "$results/$first" && find . -type f -exec md5sum {} + | sort)
 sleep 1
 
-"$root/scripts/run-all" --build "$fake" --results "$results" >"$tmp/interrupted.out" 2>&1 &
+"$root/scripts/run-all" --no-pytorch --build "$fake" --results "$results" >"$tmp/interrupted.out" 2>&1 &
 runner=$!
 for _ in $(seq 100); do ls "$results"/*/.slow.csv.tmp.* >/dev/null 2>&1 && break; sleep 0.1; done
 second=$(readlink "$results/latest")
@@ -179,7 +179,7 @@ mkdir -p "$tmp/modes"
 for m in host model-only bogus ""; do
     rm -rf "$fake"/c0[3-9]_*
     make_fake c03_mode C03 0 holds "$([ -n "$m" ] && printf '\\t%s' "$m")"
-    out=$(CUDA_VISIBLE_DEVICES="" "$root/scripts/run-all" --build "$fake" --results "$tmp/modes" --only C03 2>&1); rc=$?
+    out=$(CUDA_VISIBLE_DEVICES="" "$root/scripts/run-all" --no-pytorch --build "$fake" --results "$tmp/modes" --only C03 2>&1); rc=$?
     case $m in
         host|model-only)
             check_eq "a fake of mode $m: run-all exits 0" "$rc" 0
@@ -192,9 +192,9 @@ done
 check_eq "  ... and writes no run folder for it" "$(ls "$tmp/modes" | grep -vc latest)" 2
 rm -f "$fake"/c03_mode
 
-out=$("$root/scripts/run-all" --build "$fake" --results "$results" --bogus 2>&1); rc=$?
+out=$("$root/scripts/run-all" --no-pytorch --build "$fake" --results "$results" --bogus 2>&1); rc=$?
 check_eq "run-all refuses an unknown option with exit 2" "$rc" 2
-out=$("$root/scripts/run-all" --build "$tmp/empty" --results "$results" 2>&1); rc=$?
+out=$("$root/scripts/run-all" --no-pytorch --build "$tmp/empty" --results "$results" 2>&1); rc=$?
 check_eq "run-all without built experiments exits 2" "$rc" 2
 
 # ---------------------------------------------------------- the real ones, no GPU
@@ -207,7 +207,7 @@ check_eq "run-all without built experiments exits 2" "$rc" 2
 only=C01,C03,C13,C19,C26,C27,C28
 # A chart is a PNG where gnuplot is installed; without it, no file at all.
 if command -v gnuplot >/dev/null; then gp=1 png=$(printf '\x89PNG'); else gp=0 png=""; fi
-out=$(ASAN_OPTIONS=$noleak "$root/scripts/run-all" --build "$build" --results "$results" --quick --only "$only" 2>&1); rc=$?
+out=$(ASAN_OPTIONS=$noleak "$root/scripts/run-all" --no-pytorch --build "$build" --results "$results" --quick --only "$only" 2>&1); rc=$?
 check_eq "run-all of real experiments ($only) without a GPU exits 0" "$rc" 0
 real=$results/$(readlink "$results/latest")
 n=0; n_model=0; n_host=0; bad_lines=""

@@ -14,24 +14,30 @@ and back with .to(device, non_blocking=True): save_on_cpu(pin_memory=True)'s
 hooks with parameters skipped, the suite's policy (as
 tests/torch/offload_reference.py's "offload"); and save_on_cpu itself
 (torch.autograd.graph.save_on_cpu(pin_memory=True), parameters offloaded
-too: what a user writes; no suite variant stands beside it). Steps 1-2, step
-3's peak allocated (the suite's steady step), then --warmup and --repeats
-timed steps (CUDA events).
+too: what a user writes; no suite variant stands beside it). --warmup steps
+(at least 2), then --repeats timed steps (CUDA events), the first of them
+step 3, whose peak allocated is the suite's steady step's.
 MLP: the suite's own step in PyTorch: L = 8 bias-free Linear layers of width
 H = 2048 (--layers, --width) with ReLU between, MSE, SGD(lr 1e-3), fp32,
 TF32 off, at B = 256, 512, 1024, 2048, 4096, 8192 (--quick 512, 4096): keep,
 and offload_serial, its forward under the same hooks on the compute stream
-(the suite's offload_serial is "as save_on_cpu(pin_memory=True) does"). Step
-1, --warmup steps, --repeats measured steps (CUDA events; the peak of the
-last). The suite's offload (copies on a side stream, overlapped, one layer
-ahead) has no PyTorch idiom: not measured. Between points the model is
-dropped and the cache emptied.
+(the suite's offload_serial is "as save_on_cpu(pin_memory=True) does").
+--warmup steps (at least 2), --repeats timed steps (CUDA events; the peak of
+the last). After the timed steps of every point, one more under
+torch.profiler for the GPU's idle share. The suite's offload (copies on a
+side stream, overlapped, one layer ahead) has no PyTorch idiom: not
+measured. Between points the model is dropped and the cache emptied. Seed
+000's batch (100) and the MLP's largest are measured first; with
+--budget-s the others only while it lasts.
 
 Rows (the suite's variants, param batch): step_time, peak_allocated
 (peak_reserved for the MLP), pcie_bytes (the hooks' bytes per step, D2H +
 H2D) for offloaded variants; and against keep peak_ratio, peak_reduction,
-slowdown (medians). Summaries: per variant the peak change and slowdown
-beside the suite's, and where PyTorch's peak allocated equals the suite's.
+slowdown (medians); gpu_idle_share. Summaries: per variant the peak change
+and slowdown beside the suite's, and where PyTorch's peak allocated equals
+the suite's; the verdict row: the Transformer's offload at seed 000's
+batch, peak change and slowdown, the suite's and PyTorch's, and the regime
+of PyTorch's steps.
 The interface and the output: beside.py. Standard library and torch only.
 """
 import sys
@@ -40,7 +46,8 @@ import types
 import beside as b
 
 CLAIM, KEY = "C23", "activation_offload"
-REPEATS, WARMUP = 5, 2            # the experiment's defaults
+REPEATS, WARMUP = b.REPEATS, b.WARMUP
+SEED_BATCH = 100
 TFM_BATCHES, QUICK_TFM_BATCHES = [25, 50, 100], [100]
 BATCHES, QUICK_BATCHES = [256, 512, 1024, 2048, 4096, 8192], [512, 4096]
 TFM_SEQ, STEADY_STEP = 64, 3
@@ -163,26 +170,36 @@ def transformer(torch, B, hooks, dev):
 
 
 def measure(torch, variant, B, args, dev):
-    """(step times, peak allocated, peak reserved, bytes per step through the hooks or None)."""
+    """(step times, peak allocated, peak reserved, bytes per step through the hooks or None, record)."""
     model, hooks = VARIANTS[variant]
+    warm = max(args.warmup, STEADY_STEP - 1)
     if model == "transformer":
-        tr = transformer(torch, B, hooks, dev)
-        _, peak, reserved = b.train(torch, tr, STEADY_STEP - 1, 1)  # step 3's peak
-        timed_warm = args.warmup
+        ref = b.reference_module("transformer_reference")
+        cfg = ref.Cfg("--arch transformer --d-model 256 --seq %d --batch %d --optimizer adam --precision fp32"
+                      % (TFM_SEQ, B), 1)
+        key = (ref.__name__, tuple(sorted(vars(cfg).items()))) + ((hooks,) if hooks else ())
+        make = lambda: transformer(torch, B, hooks, dev)  # noqa: E731
     else:
-        tr = MlpStep(torch, args.layers, args.width, B, dev, hooks)
-        timed_warm = 1 + args.warmup  # step 1, then the warm-up
-    if tr.off:
-        tr.off.bytes = 0
-    times, mpeak, mreserved = b.train(torch, tr, timed_warm, args.repeats)
-    if model == "mlp":
-        peak, reserved = mpeak, mreserved
-    pcie = tr.off.bytes / float(timed_warm + args.repeats) if tr.off and not tr.off.all else None
-    return times, peak, reserved, pcie
+        key = ("c23_mlp", args.layers, args.width, B, hooks)
+        make = lambda: MlpStep(torch, args.layers, args.width, B, dev, hooks)  # noqa: E731
+    rec = b.record(torch, key, make, warm, args.repeats, CLAIM,
+                   extra=lambda tr: (tr.off.bytes, tr.off.all) if getattr(tr, "off", None) else None)
+    n = len(rec["times"])
+    pcie = rec["extra"][0] / float(n) if rec["extra"] and not rec["extra"][1] else None
+    if model == "transformer":  # step 3's, the suite's steady step
+        peak, reserved = rec["peaks"][STEADY_STEP - 1], rec["reserved"][STEADY_STEP - 1]
+    else:
+        peak, reserved = rec["peaks"][-1], rec["reserved"][-1]
+    return b.timed(rec), peak, reserved, pcie, rec
 
 
-def main():
-    args = b.parse_args(__doc__, REPEATS, WARMUP, extra)
+def is_first(variant, B):
+    """Seed 000's batch and the MLP's largest: measured first."""
+    return B == SEED_BATCH if VARIANTS[variant][0] == "transformer" else B == max(BATCHES)
+
+
+def main(argv=None):
+    args = b.parse_args(__doc__, REPEATS, WARMUP, extra, argv)
     if not 2 <= args.layers <= 64 or not 64 <= args.width <= 16384:
         print("%s: --layers must be from 2 to 64 and --width from 64 to 16384" % NAME, file=sys.stderr)
         return 2
@@ -193,19 +210,26 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False  # the suite's cuBLAS without TF32
     dev = torch.device("cuda", args.device)
     pts = points(args)
-    got = {}     # (variant, B) -> (median step time, peak allocated)
+    got = {}     # (variant, B) -> (median step time, peak allocated, record)
     peaks = []   # (what, PyTorch's peak, the suite's)
-    for variant, B in pts:
+    order = [p for p in pts if is_first(*p)] + [p for p in pts if not is_first(*p)]
+    for variant, B in order:
         what = "%s B=%d" % (variant, B)
+        if not args.budget.allows(first=is_first(variant, B)):
+            out.skipped(variant, "batch", B, "peak_allocated", "bytes", what, args.budget.why())
+            continue
+        res = None
         try:
-            times, peak, reserved, pcie = measure(torch, variant, B, args, dev)
+            res = measure(torch, variant, B, args, dev)
         except Exception as e:  # one point's failure is its row; the others go on
             out.failed(torch, variant, "batch", B, "peak_allocated", "bytes", what, e)
+        if res is None:
             b.release(torch)
             continue
-        b.release(torch)
+        times, peak, reserved, pcie, rec = res
         tfm = VARIANTS[variant][0] == "transformer"
-        out.emit(variant, "batch", B, "step_time", "s", times, "ok", "CUDA events around the step, after the warm-up")
+        out.emit(variant, "batch", B, "step_time", "s", times, "ok",
+                 b.shared_note(rec, "CUDA events around the step, after the warm-up"))
         out.value(variant, "batch", B, "peak_allocated", "bytes", peak,
                   "torch.cuda.max_memory_allocated of step 3" if tfm
                   else "torch.cuda.max_memory_allocated of the last measured step")
@@ -214,8 +238,9 @@ def main():
         if pcie is not None:
             out.value(variant, "batch", B, "pcie_bytes", "bytes", pcie,
                       "bytes the hooks copied D2H + H2D per step (parameters left on the device)")
+        out.idle(variant, "batch", B, rec)
         t = b.stats(times)["median"]
-        got[(variant, B)] = (t, peak)
+        got[(variant, B)] = (t, peak, rec)
         if variant != "transformer_save_on_cpu":
             peaks.append((what, peak, b.suite_median(args.suite, variant, "batch", B, "peak_allocated")))
         b.log(NAME, "%s: step %.3f ms, peak %d bytes", what, t * 1e3, peak)
@@ -250,8 +275,19 @@ def main():
     line = b.peaks_line(peaks)
     if line:
         out.summary(line)
-    out.failures_summary(len(pts))
-    out.flush()
+    keep, off = got.get(("transformer_keep", SEED_BATCH)), got.get(("transformer_offload", SEED_BATCH))
+    if keep and off:
+        s_ratio = b.suite_median(args.suite, "transformer_offload", "batch", SEED_BATCH, "peak_ratio")
+        s_slow = b.suite_median(args.suite, "transformer_offload", "batch", SEED_BATCH, "slowdown")
+        text = "Transformer offload at B=%d: peak %s, slowdown %s" % (
+            SEED_BATCH,
+            ("%+.0f%% suite, %+.0f%% PyTorch" % (100 * (s_ratio - 1), 100 * (off[1] / keep[1] - 1)))
+            if s_ratio is not None else "%+.0f%% PyTorch" % (100 * (off[1] / keep[1] - 1)),
+            ("%.2fx suite, %.2fx PyTorch" % (s_slow, off[0] / keep[0])) if s_slow is not None
+            else "%.2fx PyTorch" % (off[0] / keep[0]))
+        clause = b.regime_clause(keep[2].get("idle"), "PyTorch's step without offload")
+        out.verdict(text + ("; " + clause if clause else "") + ".")
+    out.close(len(pts))
     return 0
 
 

@@ -1,11 +1,12 @@
 """beside.py: what the PyTorch counterparts in tests/torch/beside/ share.
 Each KEY.py measures with PyTorch what the suite's experiment KEY measures,
 on the same shapes, and prints its figures as rows of that experiment's own
-CSV. scripts/run-all --pytorch calls it after the experiment and appends
-the rows to RUN/KEY.csv; it is as usable by hand:
+CSV. scripts/run-all runs them all, after the suite, in one process
+(run_many.py: torch, the CUDA context and cuBLAS are set up once) and
+appends each one's rows to RUN/KEY.csv; each is as usable by hand:
 
-    python3 tests/torch/beside/KEY.py [--suite-csv FILE] [--csv-header LINE]
-                                      [--quick] [--repeats N] [--warmup N] [--device N]
+    python3 tests/torch/beside/KEY.py [--suite-csv FILE] [--csv-header LINE] [--quick]
+                                      [--repeats N] [--warmup N] [--device N] [--budget-s S]
 
 Output (stdout): rows of the suite's tidy CSV (common/csv.h, MC_CSV_HEADER):
   - figures: claim and experiment as the suite's; variant "pytorch:" and the
@@ -13,11 +14,22 @@ Output (stdout): rows of the suite's tidy CSV (common/csv.h, MC_CSV_HEADER):
     "pytorch:weight_bound_fp16"); param, param_value, metric and unit as the
     suite's row; n..stdev over the measured repeats (sample stdev, the median
     of an even count the mean of the middle two, as common/stats.c); status
-    ok, oom (the point ran out of memory) or failed; note: how it was measured
-    or why it failed. A point that fails is such a row; the others go on.
+    ok, oom (the point ran out of memory), failed or skipped (not measured:
+    run-all's time budget, or a point the claim does not need; the note
+    says which); note: how it was measured or why it failed. A point that
+    fails is such a row; the others go on.
+  - gpu_idle_share (unit ratio): per point that times steps, one more step
+    under torch.profiler (CUDA activities), separate from the timed ones:
+    1 - (union of its kernel, memcpy and memset intervals) / (their span,
+    first start to last end): the share of the step the GPU waited for the
+    host to launch work.
   - summaries: variant "pytorch", metric "pytorch_beside", no figures, the
     note setting PyTorch's figure beside the suite's ("speed-up ... PyTorch
     1.9 (suite 1.7)"); REPORT.md prints each under the claim.
+  - one verdict-beside row (variant "pytorch", param "verdict", metric
+    pytorch_beside): one sentence naming the suite's key figure and
+    PyTorch's, and where they disagree, the regime (launch-bound against
+    GPU-bound, with the measured idle share) that explains it.
   No verdict, finding or verification rows: the verdict is the suite's own.
   Without --csv-header the header comes first (a CSV of its own); with it,
   LINE must be the header these rows are written for (the first line of the
@@ -27,7 +39,16 @@ Output (stdout): rows of the suite's tidy CSV (common/csv.h, MC_CSV_HEADER):
   memory at), and the summaries give its figures. Without it, the
   experiment's own lists (with --quick, its quick lists), and summaries with
   PyTorch's figures alone.
---repeats, --warmup: the experiment's defaults unless given.
+--repeats, --warmup: 5 timed and 2 warm-up per point unless given (fewer
+  than most experiments: the figures beside are medians with min, max and
+  stdev, not the verdict's).
+--budget-s S: run-all's allowance for this counterpart (0, the default: no
+  limit). The points each script ranks first (those its summaries and
+  verdict row name) are always measured; another is started only while the
+  allowance lasts, else it is a row of status skipped saying so.
+A training configuration this process has already measured (another
+counterpart's same model, batch, precision and optimizer) is not measured
+again: its figures are reused and the note says whose they are.
 Progress on stderr. Exit: 0 rows written; 2 usage; 77 no torch or no CUDA
 device (one line on stderr, nothing on stdout). Standard library and torch
 only.
@@ -35,10 +56,12 @@ only.
 import argparse
 import csv
 import gc
+import json
 import math
 import os
 import statistics
 import sys
+import tempfile
 import time
 
 HEADER = ("claim,experiment,variant,param,param_value,metric,unit,n,median,min,max,mean,stdev,"
@@ -84,10 +107,13 @@ class Rows:
     (flush() after each), so that rows already measured survive a later
     crash or timeout: scripts/run-all keeps every complete line."""
 
-    def __init__(self, claim, key, out=sys.stdout):
-        self.claim, self.key, self.out = claim, key, out
+    def __init__(self, claim, key, out=None):
+        self.claim, self.key = claim, key
+        self.out = out if out is not None else sys.stdout  # run_many.py's, when it runs this
         self.pending = []
         self.failures = []  # (what, why) of the points that failed
+        self.skips = []     # (what, why) of the points not measured
+        self.verdict_made = False
 
     def emit(self, variant, param, value, metric, unit, samples, status="ok", note=""):
         """A figure over samples (a list; [] for none, as an oom or failed row)."""
@@ -112,6 +138,47 @@ class Rows:
         self.failures.append((what, why))
         print("beside/%s: %s: %s" % (self.key, what, why), file=sys.stderr)
 
+    def skipped(self, variant, param, value, metric, unit, what, why):
+        """A point not measured (the time budget, or not needed): its row,
+        status skipped, the reason in the note; flushed."""
+        self.emit(variant, param, value, metric, unit, [], "skipped", why)
+        self.flush()
+        self.skips.append((what, why))
+        print("beside/%s: %s: skipped: %s" % (self.key, what, why), file=sys.stderr)
+
+    def idle(self, variant, param, value, rec):
+        """The gpu_idle_share row of a point whose record has one."""
+        idle = rec.get("idle") if rec else None
+        if idle and idle.get("share") is not None:
+            self.value(variant, param, value, "gpu_idle_share", "ratio", idle["share"],
+                       "one more step under torch.profiler (CUDA activities), not a timed one: 1 - busy / "
+                       "span, busy %s of span %s (union of its kernels, memcpys, memsets; first start to "
+                       "last end)" % (seconds(idle["busy_s"]), seconds(idle["span_s"])))
+
+    def verdict(self, text):
+        """The verdict-beside row: one sentence, one line, < 300 characters."""
+        text = " ".join(str(text).split())
+        if len(text) >= 300:
+            text = text[:296].rstrip() + "..."
+        cols = [self.claim, self.key, PREFIX, "verdict", "", SUMMARY, "", "0", "", "", "", "", "", "ok", text]
+        self.pending.append(",".join(field(c) for c in cols))
+        self.verdict_made = True
+
+    def close(self, npoints):
+        """The summaries of the points that failed and were skipped, and a
+        verdict-beside row saying so where the point it compares is missing;
+        flushed."""
+        if not self.verdict_made:
+            self.verdict("PyTorch's key figure for %s is missing: the point its verdict row compares was not "
+                         "measured in this run (not among the suite's points, skipped or failed); the rows above "
+                         "set what was measured beside the suite's." % self.claim)
+        self.failures_summary(npoints)
+        if self.skips:
+            shown = "; ".join("%s: %s" % f for f in self.skips[:3])
+            more = " and %d more" % (len(self.skips) - 3) if len(self.skips) > 3 else ""
+            self.summary("%d of %d points not measured: %s%s" % (len(self.skips), npoints, shown, more))
+        self.flush()
+
     def failures_summary(self, npoints):
         """The summary of the points that failed (status failed), if any."""
         if self.failures:
@@ -133,22 +200,28 @@ class Rows:
 
 # ---------------------------------------------------------------- arguments, torch
 
-def parse_args(doc, repeats, warmup, extra=None):
+REPEATS, WARMUP = 5, 2  # timed and warm-up steps (or copies) per point, unless given
+
+
+def parse_args(doc, repeats, warmup, extra=None, argv=None):
     """The shared options (the module docstring says what they do); extra(ap)
-    adds a script's own. Exits 2 on bad input, printing the header first
-    unless --csv-header names it."""
-    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    adds a script's own; argv: the arguments (default sys.argv[1:]). Exits 2
+    on bad input, printing the header first unless --csv-header names it."""
+    ap = argparse.ArgumentParser(prog=doc.split(":")[0], description=doc.split("\n\n")[0])
     ap.add_argument("--suite-csv", help="the suite's CSV of the same run: its points, its figures")
     ap.add_argument("--csv-header", help="the header of the CSV these rows are appended to")
     ap.add_argument("--quick", action="store_true", help="the experiment's --quick lists")
     ap.add_argument("--repeats", type=int, default=repeats, help="measured repeats (default %d)" % repeats)
     ap.add_argument("--warmup", type=int, default=warmup, help="warm-up repeats (default %d)" % warmup)
     ap.add_argument("--device", type=int, default=0, help="CUDA device number")
+    ap.add_argument("--budget-s", type=float, default=0.0,
+                    help="seconds this counterpart may take; the points it ranks first are measured "
+                         "whatever it is (default 0: no limit)")
     if extra:
         extra(ap)
-    a = ap.parse_args()
-    if a.repeats < 1 or a.warmup < 0 or a.device < 0:
-        ap.error("--repeats must be >= 1, --warmup and --device >= 0")
+    a = ap.parse_args(argv)
+    if a.repeats < 1 or a.warmup < 0 or a.device < 0 or not a.budget_s >= 0:
+        ap.error("--repeats must be >= 1, --warmup, --device and --budget-s >= 0")
     if a.csv_header is not None and a.csv_header.strip() != HEADER:
         ap.error("--csv-header is not the suite's CSV header (%s): these rows would not fit" % HEADER)
     a.suite = []
@@ -157,11 +230,35 @@ def parse_args(doc, repeats, warmup, extra=None):
             a.suite = read_suite(a.suite_csv)
         except (OSError, ValueError) as e:
             ap.error("--suite-csv: %s" % e)
+    a.budget = Budget(a.budget_s)
     return a
 
 
+class Budget:
+    """run-all's allowance for one counterpart (--budget-s, monotonic
+    clock from the parse of its options; 0: none). A point ranked first
+    (first=True) is always measured; another only while the allowance lasts
+    and, where its cost is known (cost_s, seconds), covers it."""
+
+    def __init__(self, seconds):
+        self.seconds, self.t0 = seconds, time.monotonic()
+
+    def elapsed(self):
+        return time.monotonic() - self.t0
+
+    def allows(self, first=False, cost_s=0.0):
+        return first or self.seconds <= 0 or self.elapsed() + cost_s <= self.seconds
+
+    def why(self):
+        return ("not measured: run-all's time budget for this counterpart (%.0f s, --budget-s) was spent; "
+                "by hand it is measured (tests/torch/beside/, no --budget-s)" % self.seconds)
+
+
 def open_torch(name, device):
-    """torch, on CUDA device `device`; exits 77 with one line without."""
+    """torch, on CUDA device `device`; exits 77 with one line without.
+    What is alive now (torch's modules: about a million objects once
+    Dynamo is in) is frozen out of Python's collector, so that release()
+    between points takes milliseconds, not a tenth of a second."""
     try:
         import torch
     except ImportError as e:
@@ -171,6 +268,8 @@ def open_torch(name, device):
         print("%s: no CUDA device %d: waived" % (name, device), file=sys.stderr)
         sys.exit(77)
     torch.cuda.set_device(device)
+    gc.collect()
+    gc.freeze()
     return torch
 
 
@@ -191,9 +290,12 @@ def reason(e):
 
 
 def release(torch):
-    """Frees what a point left: Python's cycles, then the allocator's cache,
-    so the next point's reserved bytes are its own."""
+    """Frees what a point left: Python's cycles (then freezes what outlived
+    them: modules imported since, such as Dynamo's on the first optimizer's
+    zero_grad, so the next collection skips them), then the allocator's
+    cache, so the next point's reserved bytes are its own."""
     gc.collect()
+    gc.freeze()
     torch.cuda.empty_cache()
 
 
@@ -236,44 +338,161 @@ def suite_median(rows, variant, param, value, metric):
 
 # ---------------------------------------------------------------- training steps
 
-def train(torch, tr, warm, reps):
-    """warm + reps training steps of tr (a reference script's Training:
-    step(loss_host)), each as mlp_reference.py times it: reset the peak,
-    CUDA events around the step, a synchronize. Returns (the measured steps'
-    times in s, the last measured step's peak allocated and peak reserved
-    bytes). Raises on a non-finite loss."""
-    K = tr.cfg.accum
-    loss_host = torch.zeros(K, dtype=torch.float32).pin_memory()
-    start = torch.cuda.Event(enable_timing=True)
-    stop = torch.cuda.Event(enable_timing=True)
-    times, peak, reserved = [], 0, 0
-    torch.cuda.synchronize()
-    for step in range(warm + reps):
-        torch.cuda.reset_peak_memory_stats()
-        start.record()
-        tr.step(loss_host)
-        stop.record()
-        stop.synchronize()
-        if step >= warm:
-            st = torch.cuda.memory_stats()
-            times.append(start.elapsed_time(stop) * 1e-3)
-            peak, reserved = st["allocated_bytes.all.peak"], st["reserved_bytes.all.peak"]
-    loss = float(loss_host.sum())
-    if not math.isfinite(loss):
-        raise ArithmeticError("the loss is %r after %d steps" % (loss, warm + reps))
-    return times, peak, reserved
+def step_once(torch, tr, loss_host, start, stop):
+    """One training step of tr (a reference script's Training: cfg.accum,
+    step(loss_host)), as mlp_reference.py times it: reset the peak, CUDA
+    events around the step, a synchronize. (time in s, peak allocated, peak
+    reserved, allocated after the step)."""
+    torch.cuda.reset_peak_memory_stats()
+    start.record()
+    tr.step(loss_host)
+    stop.record()
+    stop.synchronize()
+    return (start.elapsed_time(stop) * 1e-3, torch.cuda.max_memory_allocated(),
+            torch.cuda.max_memory_reserved(), torch.cuda.memory_allocated())
 
 
 def steps(torch, tr, n):
-    """n training steps of tr, each timed and measured alone as train()
-    does: [(time in s, peak allocated, peak reserved, allocated after the
-    step)], for counterparts that need each step's figures (the first
-    step's, the bytes left between steps). Raises on a non-finite loss."""
-    out = []
-    for _ in range(n):
-        times, peak, reserved = train(torch, tr, 0, 1)
-        out.append((times[0], peak, reserved, torch.cuda.memory_allocated()))
+    """n training steps of tr, each timed and measured alone (step_once):
+    [(time in s, peak allocated, peak reserved, allocated after)]. Raises on
+    a non-finite loss."""
+    loss_host = torch.zeros(tr.cfg.accum, dtype=torch.float32).pin_memory()
+    start = torch.cuda.Event(enable_timing=True)
+    stop = torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    out = [step_once(torch, tr, loss_host, start, stop) for _ in range(n)]
+    loss = float(loss_host.sum())
+    if not math.isfinite(loss):
+        raise ArithmeticError("the loss is %r after %d steps" % (loss, n))
     return out
+
+
+# What this process measured, by training configuration: counterparts run by
+# run_many.py share it, so that a configuration two claims measure (C05's
+# Transformer in fp16 is C25's eager seed model; C07's, C08's and C23's seed
+# 000 Transformer at sequence 64 x batch 100 are one training) is measured
+# once.
+_RECORDS = {}
+
+
+def record(torch, key, make, warm, reps, by, profile=True, extra=None):
+    """The steps of one training configuration: make() builds it (a
+    Training: cfg.accum, step(loss_host)); warm + reps steps, each alone
+    (step_once), then, with profile, one more under torch.profiler for the
+    GPU's idle share (idle_share). key names the configuration (None: not
+    shared); by says who measured it (the claim); extra(tr), if given, is
+    called after the timed steps (what else the caller reads of the
+    training). Returns a dict: times, peaks, reserved, after (one per step,
+    step 1 first), warm, idle (or None), extra, by, again (True where
+    another counterpart measured it here)."""
+    full = None if key is None else (key, warm, reps, profile)
+    if full in _RECORDS:
+        return dict(_RECORDS[full], again=True)
+    tr = make()
+    try:
+        got = steps(torch, tr, warm + reps)
+        more = extra(tr) if extra else None
+        idle = None
+        if profile:
+            loss_host = torch.zeros(tr.cfg.accum, dtype=torch.float32).pin_memory()
+            idle = idle_share(torch, lambda: tr.step(loss_host))
+    finally:
+        del tr
+        release(torch)
+    rec = {"times": [g[0] for g in got], "peaks": [g[1] for g in got], "reserved": [g[2] for g in got],
+           "after": [g[3] for g in got], "warm": warm, "idle": idle, "extra": more, "by": by, "again": False}
+    if full is not None:
+        _RECORDS[full] = rec
+    return rec
+
+
+def timed(rec):
+    """The timed steps' times of a record (after its warm-up)."""
+    return rec["times"][rec["warm"]:]
+
+
+def shared_note(rec, note):
+    """note, saying where another counterpart of this run measured it."""
+    return note + ("; measured once in this run, for %s (the same training)" % rec["by"] if rec.get("again")
+                   else "")
+
+
+# ---------------------------------------------------------------- the GPU's idle share
+
+def intervals_of_events(events):
+    """(start, end) in s of the GPU activities of torch.profiler's events()
+    (FunctionEvent: device_type CUDA, time_range in us; GPU user
+    annotations left out)."""
+    out = []
+    for e in events:
+        dt = getattr(e, "device_type", None)
+        if dt is None or "CUDA" not in str(dt) or getattr(e, "is_user_annotation", False):
+            continue
+        tr = getattr(e, "time_range", None)
+        if tr is not None and tr.end > tr.start:
+            out.append((tr.start * 1e-6, tr.end * 1e-6))
+    return out
+
+
+def intervals_of_trace(trace):
+    """(start, end) in s of the kernels, memcpys and memsets of a chrome
+    trace (tests/torch/profile_reference.py's GPU_CATEGORIES)."""
+    cats = reference_module("profile_reference").GPU_CATEGORIES
+    events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
+    return [(float(e.get("ts", 0)) * 1e-6, (float(e.get("ts", 0)) + float(e.get("dur", 0))) * 1e-6)
+            for e in events if e.get("ph") == "X" and str(e.get("cat", "")).lower() in cats
+            and float(e.get("dur", 0)) > 0]
+
+
+def busy_of(intervals):
+    """(span, busy) in s: first start to last end, and the length of the
+    union of the intervals within it."""
+    if not intervals:
+        return 0.0, 0.0
+    iv = sorted(intervals)
+    busy, cur_s, cur_e = 0.0, iv[0][0], iv[0][1]
+    for s, e in iv[1:]:
+        if s > cur_e:
+            busy += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    busy += cur_e - cur_s
+    return max(e for _, e in iv) - iv[0][0], busy
+
+
+def idle_share(torch, fn):
+    """fn() (one step) under torch.profiler with CUDA activities, as
+    tests/torch/profile_reference.py profiles a step: {share: 1 - busy /
+    span, span_s, busy_s, n} of its GPU activities, or {share: None, why}
+    where the profiler gave none or failed (the step's figures stand)."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn()
+            torch.cuda.synchronize()
+        iv = []
+        if hasattr(prof, "events"):
+            try:
+                iv = intervals_of_events(prof.events())
+            except Exception:  # an older or newer profiler: its trace, as profile_reference.py reads it
+                iv = []
+        if not iv:
+            fd, path = tempfile.mkstemp(prefix="beside.", suffix=".json")
+            os.close(fd)
+            try:
+                prof.export_chrome_trace(path)
+                with open(path) as f:
+                    iv = intervals_of_trace(json.load(f))
+            finally:
+                os.unlink(path)
+        span, busy = busy_of(iv)
+        if span <= 0:
+            return {"share": None, "why": "the profiler recorded no GPU activity"}
+        return {"share": max(0.0, 1.0 - busy / span), "span_s": span, "busy_s": busy, "n": len(iv)}
+    except Exception as e:  # the profiler is extra: its failure leaves the figures as they are
+        return {"share": None, "why": reason(e)}
 
 
 def reference_module(name):
@@ -344,6 +563,37 @@ def peaks_line(pairs):
         if len(off) > 6:
             text += " and %d more" % (len(off) - 6)
     return text
+
+
+# ---------------------------------------------------------------- the verdict row
+
+LAUNCH_BOUND, GPU_BOUND = 0.5, 0.2  # idle share at or above / at or below
+
+
+def regime(idle):
+    """"launch-bound", "GPU-bound" or "partly launch-bound" of a record's
+    idle (idle_share's dict); None without one."""
+    share = idle.get("share") if idle else None
+    if share is None:
+        return None
+    return "launch-bound" if share >= LAUNCH_BOUND else "GPU-bound" if share <= GPU_BOUND else \
+        "partly launch-bound"
+
+
+def regime_clause(idle, what="PyTorch's step", unit="step"):
+    """"PyTorch's step is launch-bound: its GPU is idle 62% of a profiled
+    step (not a timed one)", or "" without a measured idle share."""
+    r = regime(idle)
+    if r is None:
+        return ""
+    return "%s is %s: its GPU is idle %.0f%% of a profiled %s (not a timed one)" % (what, r, 100 * idle["share"], unit)
+
+
+def differ(a, b, rel=0.2):
+    """Whether two figures disagree by more than rel of the larger."""
+    if a is None or b is None:
+        return False
+    return abs(a - b) > rel * max(abs(a), abs(b), 1e-12)
 
 
 # ---------------------------------------------------------------- repeated samples, spin kernel

@@ -12,17 +12,22 @@ its 2L-1 modules in S = 2 and 4 segments (where S <= 2L-1); and
 tests/torch/transformer_reference.py's seed 000 model,
 nn.Transformer(d_model=256), Adam, fp32, batch 100, at sequence 64, 128, 256
 (--quick: 64), plain and with every encoder and decoder layer checkpointed.
-Per point one model, warm-up steps (at least 1: step 1 makes Adam's state),
-then --repeats measured steps: CUDA events around each step, the peak read at
-the last. Between points the model is dropped and the cache emptied.
+Per point one model, --warmup steps (at least 2: step 1 makes Adam's
+state), then --repeats timed steps, each alone (CUDA events; the peak read
+at the last), then one more under torch.profiler for the GPU's idle share.
+Between points the model is dropped and the cache emptied. The Transformer
+at sequence 64 (seed 000's) and the MLP at L=8 are measured first; with
+--budget-s the others only while it lasts.
 
 Rows (variant pytorch:plain, pytorch:checkpoint, pytorch:segments=S, param
 layers; pytorch:transformer plain and pytorch:transformer checkpoint, param
 seq): step_time, peak_allocated, peak_reserved, and for the checkpointed
 ones memory_saving (1 - peak_ckpt / peak_plain) and time_overhead
-(t_ckpt / t_plain - 1, medians). Summaries: per checkpointed variant the
-savings and overheads beside the suite's, and where PyTorch's peak
-allocated equals the suite's. The interface and the output: beside.py.
+(t_ckpt / t_plain - 1, medians); gpu_idle_share. Summaries: per
+checkpointed variant the savings and overheads beside the suite's, and
+where PyTorch's peak allocated equals the suite's; the verdict row: the
+Transformer's saving and overhead at sequence 64, the suite's and
+PyTorch's, and the regime of PyTorch's steps there. The interface and the output: beside.py.
 Standard library and torch only.
 """
 import sys
@@ -30,7 +35,7 @@ import sys
 import beside as b
 
 CLAIM, KEY = "C08", "checkpointing"
-REPEATS, WARMUP = 5, 2            # the experiment's defaults
+REPEATS, WARMUP = b.REPEATS, b.WARMUP
 WIDTH, BATCH = 1024, 8192
 DEPTHS, QUICK_DEPTHS = [2, 4, 6, 8, 12, 16], [2, 8]
 SEGMENTS = [2, 4]
@@ -63,7 +68,7 @@ def points(args):
 
 
 def training(torch, variant, value, dev):
-    """The reference script's Training of this point."""
+    """(the record's key, a maker of the reference script's Training of this point)."""
     if variant.startswith("transformer"):
         ref = b.reference_module("transformer_reference")
         flags = ("--arch transformer --d-model 256 --seq %d --batch %d --optimizer adam --precision fp32%s"
@@ -75,40 +80,52 @@ def training(torch, variant, value, dev):
             extra = " --checkpoint-segments %d" % int(variant.split("=")[1])
         flags = ("--layers %d --in %d --width %d --out %d --batch %d --optimizer adam --precision fp32 "
                  "--accum 1%s" % (value, WIDTH, WIDTH, WIDTH, BATCH, extra))
-    return ref.Training(torch, ref.Cfg(flags, 1), dev)
+    cfg = ref.Cfg(flags, 1)
+    return (ref.__name__, tuple(sorted(vars(cfg).items()))), lambda: ref.Training(torch, cfg, dev)
 
 
-def main():
-    args = b.parse_args(__doc__, REPEATS, WARMUP)
+def is_first(variant, value):
+    """Seed 000's sequence and the MLP at L=8: measured first."""
+    return (variant.startswith("transformer") and int(value) == 64) or \
+        (not variant.startswith("transformer") and int(value) == 8)
+
+
+def main(argv=None):
+    args = b.parse_args(__doc__, REPEATS, WARMUP, None, argv)
     torch = b.open_torch(NAME, args.device)
     out = b.Rows(CLAIM, KEY)
     if args.csv_header is None:
         print(b.HEADER)
     dev = torch.device("cuda", args.device)
-    warm = max(args.warmup, 1)
+    warm = max(args.warmup, 2)
     pts = points(args)
-    got = {}     # (variant, value) -> (median step time, peak allocated)
+    got = {}     # (variant, value) -> (median step time, peak allocated, record)
     peaks = []   # (what, PyTorch's peak, the suite's)
-    for variant, param, value in pts:
+    order = [p for p in pts if is_first(p[0], p[2])] + [p for p in pts if not is_first(p[0], p[2])]
+    for variant, param, value in order:
         value = int(value)
         what = "%s %s=%d" % (variant, param, value)
+        if not args.budget.allows(first=is_first(variant, value)):
+            out.skipped(variant, param, value, "peak_allocated", "bytes", what, args.budget.why())
+            continue
+        rec = None
         try:
-            tr = training(torch, variant, value, dev)
-            times, peak, reserved = b.train(torch, tr, warm, args.repeats)
-            del tr
+            key, make = training(torch, variant, value, dev)
+            rec = b.record(torch, key, make, warm, args.repeats, CLAIM)
         except Exception as e:  # one point's failure is its row; the others go on
-            tr = None
             out.failed(torch, variant, param, value, "peak_allocated", "bytes", what, e)
+        if rec is None:
             b.release(torch)
             continue
-        b.release(torch)
+        times, peak, reserved = b.timed(rec), rec["peaks"][-1], rec["reserved"][-1]
         out.emit(variant, param, value, "step_time", "s", times, "ok",
-                 "CUDA events around the step (reference Training.step)")
+                 b.shared_note(rec, "CUDA events around the step (reference Training.step)"))
         out.value(variant, param, value, "peak_allocated", "bytes", peak,
                   "torch.cuda.max_memory_allocated of the last measured step")
         out.value(variant, param, value, "peak_reserved", "bytes", reserved, "")
+        out.idle(variant, param, value, rec)
         t = b.stats(times)["median"]
-        got[(variant, value)] = (t, peak)
+        got[(variant, value)] = (t, peak, rec)
         peaks.append((what, peak, b.suite_median(args.suite, variant, param, value, "peak_allocated")))
         b.log(NAME, "%s: step %.3f ms, peak %d bytes", what, t * 1e3, peak)
         base = got.get((plain_of(variant), value))
@@ -141,9 +158,31 @@ def main():
     line = b.peaks_line(peaks)
     if line:
         out.summary(line)
-    out.failures_summary(len(pts))
-    out.flush()
+    verdict = verdict_row(args, got)
+    if verdict:
+        out.verdict(verdict)
+    out.close(len(pts))
     return 0
+
+
+def verdict_row(args, got):
+    """The Transformer's checkpointing at sequence 64: saving and overhead,
+    the suite's and PyTorch's, and the regime of PyTorch's steps."""
+    c, p = got.get(("transformer checkpoint", 64)), got.get(("transformer plain", 64))
+    if not (c and p):
+        return None
+    sav, ovr = 1.0 - c[1] / p[1], c[0] / p[0] - 1.0
+    s_sav = b.suite_median(args.suite, "transformer checkpoint", "seq", 64, "memory_saving")
+    s_ovr = b.suite_median(args.suite, "transformer checkpoint", "seq", 64, "time_overhead")
+    text = "Transformer per layer, seq 64: saving %s, time overhead %s" % (
+        ("%.0f%% suite, %.0f%% PyTorch" % (100 * s_sav, 100 * sav)) if s_sav is not None else "%.0f%% PyTorch" % (100 * sav),
+        ("%+.0f%% suite, %+.0f%% PyTorch" % (100 * s_ovr, 100 * ovr)) if s_ovr is not None else "%+.0f%% PyTorch" % (100 * ovr))
+    clause = b.regime_clause(p[2].get("idle"), "PyTorch's plain step")
+    if clause:
+        text += "; " + clause
+        if s_ovr is not None and b.differ(1 + s_ovr, 1 + ovr, 0.1):
+            text += ", so recomputing adds launches more than arithmetic"
+    return text + "."
 
 
 if __name__ == "__main__":

@@ -10,22 +10,33 @@ equals them to the byte), as tests/torch/compile_reference.py does: seed
 000's nn.Transformer(d_model=512, batch_first=True) on (B, 100, 512) under
 fp16 autocast with GradScaler and Adam at B = 32 and (not with --quick) 128,
 and an fp32 nn.TransformerEncoder (d_model 256, 8 heads, 3 layers, ff 1024)
-on (16, 128, 256) with AdamW. Eager: the module itself; fused:
-torch.compile(model) with its defaults (mode "default", backend inductor;
-only the module: loss, backward, GradScaler and optimizer stay eager), a
-fresh Dynamo state (torch._dynamo.reset()) per model. Per point, after
-torch.manual_seed(0): steps 1-2, step 3's peak allocated (the suite's
-steady step), then --warmup and --repeats timed steps, each alone (CUDA
-events); a timed step in which Dynamo compiled (its graph counter moved) is
-left out of the times and the note says so. Between points the model is
-dropped and the cache emptied.
+on (16, 128, 256) with AdamW. Eager: the module itself (the same training
+as C05's Transformer in fp16 at the same batch: measured once in a run);
+fused: torch.compile of each encoder and decoder layer, PyTorch's regional
+compilation (its recipe for a stack of the same block: the layer is
+compiled once and its code reused by every layer of that kind; whole-model
+compilation, compile_reference.py's, takes minutes cold), with
+torch.compile's defaults (mode "default", backend inductor; the final
+norms, loss, backward, GradScaler and optimizer stay eager), a fresh Dynamo
+state (torch._dynamo.reset()) per model. Per point, after
+torch.manual_seed(0): --warmup steps (at least 2; Dynamo compiles in step
+1, outside the timed steps), then --repeats timed steps, each alone (CUDA
+events), the first of them step 3, whose peak allocated is the suite's
+steady step's; a timed step in which Dynamo compiled (its graph counter
+moved) is left out of the times and the note says so; then one more step
+under torch.profiler for the GPU's idle share. Between points the model is
+dropped and the cache emptied. Seed 000's point (B=32) is measured first;
+each other compiled point only where --budget-s leaves the time the last
+compile took (compiling is most of this script's time).
 
 Rows (variant pytorch:<model>/eager and pytorch:<model>/fused, param
 batch): peak_allocated (step 3), step_time; and for pytorch:<model>
 peak_saving (1 - peak(compiled) / peak(eager)) and speedup (eager /
-compiled, medians). Summaries: per model the saving and speed-up beside the
-suite's (its fused chains against its eager), and where PyTorch's eager peak
-equals the suite's. The interface and the output: beside.py. Standard
+compiled, medians), gpu_idle_share. Summaries: per model the saving and
+speed-up beside the suite's (its fused chains against its eager), and where
+PyTorch's eager peak equals the suite's; the verdict row: at seed 000's
+point, the speed-up of the suite's fused chains and of torch.compile, and
+the regime of PyTorch's eager step. The interface and the output: beside.py. Standard
 library and torch only.
 """
 import importlib
@@ -35,7 +46,7 @@ import sys
 import beside as b
 
 CLAIM, KEY = "C25", "compile_fusion"
-REPEATS, WARMUP = 10, 2           # the experiment's defaults
+REPEATS, WARMUP = b.REPEATS, b.WARMUP
 STEADY_STEP = 3
 # (model, batch, in --quick): the experiment's POINTS
 POINTS = [("seed_t512_bf_adam_fp16", 32, True), ("enc_adamw_fp32", 16, True), ("seed_t512_bf_adam_fp16", 128, False)]
@@ -77,31 +88,57 @@ def two_lines(e):
     return type(type(e).__name__, (Exception,), {})(" | ".join(lines[:2]))
 
 
+def regional(torch):
+    """compile_model for Training: torch.compile of each encoder and decoder
+    layer, in place (nn.ModuleList keeps the parameters' order); the model
+    itself is called as it is."""
+    def compile_layers(model):
+        for stack in (getattr(model, "encoder", None), getattr(model, "decoder", None), model):
+            layers = getattr(stack, "layers", None)
+            if layers is None or stack is model and getattr(model, "encoder", None) is not None:
+                continue
+            for i in range(len(layers)):
+                layers[i] = torch.compile(layers[i])
+        return model
+    return compile_layers
+
+
 def measure(torch, cr, flags, mode, args, dev):
-    """(step 3's peak, timed step times, timed steps left out for compiling)."""
+    """(step 3's peak, timed step times, timed steps left out for compiling, record)."""
     ref = b.reference_module("transformer_reference")
-    if mode == "fused":  # a fresh Dynamo: no cache or recompile count of an earlier model
-        importlib.import_module("torch._dynamo").reset()
+    cfg = ref.Cfg(flags, 1)
+    warm = max(args.warmup, STEADY_STEP - 1)
+    if mode == "eager":
+        rec = b.record(torch, (ref.__name__, tuple(sorted(vars(cfg).items()))),
+                       lambda: ref.Training(torch, cfg, dev), warm, args.repeats, CLAIM)
+        return rec["peaks"][STEADY_STEP - 1], b.timed(rec), 0, rec
+    importlib.import_module("torch._dynamo").reset()  # a fresh Dynamo: no cache or recompile count of an earlier model
     torch.manual_seed(0)
-    tr = ref.Training(torch, ref.Cfg(flags, 1), dev, (lambda m: torch.compile(m)) if mode == "fused" else None)
-    first = b.steps(torch, tr, STEADY_STEP)
-    times, compiled = [], 0
-    for _ in range(args.warmup):
-        b.steps(torch, tr, 1)
-    for _ in range(args.repeats):
-        before = cr.dynamo_counts()[0] if mode == "fused" else None
-        t = b.steps(torch, tr, 1)[0][0]
-        if before is not None and (cr.dynamo_counts()[0] or 0) > (before or 0):
-            compiled += 1
-        else:
-            times.append(t)
+    counts = []  # per step: whether Dynamo compiled in it
+    rec = b.record(torch, None, lambda: Counting(ref.Training(torch, cfg, dev, regional(torch)), cr, counts), warm,
+                   args.repeats, CLAIM)
+    timed_steps = list(enumerate(rec["times"]))[warm:]
+    compiled = sum(1 for i, _ in timed_steps if i < len(counts) and counts[i])
+    times = [t for i, t in timed_steps if not (i < len(counts) and counts[i])]
     if not times:
         raise RuntimeError("Dynamo compiled in every timed step: no step time")
-    return first[-1][1], times, compiled
+    return rec["peaks"][STEADY_STEP - 1], times, compiled, rec
 
 
-def main():
-    args = b.parse_args(__doc__, REPEATS, WARMUP)
+class Counting:
+    """A Training whose step() records whether Dynamo compiled in it."""
+
+    def __init__(self, tr, cr, counts):
+        self.tr, self.cr, self.counts, self.cfg = tr, cr, counts, tr.cfg
+
+    def step(self, loss_host):
+        before = self.cr.dynamo_counts()[0] or 0
+        self.tr.step(loss_host)
+        self.counts.append((self.cr.dynamo_counts()[0] or 0) > before)
+
+
+def main(argv=None):
+    args = b.parse_args(__doc__, REPEATS, WARMUP, None, argv)
     torch = b.open_torch(NAME, args.device)
     out = b.Rows(CLAIM, KEY)
     if args.csv_header is None:
@@ -111,30 +148,45 @@ def main():
     configs = dict(cr.read_configs(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                                 "compile_configs.txt"), 1))
     pts = points(args)
-    got = {}     # (model, B, mode) -> (median step time, peak allocated)
+    seed = (POINTS[0][0], POINTS[0][1])
+    pts = [p for p in pts if p[:2] == seed] + [p for p in pts if p[:2] != seed]
+    got = {}     # (model, B, mode) -> (median step time, peak allocated, record)
     peaks = []   # (what, PyTorch's eager peak, the suite's)
     npoints = 0
+    compile_s = 0.0  # the last compiled point's wall time: what another would take
     for model, B, modes in pts:
         for mode in modes:
             npoints += 1
             var, what = "%s/%s" % (model, mode), "%s B=%d %s" % (model, B, mode)
+            if mode == "fused" and not args.budget.allows(first=(model, B) == seed, cost_s=compile_s):
+                out.skipped(var, "batch", B, "peak_allocated", "bytes", what,
+                            "not measured: one more torch.compile (the last took %.0f s) would pass run-all's time "
+                            "budget for this counterpart (%.0f s, --budget-s); by hand it is measured"
+                            % (compile_s, args.budget.seconds))
+                continue
+            res = None
+            t0 = b.time.monotonic()
             try:
                 if model not in configs:
                     raise ValueError("no model %r in compile_configs.txt" % model)
-                peak, times, compiled = measure(torch, cr, with_batch(configs[model], B), mode, args, dev)
+                res = measure(torch, cr, with_batch(configs[model], B), mode, args, dev)
             except Exception as e:  # one point's failure is its row; the others go on
                 out.failed(torch, var, "batch", B, "peak_allocated", "bytes", what, two_lines(e))
+            if mode == "fused":
+                compile_s = b.time.monotonic() - t0
+            if res is None:
                 b.release(torch)
                 continue
-            b.release(torch)
-            call = "torch.compile(model)" if mode == "fused" else "eager"
+            peak, times, compiled, rec = res
+            call = "torch.compile of each layer" if mode == "fused" else "eager"
             out.value(var, "batch", B, "peak_allocated", "bytes", peak,
                       "%s: torch.cuda.max_memory_allocated of step 3" % call)
             out.emit(var, "batch", B, "step_time", "s", times, "ok",
-                     "%s: CUDA events around the step, after the warm-up%s" % (
-                         call, "; %d steps that compiled left out" % compiled if compiled else ""))
+                     b.shared_note(rec, "%s: CUDA events around the step, after the warm-up%s" % (
+                         call, "; %d steps that compiled left out" % compiled if compiled else "")))
+            out.idle(var, "batch", B, rec)
             t = b.stats(times)["median"]
-            got[(model, B, mode)] = (t, peak)
+            got[(model, B, mode)] = (t, peak, rec)
             if mode == "eager":
                 peaks.append((what, peak, b.suite_median(args.suite, var, "batch", B, "peak_allocated")))
             b.log(NAME, "%s: step %.3f ms, peak %d bytes", what, t * 1e3, peak)
@@ -151,18 +203,28 @@ def main():
         e, f = got.get((model, B, "eager")), got.get((model, B, "fused"))
         if not (e and f):
             continue
-        out.summary(head + "%s B=%d, torch.compile vs eager (suite: its fused chains vs eager): %s; %s" % (
-            model, B,
-            b.beside("peak saving", [1.0 - f[1] / e[1]], [b.suite_median(args.suite, model, "batch", B, "peak_saving")],
-                     b.pct, have),
-            b.beside("speed-up", [e[0] / f[0]], [b.suite_median(args.suite, model, "batch", B, "speedup")], b.ratio,
-                     have)))
+        out.summary(head + "%s B=%d, torch.compile of each layer vs eager (suite: its fused chains vs eager): %s; "
+                    "%s" % (model, B,
+                            b.beside("peak saving", [1.0 - f[1] / e[1]],
+                                     [b.suite_median(args.suite, model, "batch", B, "peak_saving")], b.pct, have),
+                            b.beside("speed-up", [e[0] / f[0]],
+                                     [b.suite_median(args.suite, model, "batch", B, "speedup")], b.ratio, have)))
         head = ""
     line = b.peaks_line(peaks)
     if line:
         out.summary(line.replace("peak allocated:", "eager peak allocated:", 1))
-    out.failures_summary(npoints)
-    out.flush()
+    e, f = got.get(seed + ("eager",)), got.get(seed + ("fused",))
+    if e and f:
+        suite = b.suite_median(args.suite, seed[0], "batch", seed[1], "speedup")
+        text = "Seed 000's Transformer (fp16, B=%d): fusing speeds the step %s%.2fx with torch.compile in PyTorch" % (
+            seed[1], "%.2fx with the suite's fused chains, " % suite if suite is not None else "", e[0] / f[0])
+        clause = b.regime_clause(e[2].get("idle"), "PyTorch's eager step")
+        if clause:  # fewer kernels to launch help a launch-bound step more than the suite's fewer bytes
+            more = suite is not None and e[0] / f[0] > suite and b.differ(suite, e[0] / f[0], 0.1)
+            text += "; " + clause + (", so fewer launches gain more than fewer bytes"
+                                     if more and b.regime(e[2].get("idle")) != "GPU-bound" else "")
+        out.verdict(text + ".")
+    out.close(npoints)
     return 0
 
 

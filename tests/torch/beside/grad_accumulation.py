@@ -15,18 +15,24 @@ model, nn.Transformer(d_model=256) (batch_first False: (seq, batch, 256)),
 Adam, fp32, at sequence 64 (and, full run, 256) x batch 100 with k = 1, 2, 4
 (--quick: 1, 4) micro-steps of 100/k sequences, and (full run) seed 000's own
 accumulation code, 4 micro-steps of sequence 16 x batch 100 (variant
-"transformer seed 000 code: seq=16 B=100 x4"). Per point one model, warm-up
-steps (the MLP's at least 1: step 1 makes Adam's state; the Transformer's at
-least 2: its peak settles from step 3, as the suite's), then --repeats
-measured steps: CUDA events around each step, the peak read at the last.
-Between points the model is dropped and the cache emptied.
+"transformer seed 000 code: seq=16 B=100 x4"). Per point one model,
+--warmup steps (at least 2: step 1 makes Adam's state, the Transformer's
+peak settles from step 3, as the suite's), then --repeats timed steps,
+each alone (CUDA events; the peak read at the last), then one more under
+torch.profiler for the GPU's idle share. Between points the model is
+dropped and the cache emptied. The Transformer at sequence 64 (the
+verdict's) and the MLP's typical batch (1024) are measured first; the
+longer sequence (256: 0.12-0.15 s a step, not in the verdict) last; with
+--budget-s the others only while it lasts.
 
 Rows (the suite's variants: B=<batch>, transformer seq=<s> B=100, the seed
 code's; param accum_steps): step_time (the measured steps), peak_allocated
 and peak_reserved (the last measured step), ratio_to_k1 (peak_k / peak_1;
-the seed code's over the k = 1 peak at sequence 64), and B=1's floor.
-Summaries: per batch or sequence the ratios and step times beside the
-suite's, and where PyTorch's peak allocated equals the suite's. The
+the seed code's over the k = 1 peak at sequence 64), gpu_idle_share, and
+B=1's floor. Summaries: per batch or sequence the ratios and step times
+beside the suite's, and where PyTorch's peak allocated equals the suite's;
+the verdict row: peak_4/peak_1 of the Transformer at sequence 64, the
+suite's and PyTorch's, and what k micro-steps cost PyTorch in time there. The
 interface and the output: beside.py. Standard library and torch only.
 """
 import re
@@ -35,7 +41,8 @@ import sys
 import beside as b
 
 CLAIM, KEY = "C07", "grad_accumulation"
-REPEATS, WARMUP = 3, 1          # the experiment's defaults
+REPEATS, WARMUP = b.REPEATS, b.WARMUP
+TYPICAL_B = 1024                # the MLP's typical batch (the verdict's)
 LAYERS, WIDTH = 4, 1024
 BATCHES, QUICK_BATCHES = [64, 1024, 16384], [64, 4096]
 KS, QUICK_KS = [1, 2, 4, 8, 16], [1, 4]
@@ -83,7 +90,7 @@ def points(args):
 
 
 def training(torch, model, seq, batch, k, dev):
-    """The reference script's Training of this point."""
+    """(the record's key, a maker of the reference script's Training of this point)."""
     if model == "mlp":
         ref = b.reference_module("mlp_reference")
         flags = ("--layers %d --in %d --width %d --out %d --batch %d --optimizer adam --precision fp32 "
@@ -92,53 +99,66 @@ def training(torch, model, seq, batch, k, dev):
         ref = b.reference_module("transformer_reference")
         flags = ("--arch transformer --d-model 256 --seq %d --batch %d --accum %d --optimizer adam "
                  "--precision fp32" % (seq, batch, k))
-    return ref.Training(torch, ref.Cfg(flags, 1), dev)
+    cfg = ref.Cfg(flags, 1)
+    return (ref.__name__, tuple(sorted(vars(cfg).items()))), lambda: ref.Training(torch, cfg, dev)
 
 
-def main():
-    args = b.parse_args(__doc__, REPEATS, WARMUP)
+def rank(variant):
+    """0: measured first (the verdict's); 1: then; 2: last (not in the verdict, the slowest)."""
+    if variant in ("transformer seq=64 B=%d" % TFM_BATCH, "B=%d" % TYPICAL_B):
+        return 0
+    return 2 if variant.startswith("transformer seq=") else 1
+
+
+def main(argv=None):
+    args = b.parse_args(__doc__, REPEATS, WARMUP, None, argv)
     torch = b.open_torch(NAME, args.device)
     out = b.Rows(CLAIM, KEY)
     if args.csv_header is None:
         print(b.HEADER)
     dev = torch.device("cuda", args.device)
     floor, pts = points(args)
-    got = {}     # (variant, k) -> (median step time, peak allocated)
+    got = {}     # (variant, k) -> (median step time, peak allocated, record)
     peaks = []   # (what, PyTorch's peak, the suite's)
     npoints = len(pts) + floor
+    warm = max(args.warmup, 2)
     if floor:
+        rec = None
         try:
-            tr = training(torch, "mlp", None, 1, 1, dev)
-            _, peak, _ = b.train(torch, tr, max(args.warmup, 1), args.repeats)
-            del tr
-            out.value("B=1", "", 0, "floor", "bytes", peak,
-                      "peak allocated of a step at batch 1 (torch.cuda.max_memory_allocated)")
-            out.flush()
+            key, make = training(torch, "mlp", None, 1, 1, dev)
+            rec = b.record(torch, key, make, warm, args.repeats, CLAIM, profile=False)
         except Exception as e:  # one point's failure is its row; the others go on
-            tr = None
             out.failed(torch, "B=1", "", 0, "floor", "bytes", "floor B=1", e)
         b.release(torch)
-    for variant, k in pts:
+        if rec:
+            out.value("B=1", "", 0, "floor", "bytes", rec["peaks"][-1],
+                      "peak allocated of a step at batch 1 (torch.cuda.max_memory_allocated)")
+            out.flush()
+    order = sorted(pts, key=lambda p: rank(p[0]))  # stable: the suite's order within a rank
+    for variant, k in order:
         model, seq, batch = shape_of(variant, k)
         what = "%s k=%d" % (variant, k)
-        warm = max(args.warmup, 1 if model == "mlp" else 2)
+        if not args.budget.allows(first=rank(variant) == 0):
+            out.skipped(variant, "accum_steps", k, "peak_allocated", "bytes", what, args.budget.why())
+            continue
+        rec = None
         try:
-            tr = training(torch, model, seq, batch, k, dev)
-            times, peak, reserved = b.train(torch, tr, warm, args.repeats)
-            del tr
+            key, make = training(torch, model, seq, batch, k, dev)
+            rec = b.record(torch, key, make, warm, args.repeats, CLAIM)
         except Exception as e:  # one point's failure is its row; the others go on
-            tr = None
             out.failed(torch, variant, "accum_steps", k, "peak_allocated", "bytes", what, e)
+        if rec is None:
             b.release(torch)
             continue
-        b.release(torch)
+        times, peak, reserved = b.timed(rec), rec["peaks"][-1], rec["reserved"][-1]
         out.emit(variant, "accum_steps", k, "step_time", "s", times, "ok",
-                 "CUDA events around the step (reference Training.step, --accum %d)" % k)
+                 b.shared_note(rec, "CUDA events around the step (reference Training.step, --accum %d)" % k))
         out.value(variant, "accum_steps", k, "peak_allocated", "bytes", peak,
                   "torch.cuda.max_memory_allocated of the last measured step")
         out.value(variant, "accum_steps", k, "peak_reserved", "bytes", reserved, "")
+        out.idle(variant, "accum_steps", k, rec)
         t = b.stats(times)["median"]
-        got[(variant, k)] = (t, peak)
+        got[(variant, k)] = (t, peak, rec)
         peaks.append((what, peak, b.suite_median(args.suite, variant, "accum_steps", k, "peak_allocated")))
         b.log(NAME, "%s: step %.3f ms, peak %d bytes", what, t * 1e3, peak)
         base = got.get((base_of(variant), 1))
@@ -168,9 +188,34 @@ def main():
     line = b.peaks_line(peaks)
     if line:
         out.summary(line)
-    out.failures_summary(npoints)
-    out.flush()
+    verdict = verdict_row(args, got)
+    if verdict:
+        out.verdict(verdict)
+    out.close(npoints)
     return 0
+
+
+def verdict_row(args, got):
+    """peak_k/peak_1 of the Transformer at sequence 64 (the largest k), the
+    suite's and PyTorch's, and the time k micro-steps cost PyTorch there."""
+    var = "transformer seq=64 B=%d" % TFM_BATCH
+    ks = sorted(k for v, k in got if v == var)
+    if len(ks) < 2 or ks[0] != 1:
+        return None
+    k = ks[-1]
+    one, many = got[(var, 1)], got[(var, k)]
+    suite = b.suite_median(args.suite, var, "accum_steps", k, "ratio_to_k1")
+    s_t1 = b.suite_median(args.suite, var, "accum_steps", 1, "step_time")
+    s_tk = b.suite_median(args.suite, var, "accum_steps", k, "step_time")
+    text = "Seed 000's Transformer (seq 64 x batch 100), k=%d: peak_k/peak_1 %s%.3f in PyTorch" % (
+        k, "%.3f in the suite, " % suite if suite is not None else "", many[1] / one[1])
+    text += "; a step takes %.2fx as long in PyTorch" % (many[0] / one[0])
+    if s_t1 and s_tk:
+        text += " (suite %.2fx)" % (s_tk / s_t1)
+    clause = b.regime_clause(many[2].get("idle"), "PyTorch's k-step")
+    if clause:
+        text += ": " + clause
+    return text + "."
 
 
 if __name__ == "__main__":

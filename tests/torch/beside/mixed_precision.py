@@ -11,17 +11,22 @@ workloads equal to the byte in memory: tests/torch/mlp_reference.py's MLP
 tests/torch/transformer_reference.py's seed 000 model,
 nn.Transformer(d_model=512, batch_first=True) on (B, 100, 512) (B = 8, 16,
 32, 64, 128; --quick 32). Adam (--sgd: SGD), as the experiment. Per point
-one process-wide model, warm-up steps (the MLP's at least 1, the
-Transformer's at least 2, as the suite: its peak settles from step 3), then
---repeats measured steps: CUDA events around each step, the peak read at the
-last. Between points the model is dropped and the cache emptied.
+one model, --warmup steps (at least 2: the Transformer's peak settles from
+step 3, as the suite's), then --repeats timed steps, each alone: CUDA
+events around it, the peak read at the last; then one more under
+torch.profiler for the GPU's idle share. Between points the model is
+dropped and the cache emptied. Seed 000's point (the Transformer at B=32)
+and each shape's largest batch are measured first; with --budget-s the
+others only while it lasts.
 
 Rows (variant pytorch:<shape>_<precision>, param batch): step_time (the
 measured steps), peak_allocated and peak_reserved (the last measured step),
 and for fp16 and bf16 speedup (t_fp32 / t_mixed, medians) and
-memory_saving (1 - peak_mixed / peak_fp32). Summaries: per shape and mixed
-precision the speed-ups and savings beside the suite's, and where PyTorch's
-peak allocated equals the suite's. The interface and the output: beside.py.
+memory_saving (1 - peak_mixed / peak_fp32), gpu_idle_share. Summaries: per
+shape and mixed precision the speed-ups and savings beside the suite's,
+and where PyTorch's peak allocated equals the suite's; the verdict row: the
+fp16 speed-up at seed 000's point, the suite's and PyTorch's, and the
+regime of PyTorch's steps there. The interface and the output: beside.py.
 Standard library and torch only.
 """
 import sys
@@ -29,7 +34,8 @@ import sys
 import beside as b
 
 CLAIM, KEY = "C05", "mixed_precision"
-REPEATS, WARMUP = 5, 2            # the experiment's defaults
+REPEATS, WARMUP = b.REPEATS, b.WARMUP
+SEED_POINT = ("transformer", 32)   # seed 000's own: input (32, 100, 512)
 PRECISIONS = ("fp32", "fp16", "bf16")
 # name: (description, MLP layers and width or None for the Transformer, batches, quick batches)
 SHAPES = {
@@ -61,7 +67,7 @@ def points(args):
 
 
 def training(torch, shape, B, prec, optimizer, dev):
-    """The reference script's Training of this point."""
+    """(the record's key, a maker of the reference script's Training of this point)."""
     mlp = SHAPES[shape][1]
     if mlp:
         L, H = mlp
@@ -72,12 +78,22 @@ def training(torch, shape, B, prec, optimizer, dev):
         ref = b.reference_module("transformer_reference")
         flags = ("--arch transformer --d-model 512 --batch-first --seq 100 --batch %d --optimizer %s "
                  "--precision %s" % (B, optimizer, prec))
-    return ref.Training(torch, ref.Cfg(flags, 1), dev)
+    cfg = ref.Cfg(flags, 1)
+    return (ref.__name__, tuple(sorted(vars(cfg).items()))), lambda: ref.Training(torch, cfg, dev)
 
 
-def main():
+def first(pts):
+    """Seed 000's point and each shape's largest batch: measured first."""
+    top = {}
+    for shape, B, _ in pts:
+        top[shape] = max(top.get(shape, 0), B)
+    return {SEED_POINT} | set(top.items())
+
+
+def main(argv=None):
     args = b.parse_args(__doc__, REPEATS, WARMUP,
-                        lambda ap: ap.add_argument("--sgd", action="store_true", help="SGD instead of Adam"))
+                        lambda ap: ap.add_argument("--sgd", action="store_true", help="SGD instead of Adam"),
+                        argv)
     torch = b.open_torch(NAME, args.device)
     out = b.Rows(CLAIM, KEY)
     if args.csv_header is None:
@@ -85,31 +101,38 @@ def main():
     dev = torch.device("cuda", args.device)
     optimizer = "sgd" if args.sgd else "adam"
     pts = points(args)
-    got = {}     # (shape, B, prec) -> (median step time, peak allocated)
+    key_pts = first(pts)
+    order = [p for p in pts if p[:2] in key_pts] + [p for p in pts if p[:2] not in key_pts]
+    got = {}     # (shape, B, prec) -> (median step time, peak allocated, record)
     peaks = []   # (what, PyTorch's peak, the suite's)
     npoints = 0
-    for shape, B, precs in pts:
-        warm = max(args.warmup, 2 if SHAPES[shape][1] is None else 1)
+    warm = max(args.warmup, 2)
+    for shape, B, precs in order:
+        go = args.budget.allows(first=(shape, B) in key_pts)
         for prec in precs:
             npoints += 1
             var, what = "%s_%s" % (shape, prec), "%s B=%d %s" % (shape, B, prec)
+            if not go:
+                out.skipped(var, "batch", B, "peak_allocated", "bytes", what, args.budget.why())
+                continue
+            rec = None
             try:
-                tr = training(torch, shape, B, prec, optimizer, dev)
-                times, peak, reserved = b.train(torch, tr, warm, args.repeats)
-                del tr
+                key, make = training(torch, shape, B, prec, optimizer, dev)
+                rec = b.record(torch, key, make, warm, args.repeats, CLAIM)
             except Exception as e:  # one point's failure is its row; the others go on
-                tr = None
                 out.failed(torch, var, "batch", B, "peak_allocated", "bytes", what, e)
+            if rec is None:
                 b.release(torch)
                 continue
-            b.release(torch)
+            times, peak, reserved = b.timed(rec), rec["peaks"][-1], rec["reserved"][-1]
             out.emit(var, "batch", B, "step_time", "s", times, "ok",
-                     "CUDA events around the step (reference Training.step)")
+                     b.shared_note(rec, "CUDA events around the step (reference Training.step)"))
             out.value(var, "batch", B, "peak_allocated", "bytes", peak,
                       "torch.cuda.max_memory_allocated of the last measured step")
             out.value(var, "batch", B, "peak_reserved", "bytes", reserved, "")
+            out.idle(var, "batch", B, rec)
             t = b.stats(times)["median"]
-            got[(shape, B, prec)] = (t, peak)
+            got[(shape, B, prec)] = (t, peak, rec)
             peaks.append((what, peak, b.suite_median(args.suite, var, "batch", B, "peak_allocated")))
             b.log(NAME, "%s: step %.3f ms, peak %d bytes", what, t * 1e3, peak)
             base = got.get((shape, B, "fp32"))
@@ -139,9 +162,32 @@ def main():
     line = b.peaks_line(peaks)
     if line:
         out.summary(line)
-    out.failures_summary(npoints)
-    out.flush()
+    verdict = verdict_row(args, got)
+    if verdict:
+        out.verdict(verdict)
+    out.close(npoints)
     return 0
+
+
+def verdict_row(args, got):
+    """The fp16 speed-up at seed 000's point, the suite's and PyTorch's, and
+    the regime of PyTorch's fp32 and fp16 steps there."""
+    shape, B = SEED_POINT
+    f32, f16 = got.get((shape, B, "fp32")), got.get((shape, B, "fp16"))
+    if not (f32 and f16):
+        return None
+    mine = f32[0] / f16[0]
+    suite = b.suite_median(args.suite, "transformer_fp16", "batch", B, "speedup")
+    text = "Seed 000's point (Transformer, B=32): fp16 speeds the step %s%sx in PyTorch (%s -> %s)" % (
+        "%.2fx in the suite, " % suite if suite is not None else "", "%.2f" % mine, b.seconds(f32[0]),
+        b.seconds(f16[0]))
+    idle = f16[2].get("idle")
+    clause = b.regime_clause(idle, "PyTorch's fp16 step")
+    if clause and (suite is None or b.differ(suite, mine)):
+        text += "; %s, so less arithmetic saves little" % clause if b.regime(idle) != "GPU-bound" else "; " + clause
+    elif clause:
+        text += "; " + clause
+    return text + "."
 
 
 if __name__ == "__main__":

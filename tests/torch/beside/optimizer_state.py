@@ -8,10 +8,13 @@ workload equals to the byte in memory): a Linear+ReLU MLP of L = 4 layers
 (--layers) of width H = 1024, 2048, 4096, 8192 (--quick: 1024, 2048), batch
 512 (--batch), fp32, with torch.optim.SGD(lr 0.01), SGD(lr 0.01,
 momentum=0.9) and Adam(lr 1e-3), PyTorch's defaults (foreach on CUDA), as
-the experiment's. Per width and optimizer one model: step 1 (the optimizer
-state is created; its peak read), --warmup steps, then --repeats measured
-steps, each on its own: reset the peak, CUDA events around the step,
-max_memory_allocated and memory_allocated after zero_grad(set_to_none=True).
+the experiment's. Per width and optimizer one model: --warmup steps (at
+least 2; step 1 creates the optimizer state: its peak read), then
+--repeats timed steps, each on its own: reset the peak, CUDA events around
+the step, max_memory_allocated and memory_allocated after
+zero_grad(set_to_none=True); then one more under torch.profiler for the
+GPU's idle share. The widest (the verdict's 8192) is measured first; with
+--budget-s the others only while it lasts.
 The persistent state is the bytes of the CUDA tensors in optimizer.state
 after the last step (Adam's step counters live on the host). Between points
 the model is dropped and the cache emptied. AdamW is not measured: C09 has
@@ -32,7 +35,7 @@ import sys
 import beside as b
 
 CLAIM, KEY = "C09", "optimizer_state"
-REPEATS, WARMUP = 3, 1            # the experiment's defaults
+REPEATS, WARMUP = b.REPEATS, b.WARMUP
 WIDTHS, QUICK_WIDTHS = [1024, 2048, 4096, 8192], [1024, 2048]
 OPTS = ("sgd", "momentum", "adam")
 NAME = "beside/" + KEY
@@ -68,21 +71,24 @@ def state_bytes(opt):
 
 
 def measure(torch, H, o, args, dev):
-    """One optimizer at one width: P, step 1's peak, the measured steps'
-    (time, peak, reserved, allocated after), the persistent state's bytes."""
+    """One optimizer at one width: P, step 1's peak, the timed steps'
+    (time, peak, reserved, allocated after), the persistent state's bytes,
+    the record."""
     ref = b.reference_module("mlp_reference")
     flags = ("--layers %d --in %d --width %d --out %d --batch %d --optimizer %s --precision fp32 --accum 1"
              % (args.layers, H, H, H, args.batch, o))
-    tr = ref.Training(torch, ref.Cfg(flags, 1), dev)
-    P = sum(p.numel() for p in tr.model.parameters())
-    first = b.steps(torch, tr, 1)[0]
-    b.steps(torch, tr, args.warmup)
-    got = b.steps(torch, tr, args.repeats)
-    return P, first[1], got, state_bytes(tr.opt)
+    cfg = ref.Cfg(flags, 1)
+    rec = b.record(torch, (ref.__name__, tuple(sorted(vars(cfg).items()))), lambda: ref.Training(torch, cfg, dev),
+                   max(args.warmup, 2), args.repeats, CLAIM,
+                   extra=lambda tr: (sum(p.numel() for p in tr.model.parameters()), state_bytes(tr.opt)))
+    P, state = rec["extra"]
+    w = rec["warm"]
+    got = list(zip(rec["times"], rec["peaks"], rec["reserved"], rec["after"]))[w:]
+    return P, rec["peaks"][0], got, state, rec
 
 
-def main():
-    args = b.parse_args(__doc__, REPEATS, WARMUP, extra)
+def main(argv=None):
+    args = b.parse_args(__doc__, REPEATS, WARMUP, extra, argv)
     if args.batch < 1 or not 2 <= args.layers <= 64:
         print("%s: --batch must be >= 1 and --layers from 2 to 64" % NAME, file=sys.stderr)
         return 2
@@ -92,20 +98,27 @@ def main():
         print(b.HEADER)
     dev = torch.device("cuda", args.device)
     pts = points(args)
-    got = {}     # (H, optimizer) -> (median peak, step 1 peak, median allocated after, P, state, median time)
+    widest = max([H for H, _ in pts] or [0])
+    got = {}     # (H, optimizer) -> (median peak, step 1 peak, median allocated after, P, state, median time, record)
     peaks = []   # (what, PyTorch's peak, the suite's)
     npoints = 0
-    for H, opts in pts:
+    for H, opts in sorted(pts, key=lambda p: p[0] != widest):
+        go = args.budget.allows(first=H == widest)
         for o in opts:
             npoints += 1
             what = "H=%d %s" % (H, o)
+            if not go:
+                out.skipped(o, "width", H, "peak_allocated", "bytes", what, args.budget.why())
+                continue
+            res = None
             try:
-                P, step1, st, state = measure(torch, H, o, args, dev)
+                res = measure(torch, H, o, args, dev)
             except Exception as e:  # one point's failure is its row; the others go on
                 out.failed(torch, o, "width", H, "peak_allocated", "bytes", what, e)
+            if res is None:
                 b.release(torch)
                 continue
-            b.release(torch)
+            P, step1, st, state, rec = res
             times, pk, ends = [s[0] for s in st], [s[1] for s in st], [s[3] for s in st]
             peak, end = b.stats(pk)["median"], b.stats(ends)["median"]
             out.value(o, "width", H, "params", "count", P, "parameters P (numel of model.parameters())")
@@ -119,8 +132,9 @@ def main():
             out.value(o, "width", H, "state_bpp", "bytes/param", state / P,
                       "CUDA tensors in optimizer.state after the last step, per parameter")
             out.emit(o, "width", H, "step_time", "s", times, "ok",
-                     "CUDA events around the step (reference Training.step)")
-            got[(H, o)] = (peak, step1, end, P, state, b.stats(times)["median"])
+                     b.shared_note(rec, "CUDA events around the step (reference Training.step)"))
+            out.idle(o, "width", H, rec)
+            got[(H, o)] = (peak, step1, end, P, state, b.stats(times)["median"], rec)
             peaks.append((what, peak, b.suite_median(args.suite, o, "width", H, "peak_allocated")))
             b.log(NAME, "%s: step %.3f ms, peak %d bytes, state %d bytes", what, got[(H, o)][5] * 1e3, peak, state)
             sgd = got.get((H, "sgd"))
@@ -159,8 +173,15 @@ def main():
     line = b.peaks_line(peaks)
     if line:
         out.summary(line)
-    out.failures_summary(npoints)
-    out.flush()
+    sgd, adam = got.get((widest, "sgd")), got.get((widest, "adam"))
+    if sgd and adam:
+        suite = b.suite_median(args.suite, "adam_vs_sgd", "width", widest, "peak_ratio")
+        text = "MLP H=%d: Adam/SGD steady peak %s%.2fx in PyTorch; step %s SGD, %s Adam in PyTorch" % (
+            widest, "%.2fx in the suite, " % suite if suite is not None else "", adam[0] / sgd[0],
+            b.seconds(sgd[5]), b.seconds(adam[5]))
+        clause = b.regime_clause(adam[6].get("idle"), "PyTorch's Adam step")
+        out.verdict(text + ("; " + clause if clause else "") + ".")
+    out.close(npoints)
     return 0
 
 
