@@ -9,9 +9,10 @@
 
 # beside_check: decides once, up front, whether the counterparts run: sets
 # pt_ok when python3 imports torch and torch sees a CUDA device, and prints
-# one line either way (without: the reason).
+# one line either way (without: the reason). C24's is named only where
+# torch sees two GPUs (on one, C24 is waived, and so is its counterpart).
 beside_check() {
-    local pt_err=$run/logs/.pytorch-check.tmp.$$ pt_version with name exe why
+    local pt_err=$run/logs/.pytorch-check.tmp.$$ pt_version pt_gpus with name exe why
     pt_ok=""
     # shellcheck disable=SC2016
     if pt_version=$(PYTHONDONTWRITEBYTECODE=1 python3 -c '
@@ -22,12 +23,15 @@ except Exception as e:
     sys.exit("python3 cannot import torch: %s" % e)
 if not torch.cuda.is_available():
     sys.exit("torch %s sees no CUDA device" % torch.__version__)
-print(torch.__version__)' 2>"$pt_err"); then
+print(torch.__version__, torch.cuda.device_count())' 2>"$pt_err"); then
         pt_ok=1
         pt_version=${pt_version##*$'\n'} # what torch printed on import left out
+        pt_gpus=${pt_version##* }
+        pt_version=${pt_version% *}
         with=""
         for exe in "${exps[@]}"; do
             name=$(basename "$exe")
+            [ "$name" = c24_sharded_training ] && [ "$pt_gpus" -lt 2 ] 2>/dev/null && continue
             [ -f "$beside/${name#c[0-9][0-9]_}.py" ] && with="$with${with:+, }$(printf '%s' "$name" | cut -c1-3 | tr c C)"
         done
         echo "PyTorch beside: torch $pt_version; ${with:-no experiment of this run has a counterpart}${with:+ measured again with PyTorch after the suite, in one process (tests/torch/beside/)}"
@@ -52,11 +56,13 @@ csv_field() {
 # counterpart printed (ROWS, checked by lib/beside_rows.awk) to RUN/KEY.csv:
 # the CSV and the rows to a temporary file, renamed over the CSV. A failure,
 # a timeout or dropped lines add one pytorch_beside row of status failed.
+# A counterpart that waived (77: C24's where torch sees fewer GPUs than the
+# suite used, or has no NCCL) adds one of status skipped, with its reason.
 # Its log goes to logs/KEY.pytorch.log; one console line, one line of
 # logs/pytorch.tsv.
 beside_append() {
     local id=$1 key=$2 state=$3 rc=$4 secs=$5 rows=$6 src_log=$7
-    local csv=$run/$2.csv log=$run/logs/$2.pytorch.log note kept nfail dropped
+    local csv=$run/$2.csv log=$run/logs/$2.pytorch.log note kept nfail dropped row_status=failed
     [ -f "$src_log" ] && mv -f "$src_log" "$log"
     [ -f "$rows" ] || : > "$rows"
     # A last line without its newline was cut off mid-write (a crash, the timeout).
@@ -69,6 +75,9 @@ beside_append() {
     case $state in
         ran) note="" ;;
         timeout) note="timed out after $pt_timeout s" ;;
+        waived) note=$(grep -v '^[[:space:]]*$' "$log" 2>/dev/null | tail -1 | cut -c1-200)
+                note="not measured (exit 77)${note:+: $note}"
+                row_status=skipped ;;
         *) note=$(grep -v '^[[:space:]]*$' "$log" 2>/dev/null | tail -1 | cut -c1-200)
            note="failed (exit $rc)${note:+: $note}" ;;
     esac
@@ -76,7 +85,8 @@ beside_append() {
     [ -s "$log" ] || rm -f "$log"
     [ -n "$note" ] && [ -f "$log" ] && note="$note (logs/$key.pytorch.log)"
     if [ -n "$note" ]; then
-        printf '%s,%s,pytorch,,,pytorch_beside,,0,,,,,,failed,%s\n' "$id" "$key" \
+        [ "$dropped" -gt 0 ] && row_status=failed
+        printf '%s,%s,pytorch,,,pytorch_beside,,0,,,,,,%s,%s\n' "$id" "$key" "$row_status" \
             "$(csv_field "tests/torch/beside/$key.py $note")" >> "$rows.kept"
     fi
     if ! { cat "$csv" "$rows.kept" > "$run/.$key.csv.tmp.$$" && mv -f "$run/.$key.csv.tmp.$$" "$csv"; }; then

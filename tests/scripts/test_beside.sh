@@ -12,6 +12,11 @@
 # it writes with --no-pytorch; a counterpart that crashes, hangs or prints
 # what is not a row of its experiment adds a failed row and the others go
 # on with the same exit code; make compare matches PyTorch's rows like others.
+# C24's (sharded_training.py), which runs tests/torch/fsdp_reference.py
+# under torchrun, over a stand-in for that script and the per-rank CSVs of
+# tests/fixtures/fsdp/: waived without a GPU point, two GPUs or NCCL; its
+# rows from those CSVs; a run out of memory or past its limit a row; its
+# whole process tree stopped on a timeout, run_many.py's watchdog, SIGTERM.
 #   tests/scripts/test_beside.sh BUILD_DIR
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -438,6 +443,181 @@ r=$tmp/int/$(readlink "$tmp/int/latest")
 check_eq "interrupted while PyTorch runs: exit 130" "$rc" 130
 check "... the CSV is the suite's alone" cmp "$r/sync_vs_async_timing.csv" "$fixtures/sync_vs_async_timing.csv"
 check_eq "... no temporary file" "$(tmp_files "$r" "$r/logs")" 0
+
+# ------------------------------------------------------------ C24: torchrun in a subprocess
+# sharded_training.py runs tests/torch/fsdp_reference.py once per wrapper;
+# here a stand-in for it (BESIDE_FSDP_REFERENCE) writes the per-rank CSVs
+# PyTorch wrote on two H200s (tests/fixtures/fsdp/, width 4096), or fails
+# as a real run would. The suite's points: results/reference-h200x2's C24.
+c24=sharded_training
+c24_csv=$root/results/reference-h200x2/$c24.csv
+cat > "$tmp/fake_fsdp.py" <<'EOF'
+"""A stand-in for fsdp_reference.py OUTDIR --configs FILE --steps K --gpus N:
+logs its call; copies tests/fixtures/fsdp/w<W>_adam_<mode>.rank<R>.csv; with
+FAKE_OOM=<mode> fails as a rank out of memory does; with FAKE_HANG=<mode>
+starts a "rank" in a session of its own (as torchrun does), writes its pid
+to FAKE_PID, and hangs."""
+import os, shutil, subprocess, sys, time
+out, a = sys.argv[1], sys.argv[2:]
+conf, steps, gpus = a[a.index("--configs") + 1], a[a.index("--steps") + 1], int(a[a.index("--gpus") + 1])
+name, flags = open(conf).read().rstrip("\n").split("\t")
+f = flags.split()
+mode, width = f[f.index("--mode") + 1], f[f.index("--width") + 1]
+with open(os.environ["FAKE_FSDP_LOG"], "a") as log:
+    log.write("%s\t%s --steps %s --gpus %d\n" % (name, flags, steps, gpus))
+print("W1123 torch/distributed/run.py:774] Setting OMP_NUM_THREADS environment variable for each process")
+if mode == os.environ.get("FAKE_OOM"):
+    sys.stderr.write("[rank0]: Traceback (most recent call last):\n[rank0]: torch.OutOfMemoryError: CUDA out of "
+                     "memory. Tried to allocate 64.00 MiB. GPU 0 has a total capacity of 79.19 GiB\n"
+                     "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+                     "fsdp_reference: %s failed (exit 1)\n" % name)
+    sys.exit(1)
+if mode == os.environ.get("FAKE_HANG"):
+    p = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    with open(os.environ["FAKE_PID"], "w") as fp:
+        fp.write("%d\n" % p.pid)
+    time.sleep(300)
+os.makedirs(out)
+for r in range(gpus):
+    shutil.copy(os.path.join(os.environ["FAKE_FSDP_FIXTURES"], "w%s_adam_%s.rank%d.csv" % (width, mode, r)),
+                os.path.join(out, "%s.rank%d.csv" % (name, r)))
+shutil.copy(os.path.join(os.environ["FAKE_FSDP_FIXTURES"], "meta.txt"), os.path.join(out, "meta.txt"))
+EOF
+export BESIDE_FSDP_REFERENCE=$tmp/fake_fsdp.py FAKE_FSDP_LOG=$tmp/fsdp.calls FAKE_FSDP_FIXTURES=$root/tests/fixtures/fsdp \
+    FAKE_PID=$tmp/rank.pid
+# A stand-in torch with two GPUs, without and with NCCL.
+wrap_torch "$tmp/two" <<'EOF'
+cuda.device_count = lambda: 2
+EOF
+wrap_torch "$tmp/nccl" <<'EOF'
+cuda.device_count = lambda: 2
+distributed = _module("distributed", is_available=lambda: True, is_nccl_available=lambda: True)
+EOF
+gone() { # PIDFILE: that process has ended (a zombie not yet reaped by init counts), within 3 s
+    local pid
+    pid=$(cat "$1") || return 1
+    for _ in $(seq 30); do
+        [ -e "/proc/$pid" ] && [ "$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)" != Z ] || return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+: > "$tmp/fsdp.calls"
+PYTHONPATH=$tmp/notorch python3 "$beside/$c24.py" --suite-csv "$fixtures/$c24.csv" > "$tmp/out" 2>"$tmp/err"; rc=$?
+check_eq "$c24.py over the suite's model-only C24: waived (77) before torch, one line, no rows" \
+    "$rc:$(wc -l < "$tmp/err"):$(wc -c < "$tmp/out")" 77:1:0
+check "... saying the suite measured nothing on the GPUs" grep -q "measured nothing on the GPUs (a run on the model only)" "$tmp/err"
+PYTHONPATH=$stub python3 "$beside/$c24.py" --suite-csv "$root/results/reference-h100/$c24.csv" > "$tmp/out" 2>"$tmp/err"; rc=$?
+check_eq "... over the H100's (its GPU part waived): 77, one line with the suite's reason" \
+    "$rc:$(wc -l < "$tmp/err"):$(wc -c < "$tmp/out"):$(grep -c 'waived: built without NCCL' "$tmp/err")" 77:1:0:1
+PYTHONPATH=$stub python3 "$beside/$c24.py" --suite-csv "$c24_csv" > "$tmp/out" 2>"$tmp/err"; rc=$?
+check_eq "$c24.py over a two-GPU run, torch seeing one GPU: waived (77), one line, no rows" \
+    "$rc:$(wc -l < "$tmp/err"):$(wc -c < "$tmp/out")" 77:1:0
+check "... saying it needs two" grep -q "C24's run needs 2 GPUs, torch sees 1: waived" "$tmp/err"
+PYTHONPATH=$tmp/two python3 "$beside/$c24.py" --suite-csv "$c24_csv" > "$tmp/out" 2>"$tmp/err"; rc=$?
+check_eq "... two GPUs, torch without NCCL: waived (77), one line" "$rc:$(wc -l < "$tmp/err"):$(wc -c < "$tmp/out")" 77:1:0
+check_eq "... and fsdp_reference.py never ran" "$(wc -l < "$tmp/fsdp.calls")" 0
+
+mkdir -p "$tmp/c24tmp"
+TMPDIR=$tmp/c24tmp PYTHONPATH=$tmp/nccl python3 "$beside/$c24.py" --suite-csv "$c24_csv" --repeats 4 \
+    > "$tmp/c24.out" 2>"$tmp/c24.err"; rc=$?
+check_eq "$c24.py over a two-GPU run's CSV: exit 0, the header first" "$rc:$(head -1 "$tmp/c24.out")" "0:$header"
+tail -n +2 "$tmp/c24.out" > "$tmp/c24.rows"
+check_eq "... every line a PyTorch row of C24 that run-all keeps" "$(dropped C24 $c24 "$tmp/c24.rows")" 0
+check_eq "... one fsdp_reference.py run per wrapper, on the suite's shape, 2 + 4 steps, its 2 GPUs" "$(cat "$tmp/fsdp.calls")" \
+"$(for m in ddp zero2 fsdp; do printf 'c24_w4096_%s\t--mode %s --layers 8 --in 4096 --width 4096 --out 4096 --batch 32 --optimizer adam --steps 6 --gpus 2\n' $m $m; done)"
+same_points "... the points are the suite's (each wrapper's rank 0 and 1, ranks = 2)" "$tmp/c24.rows" "$c24_csv" peak_allocated
+same_points "... step_time beside each of the suite's comm_time" "$tmp/c24.rows" <(sed 's/,comm_time,/,step_time,/' "$c24_csv") step_time
+check "... rank 0's DDP peak: PyTorch's steps 3-6 (tests/fixtures/fsdp), said which" \
+    grep -q '^C24,sharded_training,pytorch:ddp_rank0,ranks,2,peak_allocated,bytes,4,3290169856,3290169856,3290169856,3290169856,0,ok,"rank 0, steps 3-6 of 6 (after 2 warm-up): torch.cuda.max_memory_allocated per step; width 4096, L=8, 32 rows a rank, adam, fp32, 2 GPUs, DistributedDataParallel' "$tmp/c24.rows"
+check "... its step time: the median of steps 3-6, with min, max, stdev" \
+    grep -q '^C24,sharded_training,pytorch:ddp_rank0,ranks,2,step_time,s,4,0.007628896,0.00730172777,0.00783951998,' "$tmp/c24.rows"
+check "... a summary with PyTorch's and the suite's figures, the collectives apart" \
+    grep -q "^C24,sharded_training,pytorch,,,pytorch_beside,,0,,,,,,ok,\"PyTorch 2.11.0+cu130 (NCCL 2.28.9) on 2 x NVIDIA H200: .* PyTorch 3.06, 1.44, 1.31 (suite 3.06, 1.44, 1.31); PyTorch's whole step DDP, ZeRO-2, FSDP 7.629 ms, .*; the suite's collectives and their copies alone (its GPU time: it runs no computation) 2.729 ms, 3.594 ms, 5.429 ms\"$" "$tmp/c24.rows"
+check "... where PyTorch's peak equals the suite's" grep -q '^C24,sharded_training,pytorch,,,pytorch_beside,,0,,,,,,ok,"peak allocated: PyTorch.s equals the suite.s at [0-9] of 6 points' "$tmp/c24.rows"
+check "... the verdict row: both peaks, PyTorch's step beside the suite's collectives, not the same measurement" \
+    grep -q "^C24,sharded_training,pytorch,verdict,,pytorch_beside,,0,,,,,,ok,\"2 GPUs, width 4096, rank 0's peak DDP/ZeRO-2/FSDP 3.06/1.44/1.31 GiB suite, 3.06/1.44/1.31 GiB PyTorch; PyTorch's whole step 7.63/[0-9.]*/[0-9.]* ms, the suite's collectives alone 2.73/3.59/5.43 ms (it runs no computation: not the same measurement).\"$" "$tmp/c24.rows"
+check_eq "... no gpu_idle_share row (the step runs in the ranks' processes)" "$(grep -c gpu_idle_share "$tmp/c24.rows")" 0
+check_eq "... its temporary folder removed" "$(ls -A "$tmp/c24tmp")" ""
+
+FAKE_OOM=zero2 PYTHONPATH=$tmp/nccl python3 "$beside/$c24.py" --suite-csv "$c24_csv" --repeats 4 --csv-header "$header" \
+    > "$tmp/c24.oom" 2>"$tmp/c24.err"; rc=$?
+check_eq "$c24.py with a wrapper out of memory: exit 0, no header" "$rc:$(grep -c '^claim,' "$tmp/c24.oom")" 0:0
+check "... its row: status oom, the rank's line, not torchrun's ChildFailedError" \
+    grep -q '^C24,sharded_training,pytorch:zero2,ranks,2,peak_allocated,bytes,0,,,,,,oom,exit 1: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 MiB' "$tmp/c24.oom"
+check "... the others measured" grep -q '^C24,sharded_training,pytorch:fsdp_rank1,ranks,2,peak_allocated,bytes,4,' "$tmp/c24.oom"
+check "... a failed summary names it" grep -q '^C24,sharded_training,pytorch,,,pytorch_beside,,0,,,,,,failed,1 of 3 points failed: ZeRO-2 width 4096: exit 1: torch.OutOfMemoryError' "$tmp/c24.oom"
+check "... the verdict row marks it -" grep -q "^C24,sharded_training,pytorch,verdict,.*3.06/-/1.31 GiB PyTorch" "$tmp/c24.oom"
+check "... its output's last lines in the log" grep -q 'fsdp_reference: c24_w4096_zero2 failed (exit 1)' "$tmp/c24.err"
+check_eq "... every line a PyTorch row of C24 that run-all keeps" "$(dropped C24 $c24 "$tmp/c24.oom")" 0
+
+t0=$(date +%s)
+FAKE_HANG=fsdp PYTHONPATH=$tmp/nccl python3 "$beside/$c24.py" --suite-csv "$c24_csv" --repeats 4 --run-timeout-s 2 \
+    > "$tmp/c24.hang" 2>/dev/null; rc=$?
+check_eq "$c24.py with a run that hangs past --run-timeout-s: exit 0" "$rc" 0
+check "... stopped at the limit" test $(($(date +%s) - t0)) -lt 20
+check "... a failed row saying so" grep -q '^C24,sharded_training,pytorch:fsdp,ranks,2,peak_allocated,bytes,0,,,,,,failed,fsdp_reference.py ran past 2 s (--run-timeout-s): stopped with its ranks$' "$tmp/c24.hang"
+check "... its \"rank\", in a session of its own, stopped too" gone "$tmp/rank.pid"
+check "... the other wrappers measured" grep -q '^C24,sharded_training,pytorch:zero2_rank0,ranks,2,step_time,s,4,' "$tmp/c24.hang"
+
+# Under run_many.py: its watchdog stops the command's whole tree before it ends the process.
+mkdir -p "$tmp/c24run" "$tmp/c24many"
+cp "$c24_csv" "$tmp/c24run/"
+rm -f "$tmp/rank.pid"
+t0=$(date +%s)
+FAKE_HANG=ddp PYTHONPATH=$tmp/nccl python3 "$beside/run_many.py" --run "$tmp/c24run" --out "$tmp/c24many" --timeout-s 3 \
+    > /dev/null 2>&1; rc=$?
+check_eq "run_many.py, $c24 hanging in torchrun past --timeout-s: exit 124, its progress line" \
+    "$rc:$(grep -v start "$tmp/c24many/progress.tsv" | cut -f1-3 | tr '\t' :)" "124:$c24:timeout:124"
+check "... within seconds" test $(($(date +%s) - t0)) -lt 20
+check "... its \"rank\" stopped with it" gone "$tmp/rank.pid"
+: > "$tmp/c24many/progress.tsv"
+PYTHONPATH=$tmp/nccl python3 "$beside/run_many.py" --run "$tmp/c24run" --out "$tmp/c24many" --budget-s 65 \
+    > /dev/null 2>&1; rc=$?
+check_eq "run_many.py over a two-GPU run: $c24 ran" "$rc:$(grep -v start "$tmp/c24many/progress.tsv" | cut -f1-3 | tr '\t' :)" \
+    "0:$c24:ran:0"
+check_eq "... 2 + 5 steps asked by default" "$(tail -3 "$tmp/fsdp.calls" | grep -c -- '--steps 7 --gpus 2$')" 3
+check_eq "... its rows: each rank of the three wrappers, the steps after the first two of those written (6)" \
+    "$(grep -c '^C24,sharded_training,pytorch:[a-z0-9]*_rank[01],ranks,2,peak_allocated,bytes,4,.*steps 3-6 of 6' "$tmp/c24many/$c24.rows")" 6
+: > "$tmp/c24many/progress.tsv"
+cp "$fixtures/$c24.csv" "$tmp/c24run/"
+PYTHONPATH=$tmp/nccl python3 "$beside/run_many.py" --run "$tmp/c24run" --out "$tmp/c24many" > /dev/null 2>&1; rc=$?
+check_eq "run_many.py over a model-only C24: $c24 waived at once" \
+    "$rc:$(grep -v start "$tmp/c24many/progress.tsv" | cut -f1-3 | tr '\t' :)" "0:$c24:waived:77"
+check_eq "the budget: the last key's allowance of --budget-s 65 is 65 s after the one-GPU keys, 120 s with C24's on top" \
+    "$(cd "$beside" && python3 -c 'import run_many as r, time
+one = [k for k in r.ORDER if k not in r.MULTI_GPU]
+print("%.0f %.0f" % (r.allowance(one[-1], one[:-1], 65, time.monotonic()),
+                     r.allowance(one[-1], r.ORDER[:-1], 65, time.monotonic())))')" "65 120"
+
+# SIGTERM (run-all's Ctrl-C) while torchrun runs: its tree stopped, then the process ends as SIGTERM ends it.
+rm -f "$tmp/rank.pid"
+FAKE_HANG=ddp PYTHONPATH=$tmp/nccl python3 "$beside/$c24.py" --suite-csv "$c24_csv" > /dev/null 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ -s "$tmp/rank.pid" ] && break; sleep 0.1; done
+kill -TERM "$pid"
+wait "$pid"; rc=$?
+check_eq "$c24.py on SIGTERM while fsdp_reference.py runs: ends by SIGTERM (143)" "$rc" 143
+check "... its \"rank\" stopped first" gone "$tmp/rank.pid"
+
+# run-all: C24's counterpart after the suite, named up front only where torch sees two GPUs.
+make_fake c24_sharded_training C24 "$c24_csv"
+PYTHONPATH=$tmp/nccl run_all "$tmp/c24-all" --only C04,C24
+check_eq "run-all with C24 measured on two GPUs, torch seeing two: exit 0" "$rc" 0
+check "... C24 named up front" grep -q '^PyTorch beside: torch 0.0-stub; C04, C24 measured again' <<<"$out"
+check "... its console line" grep -q '^PyTorch beside: C24 sharded_training [0-9.]* s, [0-9]* rows$' <<<"$out"
+check "... its verdict-beside row in its CSV" grep -q '^C24,sharded_training,pytorch,verdict,,pytorch_beside,,0,,,,,,ok,"2 GPUs, width 4096' "$r/$c24.csv"
+check "... the suite's rows first, unchanged" cmp <(head -n "$(wc -l < "$c24_csv")" "$r/$c24.csv") "$c24_csv"
+PYTHONPATH=$stub run_all "$tmp/c24-one" --only C04,C24
+check_eq "run-all, torch seeing one GPU: exit 0, C24 not named up front" \
+    "$rc:$(grep -c '^PyTorch beside: torch 0.0-stub; C04 measured again' <<<"$out")" 0:1
+check "... its counterpart waived: one line, not a failure" \
+    grep -q "^PyTorch beside: C24 sharded_training [0-9.]* s not measured (exit 77): beside/sharded_training: C24's run needs 2 GPUs, torch sees 1: waived" <<<"$out"
+check "... a row of status skipped with the reason" \
+    grep -q "^C24,sharded_training,pytorch,,,pytorch_beside,,0,,,,,,skipped,\"tests/torch/beside/sharded_training.py not measured (exit 77): beside/sharded_training: C24's run needs 2 GPUs" "$r/$c24.csv"
+unset BESIDE_FSDP_REFERENCE FAKE_FSDP_LOG FAKE_FSDP_FIXTURES FAKE_PID
+rm -f "$fake/c24_sharded_training"
 
 # ------------------------------------------------------------ the real experiments, on the model
 out_real=$(PYTHONPATH=$stub ASAN_OPTIONS=$noleak GNUPLOT=/nonexistent "$root/scripts/run-all" --build "$build" \

@@ -132,8 +132,12 @@ class Rows:
     def failed(self, torch, variant, param, value, metric, unit, what, e):
         """A point that raised e: its row (status oom or failed, the reason
         in the note), flushed, and a line on stderr."""
-        why = reason(e)
-        self.emit(variant, param, value, metric, unit, [], "oom" if is_oom(torch, e) else "failed", why)
+        self.failed_why(variant, param, value, metric, unit, what, reason(e), "oom" if is_oom(torch, e) else "failed")
+
+    def failed_why(self, variant, param, value, metric, unit, what, why, status="failed"):
+        """A point that failed for the reason why (one line; status failed
+        or oom): its row, flushed, and a line on stderr."""
+        self.emit(variant, param, value, metric, unit, [], status, why)
         self.flush()
         self.failures.append((what, why))
         print("beside/%s: %s: %s" % (self.key, what, why), file=sys.stderr)
