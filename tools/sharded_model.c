@@ -76,6 +76,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "sharded_model: --mode and --world are required\n");
         return MC_EXIT_USAGE;
     }
+    /* Bad input is refused before --trace's file is made. */
+    if (mc_workload_sharded_net(&cli.cfg, &c.wl, err, sizeof err) != 0 ||
+        mc_sh_config_check(&c, err, sizeof err) != 0) {
+        fprintf(stderr, "sharded_model: %s\n", err);
+        return MC_EXIT_USAGE;
+    }
     if (trace_path) {
         c.trace = fopen(trace_path, "w");
         if (!c.trace) {
@@ -84,13 +90,8 @@ int main(int argc, char **argv)
         }
         c.trace_steps = cli.steps;
     }
-    mc_sh_run *r = NULL;
-    if (mc_workload_sharded_net(&cli.cfg, &c.wl, err, sizeof err) == 0)
-        r = mc_sh_create(&c, NULL, NULL, err, sizeof err);
-    if (!r) {
-        fprintf(stderr, "sharded_model: %s\n", err);
-        return MC_EXIT_USAGE;
-    }
+    mc_sh_run *r = mc_sh_create(&c, NULL, NULL, err, sizeof err);
+    CHECK(r != NULL, "sharded_model: %s", err); /* checked above */
     printf("step,peak_allocated,allocated_end,peak_reserved,status\n");
     for (int s = 0; s < cli.steps; s++) {
         mc_sh_step_result res;

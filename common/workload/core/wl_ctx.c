@@ -95,9 +95,15 @@ static void live_push(wl_ctx *x, wl_t *t)
 
 int wl_alloc(wl_ctx *x, wl_t *t, uint64_t bytes, mc_wl_category cat, bool keep, const char *what)
 {
+    return wl_alloc_on(x, 0, t, bytes, cat, keep, what);
+}
+
+int wl_alloc_on(wl_ctx *x, uint64_t stream, wl_t *t, uint64_t bytes, mc_wl_category cat, bool keep,
+                const char *what)
+{
     CHECK(t->addr == 0, "workload: %s requested while live", what);
     uint64_t addr = 0;
-    if (ca_malloc_stream(x->a, bytes, x->stream, &addr) != CA_OK) {
+    if (ca_malloc_stream(x->a, bytes, stream, &addr) != CA_OK) {
         wl_trace(x, "# oom: %" PRIu64 " bytes for %s", bytes, what);
         x->oom = true;
         return -1;
@@ -114,11 +120,9 @@ int wl_alloc(wl_ctx *x, wl_t *t, uint64_t bytes, mc_wl_category cat, bool keep, 
         x->peak_seen = cur;
         memcpy(x->peak_cat, x->cat_bytes, sizeof x->peak_cat);
     }
-    if (x->stream)
-        wl_trace(x, "alloc %" PRIu64 " %" PRIu64 " 0x%" PRIx64 " stream=%" PRIu64 "  # %s", t->id, bytes,
-                 addr, x->stream, what);
-    else
-        wl_trace(x, "alloc %" PRIu64 " %" PRIu64 " 0x%" PRIx64 "  # %s", t->id, bytes, addr, what);
+    char on[32] = ""; /* the trace's stream=S, given for any but the default stream */
+    if (stream) snprintf(on, sizeof on, " stream=%" PRIu64, stream);
+    wl_trace(x, "alloc %" PRIu64 " %" PRIu64 " 0x%" PRIx64 "%s  # %s", t->id, bytes, addr, on, what);
     return 0;
 }
 

@@ -39,8 +39,6 @@ typedef struct {
     ca_allocator *a;
     mc_wl_gpu *gpu;            /* handles, stream, events; NULL in model-only */
     FILE *trace;               /* NULL: no trace */
-    uint64_t stream;           /* the stream wl_alloc requests on (0: the default stream; a
-                                  block returns to its stream's pool, reused only there) */
     int step;                  /* steps begun (0 during set-up), for the trace */
     int trace_steps;           /* steps written to the trace after set-up */
     uint64_t next_id;          /* the last request's number */
@@ -74,6 +72,10 @@ void wl_ctx_profile_end(wl_ctx *x, mc_prof_table *t);
  * allocated, x->oom set, a "# oom" line traced). */
 int wl_alloc(wl_ctx *x, wl_t *t, uint64_t bytes, mc_wl_category cat, bool keep,
              const char *what);
+/* The same on a stream (0: the default stream, wl_alloc's): the block
+ * returns to that stream's pool and is reused only there. */
+int wl_alloc_on(wl_ctx *x, uint64_t stream, wl_t *t, uint64_t bytes, mc_wl_category cat, bool keep,
+                const char *what);
 void wl_free(wl_ctx *x, wl_t *t);            /* no-op when t is not live */
 void wl_move(wl_ctx *x, wl_t *dst, wl_t *src); /* dst takes src's block */
 /* After an OOM: every live tensor not kept goes, newest first, as when a

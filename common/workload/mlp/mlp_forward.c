@@ -31,21 +31,7 @@
 #include "mlp_internal.h"
 #include "workload/core/pytorch_consts.h"
 
-/* The forward thread's workspaces, as mlp_seq.c makes them (core/pytorch_consts.h). */
 #define FWD_RANDN_STREAM (1ULL << 41) /* x's random stream, apart from the training steps' */
-
-static int fwd_workspaces(mc_workload *w, bool lt)
-{
-    if (!w->ws_fwd.addr) {
-        AK(w->ws_fwd, MC_PT_CUBLAS_WS_BYTES, MC_WL_WORKSPACE, "cuBLAS workspace, forward thread");
-        if (G) mc_gpu_set_workspace(G, 0, WL_PTR(w->ws_fwd), w->ws_fwd.bytes);
-    }
-    if (lt && !w->lt_fwd.addr) {
-        AK(w->lt_fwd, MC_PT_CUBLASLT_WS_BYTES, MC_WL_WORKSPACE, "cuBLASLt workspace, forward thread");
-        if (G) mc_gpu_set_lt_workspace(G, 0, WL_PTR(w->lt_fwd), w->lt_fwd.bytes);
-    }
-    return 0;
-}
 
 /* x = randn; out = model(x). Returns 0, or -1 on OOM (the caller unwinds). */
 static int forward_seq(mc_workload *w, bool grad)
@@ -57,7 +43,7 @@ static int forward_seq(mc_workload *w, bool grad)
         wl_layer *y = &w->ly[l];
         const wl_t *in = l ? &w->ly[l - 1].r : &w->x;
         A(y->h, mb * y->out * 4, MC_WL_ACTIVATIONS, "addmm output of Linear");
-        if (fwd_workspaces(w, MC_PT_ADDMM_USES_LT(y->in, y->out))) return -1;
+        if (wl_workspaces(w, 0, MC_PT_ADDMM_USES_LT(y->in, y->out))) return -1; /* the forward thread's */
         if (G) mc_gpu_linear(G, 0, WL_PTR(y->h), WL_PTR(*in), WL_PTR(y->W), WL_PTR(y->b), mb,
                              y->in, y->out, MC_DT_F32);
         if (!grad && l > 0) F(w->ly[l - 1].r); /* rebinding `input` drops its last owner */

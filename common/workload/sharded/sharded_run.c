@@ -74,7 +74,6 @@ int mc_sh_config_check(const mc_sh_config *c, char *err, size_t len)
 
 /* ------------------------------------------------------------ life cycle */
 
-/* The model on the device (parameters in order), then the wrapper. */
 /* dist.barrier() before the first step (tests/torch/fsdp_reference.py, as
  * most training scripts): ProcessGroupNCCL all-reduces a one-element tensor
  * and keeps it for the group's life, a 512 B block. Measured on two H100s:
@@ -86,6 +85,7 @@ static int barrier(mc_sh_run *r)
     return 0;
 }
 
+/* The model on the device (parameters in order), then the wrapper. */
 static int setup(mc_sh_run *r)
 {
     for (int l = 0; l < r->L; l++) {

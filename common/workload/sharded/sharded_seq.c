@@ -37,15 +37,6 @@ static void comm(mc_sh_run *r, const mc_sh_comm *c)
 #define SH_STREAM_ALL_GATHER 1
 #define SH_STREAM_REDUCE_SCATTER 2
 
-static int alloc_on(mc_sh_run *r, uint64_t stream, wl_t *t, uint64_t bytes, mc_wl_category cat,
-                    const char *what)
-{
-    r->ctx.stream = stream;
-    int rc = wl_alloc(&r->ctx, t, bytes, cat, false, what);
-    r->ctx.stream = 0;
-    return rc;
-}
-
 static void fill_shapes(const mc_sh_run *r, int l, mc_sh_comm *c)
 {
     c->layer = l;
@@ -60,8 +51,8 @@ static int fsdp_unshard(mc_sh_run *r, int l)
     sh_layer *y = &r->ly[l];
     if (r->c.world == 1 || y->ag.addr || y->uW.addr) return 0; /* N=1, prefetched, or unsharded */
     const uint64_t shard = sh_shard_bytes(r, l, false) + sh_shard_bytes(r, l, true);
-    return alloc_on(r, SH_STREAM_ALL_GATHER, &y->ag, (uint64_t)r->c.world * shard, MC_WL_WEIGHTS,
-                    "all_gather_output");
+    return wl_alloc_on(WL_CTX, SH_STREAM_ALL_GATHER, &y->ag, (uint64_t)r->c.world * shard, MC_WL_WEIGHTS,
+                       false, "all_gather_output");
 }
 
 /* wait_for_unshard: copy-out into each parameter's unsharded storage (W,
@@ -116,7 +107,8 @@ static int fsdp_post_backward(mc_sh_run *r, int l)
     F(r->copy_meta);
     comm(r, &c); /* the copy-in (chunk_cat) only reads the grads */
     F(y->gW); /* foreach_reduce drops the weight's; the bias's goes after reduce_output */
-    if (alloc_on(r, SH_STREAM_REDUCE_SCATTER, &y->rs_out, shard, MC_WL_GRADS, "reduce_output (sharded grads)"))
+    if (wl_alloc_on(WL_CTX, SH_STREAM_REDUCE_SCATTER, &y->rs_out, shard, MC_WL_GRADS, false,
+                    "reduce_output (sharded grads)"))
         return -1;
     F(y->gb);
     c.out[0] = y->rs_out.addr;
@@ -175,22 +167,19 @@ static int ddp_rebuild(mc_sh_run *r)
     CHECK(old != NULL, "out of host memory");
     for (int k = 0; k < old_n; k++) wl_move(WL_CTX, &old[k], &r->bucket[k]);
     sh_ddp_assign(r, true);
-    int rc = -1;
     wl_t idx = {0}, sizes = {0};
-    if (wl_alloc(WL_CTX, &idx, (uint64_t)(2 * r->L + 1) * 4, MC_WL_OTHER, false, "sync_bucket_indices: indices") ||
-        wl_alloc(WL_CTX, &sizes, (uint64_t)r->nbucket * 4, MC_WL_OTHER, false, "sync_bucket_indices: sizes"))
-        goto out;
+    bool ok = wl_alloc(WL_CTX, &idx, (uint64_t)(2 * r->L + 1) * 4, MC_WL_OTHER, false,
+                       "sync_bucket_indices: indices") == 0 &&
+              wl_alloc(WL_CTX, &sizes, (uint64_t)r->nbucket * 4, MC_WL_OTHER, false,
+                       "sync_bucket_indices: sizes") == 0;
+    /* Out of memory or not, these go now (old[] is about to be freed). */
     F(sizes);
     F(idx);
     for (int k = 0; k < old_n; k++) F(old[k]);
-    rc = sh_ddp_alloc_buckets(r);
-    r->rebuilt = true;
-out:
-    F(sizes);
-    F(idx);
-    for (int k = 0; k < old_n; k++) F(old[k]); /* on an OOM: the run ends */
     free(old);
-    return rc;
+    if (!ok || sh_ddp_alloc_buckets(r) != 0) return -1;
+    r->rebuilt = true;
+    return 0;
 }
 
 /* DDP at a step's start: the rebuild (step 2), and every bucket's count of

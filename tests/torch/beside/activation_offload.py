@@ -203,10 +203,7 @@ def main(argv=None):
     if not 2 <= args.layers <= 64 or not 64 <= args.width <= 16384:
         print("%s: --layers must be from 2 to 64 and --width from 64 to 16384" % NAME, file=sys.stderr)
         return 2
-    torch = b.open_torch(NAME, args.device)
-    out = b.Rows(CLAIM, KEY)
-    if args.csv_header is None:
-        print(b.HEADER)
+    torch, out = b.begin(NAME, CLAIM, KEY, args)
     torch.backends.cuda.matmul.allow_tf32 = False  # the suite's cuBLAS without TF32
     dev = torch.device("cuda", args.device)
     pts = points(args)
@@ -272,9 +269,7 @@ def main(argv=None):
             b.beside("peak vs keep", chg, s_chg, b.signed_pct, have),
             b.beside("slowdown", slow, s_slow, b.ratio, have)))
         head = ""
-    line = b.peaks_line(peaks)
-    if line:
-        out.summary(line)
+    out.peaks(peaks)
     keep, off = got.get(("transformer_keep", SEED_BATCH)), got.get(("transformer_offload", SEED_BATCH))
     if keep and off:
         s_ratio = b.suite_median(args.suite, "transformer_offload", "batch", SEED_BATCH, "peak_ratio")

@@ -159,8 +159,17 @@ class Rows:
                        "span, busy %s of span %s (union of its kernels, memcpys, memsets; first start to "
                        "last end)" % (seconds(idle["busy_s"]), seconds(idle["span_s"])))
 
+    def peaks(self, pairs, what="peak allocated"):
+        """The summary of peaks_line(pairs, what), where any pair has both figures."""
+        line = peaks_line(pairs, what)
+        if line:
+            self.summary(line)
+
     def verdict(self, text):
-        """The verdict-beside row: one sentence, one line, < 300 characters."""
+        """The verdict-beside row: one sentence, one line, < 300 characters;
+        nothing for an empty text (close() then says the key point is missing)."""
+        if not text:
+            return
         text = " ".join(str(text).split())
         if len(text) >= 300:
             text = text[:296].rstrip() + "..."
@@ -275,6 +284,15 @@ def open_torch(name, device):
     gc.collect()
     gc.freeze()
     return torch
+
+
+def begin(name, claim, key, args):
+    """A counterpart's start: torch on args.device (open_torch: 77 without),
+    its Rows, and the CSV header first when no --csv-header was given."""
+    torch = open_torch(name, args.device)
+    if args.csv_header is None:
+        print(HEADER)
+    return torch, Rows(claim, key)
 
 
 def describe_torch(torch, device):
@@ -552,7 +570,7 @@ def beside(label, ours, theirs, fmt, have_suite):
     return text
 
 
-def peaks_line(pairs):
+def peaks_line(pairs, what="peak allocated"):
     """How PyTorch's peak allocated compares with the suite's at each point
     (pairs: (what, pytorch bytes, suite bytes)): the suite's model matches
     PyTorch's allocator to the byte where its workload is PyTorch's."""
@@ -560,7 +578,7 @@ def peaks_line(pairs):
     if not pairs:
         return None
     off = [p for p in pairs if p[1] != p[2]]
-    text = "peak allocated: PyTorch's equals the suite's at %d of %d points" % (len(pairs) - len(off), len(pairs))
+    text = "%s: PyTorch's equals the suite's at %d of %d points" % (what, len(pairs) - len(off), len(pairs))
     if off:
         text += "; differs at " + ", ".join("%s (%+.3f%%)" % (w, 100.0 * (a - b) / b if b else float("inf"))
                                            for w, a, b in off[:6])

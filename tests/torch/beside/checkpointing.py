@@ -92,10 +92,7 @@ def is_first(variant, value):
 
 def main(argv=None):
     args = b.parse_args(__doc__, REPEATS, WARMUP, None, argv)
-    torch = b.open_torch(NAME, args.device)
-    out = b.Rows(CLAIM, KEY)
-    if args.csv_header is None:
-        print(b.HEADER)
+    torch, out = b.begin(NAME, CLAIM, KEY, args)
     dev = torch.device("cuda", args.device)
     warm = max(args.warmup, 2)
     pts = points(args)
@@ -155,12 +152,8 @@ def main(argv=None):
             b.beside("memory saving", sav, s_sav, b.pct, have),
             b.beside("time overhead", ovr, s_ovr, b.signed_pct, have)))
         head = ""
-    line = b.peaks_line(peaks)
-    if line:
-        out.summary(line)
-    verdict = verdict_row(args, got)
-    if verdict:
-        out.verdict(verdict)
+    out.peaks(peaks)
+    out.verdict(verdict_row(args, got))
     out.close(len(pts))
     return 0
 

@@ -139,10 +139,7 @@ class Counting:
 
 def main(argv=None):
     args = b.parse_args(__doc__, REPEATS, WARMUP, None, argv)
-    torch = b.open_torch(NAME, args.device)
-    out = b.Rows(CLAIM, KEY)
-    if args.csv_header is None:
-        print(b.HEADER)
+    torch, out = b.begin(NAME, CLAIM, KEY, args)
     dev = torch.device("cuda", args.device)
     cr = b.reference_module("compile_reference")
     configs = dict(cr.read_configs(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -210,9 +207,7 @@ def main(argv=None):
                             b.beside("speed-up", [e[0] / f[0]],
                                      [b.suite_median(args.suite, model, "batch", B, "speedup")], b.ratio, have)))
         head = ""
-    line = b.peaks_line(peaks)
-    if line:
-        out.summary(line.replace("peak allocated:", "eager peak allocated:", 1))
+    out.peaks(peaks, "eager peak allocated")
     e, f = got.get(seed + ("eager",)), got.get(seed + ("fused",))
     if e and f:
         suite = b.suite_median(args.suite, seed[0], "batch", seed[1], "speedup")

@@ -112,10 +112,7 @@ def rank(variant):
 
 def main(argv=None):
     args = b.parse_args(__doc__, REPEATS, WARMUP, None, argv)
-    torch = b.open_torch(NAME, args.device)
-    out = b.Rows(CLAIM, KEY)
-    if args.csv_header is None:
-        print(b.HEADER)
+    torch, out = b.begin(NAME, CLAIM, KEY, args)
     dev = torch.device("cuda", args.device)
     floor, pts = points(args)
     got = {}     # (variant, k) -> (median step time, peak allocated, record)
@@ -185,12 +182,8 @@ def main(argv=None):
             b.beside("peak_k/peak_1", rat, s_rat, b.ratio, have),
             b.beside("step time", tim, s_tim, b.seconds, have)))
         head = ""
-    line = b.peaks_line(peaks)
-    if line:
-        out.summary(line)
-    verdict = verdict_row(args, got)
-    if verdict:
-        out.verdict(verdict)
+    out.peaks(peaks)
+    out.verdict(verdict_row(args, got))
     out.close(npoints)
     return 0
 

@@ -94,10 +94,7 @@ def main(argv=None):
     args = b.parse_args(__doc__, REPEATS, WARMUP,
                         lambda ap: ap.add_argument("--sgd", action="store_true", help="SGD instead of Adam"),
                         argv)
-    torch = b.open_torch(NAME, args.device)
-    out = b.Rows(CLAIM, KEY)
-    if args.csv_header is None:
-        print(b.HEADER)
+    torch, out = b.begin(NAME, CLAIM, KEY, args)
     dev = torch.device("cuda", args.device)
     optimizer = "sgd" if args.sgd else "adam"
     pts = points(args)
@@ -159,12 +156,8 @@ def main(argv=None):
                 b.beside("speed-up t_fp32/t_mixed", spd, s_spd, b.ratio, have),
                 b.beside("memory saving", sav, s_sav, b.pct, have)))
             head = ""
-    line = b.peaks_line(peaks)
-    if line:
-        out.summary(line)
-    verdict = verdict_row(args, got)
-    if verdict:
-        out.verdict(verdict)
+    out.peaks(peaks)
+    out.verdict(verdict_row(args, got))
     out.close(npoints)
     return 0
 

@@ -118,10 +118,7 @@ def measure(torch, ngr, wl, B, mode, args, dev):
 
 def main(argv=None):
     args = b.parse_args(__doc__, REPEATS, WARMUP, None, argv)
-    torch = b.open_torch(NAME, args.device)
-    out = b.Rows(CLAIM, KEY)
-    if args.csv_header is None:
-        print(b.HEADER)
+    torch, out = b.begin(NAME, CLAIM, KEY, args)
     dev = torch.device("cuda", args.device)
     ngr = b.reference_module("no_grad_reference")
     pts = points(args, ngr)
@@ -194,9 +191,7 @@ def main(argv=None):
             wl, ev, ", ".join(str(B) for B in Bs), b.beside("peak saving", sav, s_sav, b.pct, have),
             b.fig_list(tg, b.seconds), ev, b.fig_list(te, b.seconds)))
         head = ""
-    line = b.peaks_line(peaks)
-    if line:
-        out.summary(line)
+    out.peaks(peaks)
     parts = []
     for wl, B in top.items():
         if (wl, B, "grad") in got and (wl, B, EVALUATION[wl]) in got:

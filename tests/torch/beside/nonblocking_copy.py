@@ -168,10 +168,7 @@ def main(argv=None):
     if args.busy_ms < 0:
         print("%s: --busy-ms must be >= 0" % NAME, file=sys.stderr)
         return 2
-    torch = b.open_torch(NAME, args.device)
-    out = b.Rows(CLAIM, KEY)
-    if args.csv_header is None:
-        print(b.HEADER)
+    torch, out = b.begin(NAME, CLAIM, KEY, args)
     dev = torch.device("cuda", args.device)
     busy = busy_s(args)
     cases = sizes_of(args)

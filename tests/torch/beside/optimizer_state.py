@@ -92,10 +92,7 @@ def main(argv=None):
     if args.batch < 1 or not 2 <= args.layers <= 64:
         print("%s: --batch must be >= 1 and --layers from 2 to 64" % NAME, file=sys.stderr)
         return 2
-    torch = b.open_torch(NAME, args.device)
-    out = b.Rows(CLAIM, KEY)
-    if args.csv_header is None:
-        print(b.HEADER)
+    torch, out = b.begin(NAME, CLAIM, KEY, args)
     dev = torch.device("cuda", args.device)
     pts = points(args)
     widest = max([H for H, _ in pts] or [0])
@@ -170,9 +167,7 @@ def main(argv=None):
                                   have))
             out.summary(head + "MLP L=%d, H=%d, batch %d, fp32: %s" % (args.layers, H, args.batch, "; ".join(parts)))
             head = ""
-    line = b.peaks_line(peaks)
-    if line:
-        out.summary(line)
+    out.peaks(peaks)
     sgd, adam = got.get((widest, "sgd")), got.get((widest, "adam"))
     if sgd and adam:
         suite = b.suite_median(args.suite, "adam_vs_sgd", "width", widest, "peak_ratio")

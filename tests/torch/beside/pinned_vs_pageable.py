@@ -142,10 +142,7 @@ def measure(bench, d, kind, n, args):
 
 def main(argv=None):
     args = b.parse_args(__doc__, REPEATS, WARMUP, None, argv)
-    torch = b.open_torch(NAME, args.device)
-    out = b.Rows(CLAIM, KEY)
-    if args.csv_header is None:
-        print(b.HEADER)
+    torch, out = b.begin(NAME, CLAIM, KEY, args)
     dev = torch.device("cuda", args.device)
     sizes = sizes_of(args)
     npoints = len(sizes) * len(KINDS) * len(DIRS)

@@ -251,10 +251,7 @@ def main(argv=None):
     if n < 2 or size < 4 or size % 4:
         print("%s: --batches must be >= 2 and --batch-bytes a positive multiple of 4" % NAME, file=sys.stderr)
         return 2
-    torch = b.open_torch(NAME, args.device)
-    out = b.Rows(CLAIM, KEY)
-    if args.csv_header is None:
-        print(b.HEADER)
+    torch, out = b.begin(NAME, CLAIM, KEY, args)
     dev = torch.device("cuda", args.device)
     reps, warm = args.repeats, args.warmup
     try:

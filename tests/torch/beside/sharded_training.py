@@ -369,12 +369,8 @@ def main(argv=None):
             text += "; the suite's collectives and their copies alone (its GPU time: it runs no computation) %s" % (
                 b.fig_list([suite_comm[m] for m in MODES], b.seconds))
         out.summary(text)
-    line = b.peaks_line(peaks)
-    if line:
-        out.summary(line)
-    text = verdict_text(cfg, got, suite_peak, suite_comm)
-    if text:
-        out.verdict(text)
+    out.peaks(peaks)
+    out.verdict(verdict_text(cfg, got, suite_peak, suite_comm))
     out.close(len(modes))
     return 0
 

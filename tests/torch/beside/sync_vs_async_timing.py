@@ -87,10 +87,7 @@ class Timer:
 
 def main(argv=None):
     args = b.parse_args(__doc__, REPEATS, WARMUP, None, argv)
-    torch = b.open_torch(NAME, args.device)
-    out = b.Rows(CLAIM, KEY)
-    if args.csv_header is None:
-        print(b.HEADER)
+    torch, out = b.begin(NAME, CLAIM, KEY, args)
     # True fp32, as the suite's SGEMM (CUBLAS_DEFAULT_MATH): no TF32.
     torch.backends.cuda.matmul.allow_tf32 = False
     dev = torch.device("cuda", args.device)
