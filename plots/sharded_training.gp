@@ -2,7 +2,10 @@
 # scale) over the number of ranks N for DDP (dashed), ZeRO-2 (dotted) and
 # FSDP (solid) at each model width; right, DDP at N=1 over FSDP at N (the
 # memory reduction), with the claim's 10x. Model figures (allocator model,
-# PyTorch 2.11's request order); measured 2-GPU figures are in the CSV.
+# PyTorch 2.11's request order); where the run measured on GPUs, the left
+# panel adds rank 0's measured peaks at N = the GPUs (black: DDP square,
+# ZeRO-2 triangle, FSDP circle) and PyTorch's own (open diamonds,
+# plots/lib/pytorch.gp).
 #   gnuplot -e "data='TSV'; out='PNG'" plots/sharded_training.gp
 # TSV columns: 1 variant 2 param 3 param_value 4 metric 5 unit 6 n 7 median
 # 8 min 9 max 10 mean 11 stdev 12 status.
@@ -16,6 +19,21 @@ widths = system(sprintf("awk -F'\t' '$1 ~ /^fsdp_w/ && $4==\"peak_allocated_mode
 nw = words(widths)
 sel(v, m) = sprintf("< awk -F'\t' '$1==\"%s\" && $4==\"%s\" && $12==\"ok\" && $3+0 <= 64 { print $3, $7 }' '%s'", v, m, data)
 colour(i) = word("#1f77b4 #ff7f0e #2ca02c #d62728 #9467bd #8c564b", (i - 1) % 6 + 1)
+load system(sprintf("dirname '%s'", ARG0))."/lib/pytorch.gp"
+# The measured peaks (rank 0, variants <wrapper>_rank0 at param ranks): the
+# suite's, then PyTorch's; "" where the run has none (one GPU: C24 waived).
+wrappers = "ddp zero2 fsdp"
+wname(i) = word("DDP ZeRO-2 FSDP", i)
+wpoint(i) = word("5 9 7", i)
+measured(i) = system(sprintf("awk -F'\t' '$1==\"%s_rank0\" && $4==\"peak_allocated\" && $12==\"ok\" { n = 1; exit } END { print n + 0 }' '%s'", word(wrappers, i), data)) + 0
+M = ""
+do for [i=1:3] {
+    if (measured(i)) {
+        M = M . sprintf(", sel('%s_rank0', 'peak_allocated') using 1:($2/2**30) with points pt %s ps 1.5 lc rgb '#000000' title '%s measured, rank 0'", word(wrappers, i), wpoint(i), wname(i))
+    }
+}
+P = pt_keyed(pt("ddp_rank0", "peak_allocated", "1:($2/2**30)", "#000000") . pt("zero2_rank0", "peak_allocated", "1:($2/2**30)", "#000000") . \
+             pt("fsdp_rank0", "peak_allocated", "1:($2/2**30)", "#000000"))
 
 set multiplot layout 1,2 title "C24: per-rank memory under DDP, ZeRO-2 and FSDP (claim: up to 10x less per GPU)" font ",12"
 set logscale x 2
@@ -27,9 +45,9 @@ set title "model: each rank's peak allocated"
 set logscale y 10
 set ylabel "peak allocated (GiB)"
 if (nw > 0) {
-    plot for [i=1:nw] sel("ddp_w".word(widths, i), "peak_allocated_model") using 1:($2/2**30) with lines dt 2 lc rgb colour(i) title "DDP, width ".word(widths, i), \
-         for [i=1:nw] sel("zero2_w".word(widths, i), "peak_allocated_model") using 1:($2/2**30) with lines dt 3 lc rgb colour(i) notitle, \
-         for [i=1:nw] sel("fsdp_w".word(widths, i), "peak_allocated_model") using 1:($2/2**30) with linespoints pt 7 ps 0.6 lc rgb colour(i) title "FSDP, width ".word(widths, i)
+    eval "plot for [i=1:nw] sel('ddp_w'.word(widths, i), 'peak_allocated_model') using 1:($2/2**30) with lines dt 2 lc rgb colour(i) title 'DDP, width '.word(widths, i), \
+         for [i=1:nw] sel('zero2_w'.word(widths, i), 'peak_allocated_model') using 1:($2/2**30) with lines dt 3 lc rgb colour(i) notitle, \
+         for [i=1:nw] sel('fsdp_w'.word(widths, i), 'peak_allocated_model') using 1:($2/2**30) with linespoints pt 7 ps 0.6 lc rgb colour(i) title 'FSDP, width '.word(widths, i)" . M . P
 } else {
     set label 9 "no data" at graph 0.5, graph 0.5 center
     plot NaN notitle

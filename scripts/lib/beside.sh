@@ -8,31 +8,51 @@
 # while the counterparts run, so that run-all's signal handler stops them.
 
 # beside_check: decides once, up front, whether the counterparts run: sets
-# pt_ok when python3 imports torch and torch sees a CUDA device, and prints
-# one line either way (without: the reason). C24's is named only where
-# torch sees two GPUs (on one, C24 is waived, and so is its counterpart).
+# pt_ok when python3 finds torch (without importing it: that takes ~5 s,
+# paid once, by the runner) and torch is built with CUDA, and prints one
+# line either way (without: the reason). Whether torch sees a GPU the
+# runner finds out: where it does not, it says so in one line after the
+# suite (beside_run_all). C24's is named "on two GPUs": on one, the suite's
+# C24 waives, and so does its counterpart.
 beside_check() {
-    local pt_err=$run/logs/.pytorch-check.tmp.$$ pt_version pt_gpus with name exe why
+    local pt_err=$run/logs/.pytorch-check.tmp.$$ pt_version with name exe why
     pt_ok=""
     # shellcheck disable=SC2016
     if pt_version=$(PYTHONDONTWRITEBYTECODE=1 python3 -c '
-import sys
+import importlib.metadata, importlib.util, os, re, sys
 try:
-    import torch
+    spec = importlib.util.find_spec("torch")
 except Exception as e:
-    sys.exit("python3 cannot import torch: %s" % e)
-if not torch.cuda.is_available():
-    sys.exit("torch %s sees no CUDA device" % torch.__version__)
-print(torch.__version__, torch.cuda.device_count())' 2>"$pt_err"); then
+    sys.exit("python3 cannot find torch: %s" % e)
+if spec is None or not spec.origin:
+    sys.exit("python3 cannot import torch: no module named torch")
+def assigned(path, name):
+    """The string assigned to name in path (torch/version.py), None where it
+    is assigned None, "" where it is not found."""
+    try:
+        text = open(path, errors="replace").read()
+    except OSError:
+        return ""
+    m = re.search(r"^%s\s*(?::[^=\n]*)?=\s*(None|[\x27\"]([^\x27\"]*)[\x27\"])" % name, text, re.M)
+    return "" if m is None else (None if m.group(1) == "None" else m.group(2))
+ver = os.path.join(os.path.dirname(spec.origin), "version.py") if spec.submodule_search_locations else spec.origin
+version = assigned(ver, "__version__")
+if not version:
+    try:
+        version = importlib.metadata.version("torch")
+    except Exception:
+        version = "(version unknown)"
+if assigned(ver, "cuda") is None:
+    sys.exit("torch %s is built without CUDA" % version)
+print(version)' 2>"$pt_err"); then
         pt_ok=1
-        pt_version=${pt_version##*$'\n'} # what torch printed on import left out
-        pt_gpus=${pt_version##* }
-        pt_version=${pt_version% *}
+        pt_version=${pt_version##*$'\n'}
         with=""
         for exe in "${exps[@]}"; do
             name=$(basename "$exe")
-            [ "$name" = c24_sharded_training ] && [ "$pt_gpus" -lt 2 ] 2>/dev/null && continue
-            [ -f "$beside/${name#c[0-9][0-9]_}.py" ] && with="$with${with:+, }$(printf '%s' "$name" | cut -c1-3 | tr c C)"
+            [ -f "$beside/${name#c[0-9][0-9]_}.py" ] || continue
+            with="$with${with:+, }$(printf '%s' "$name" | cut -c1-3 | tr c C)"
+            [ "$name" = c24_sharded_training ] && with="$with (on two GPUs)"
         done
         echo "PyTorch beside: torch $pt_version; ${with:-no experiment of this run has a counterpart}${with:+ measured again with PyTorch after the suite, in one process (tests/torch/beside/)}"
     else
@@ -41,6 +61,20 @@ print(torch.__version__, torch.cuda.device_count())' 2>"$pt_err"); then
         echo "PyTorch beside: not available (${why:-python3 failed}); the verdicts rest on the suite alone"
     fi
     rm -f "$pt_err"
+}
+
+# beside_budget: the seconds the counterparts may take (run_many.py's
+# --budget-s): MEMCLAIMS_PYTORCH_BUDGET_S (pt_budget) where it is a number;
+# auto (the default): what is left of pt_target (MEMCLAIMS_PYTORCH_TARGET_S,
+# default 170) seconds since run-all began, at least 1 (their first points
+# are measured whatever it is).
+beside_budget() {
+    if [ "$pt_budget" = auto ]; then
+        awk -v z="$t_begin" -v now="$(date +%s.%N)" -v t="$pt_target" \
+            'BEGIN { s = t - (now - z); printf "%.1f\n", s < 1 ? 1 : s }'
+    else
+        printf '%s\n' "$pt_budget"
+    fi
 }
 
 # A CSV field as the suite's writer writes it (csv.h): quoted where it holds
@@ -103,15 +137,48 @@ beside_append() {
     fi
 }
 
+# runner_launch TMPD ARGS...: tests/torch/beside/run_many.py in the
+# background (pt_child), its output in TMPD, under a time limit for a hang:
+# MEMCLAIMS_PYTORCH_TIMEOUT_S a key, and EXTRA_S more (pt_wait_s: the
+# experiments a --go-file waits for).
+runner_launch() {
+    local tmpd=$1 nkeys=0 x
+    shift
+    for x in "$@"; do case $x in --*) ;; *) nkeys=$((nkeys + 1)) ;; esac; done
+    : > "$tmpd/progress.tsv"
+    # shellcheck disable=SC2086
+    PYTHONDONTWRITEBYTECODE=1 timeout -k 10 $(( pt_timeout * nkeys + 60 + ${pt_wait_s:-0} )) python3 "$beside/run_many.py" \
+        --run "$run" --out "$tmpd" $quick --timeout-s "$pt_timeout" "$@" >> "$run/logs/pytorch-runner.log" 2>&1 &
+    pt_child=$!
+}
+
+# beside_start: before the run's last experiments, those that need no GPU
+# (run-all runs them last where PyTorch is beside), starts the runner on the
+# claims measured so far (pt_keys) with --go-file: torch's import, the CUDA
+# context and Dynamo's import (~10 s on an H100's host) overlap them, while
+# nothing reads the GPU or is timed by a rule. beside_run_all writes the go
+# file, with the budget, when they end.
+beside_start() {
+    [ ${#pt_keys[@]} -gt 0 ] && [ -z "$pt_child" ] || return 0
+    pt_tmpd=$run/.pytorch.tmp.$$
+    mkdir -p "$pt_tmpd" || return 0
+    pt_go=$pt_tmpd/go
+    pt_wait_s=1800
+    runner_launch "$pt_tmpd" --go-file "$pt_go" "${pt_keys[@]}"
+    pt_wait_s=0
+}
+
 # beside_run_all: after the last experiment, every counterpart of pt_keys
 # (the claims whose experiment left a CSV and was not waived) in one
-# process (tests/torch/beside/run_many.py, in its order: C25 last), under
-# run-all's time budget
-# MEMCLAIMS_PYTORCH_BUDGET_S (pt_budget); each key's rows appended as it is
-# read back (beside_append). A key that crashes the process or runs past
+# process (tests/torch/beside/run_many.py, in its order: C25 first), under
+# run-all's time budget (beside_budget); each key's rows appended as it is
+# read back (beside_append). A process started early (beside_start) is
+# told to go; a key that crashes the process or runs past
 # MEMCLAIMS_PYTORCH_TIMEOUT_S gets its failed row; the keys after it run in
-# a new process. Sets child while the runner runs, so that run-all's signal
-# handler stops it.
+# a new process. A runner that finds no torch or no CUDA device (exit 77)
+# gets one line, as beside_check's, and no rows. Sets pt_child while the
+# runner runs, so that run-all's signal handler stops it; pt_seconds: the
+# counterparts' wall time.
 # drop_key KEY: KEY out of beside_run_all's list of keys still to measure.
 drop_key() {
     local k rest=()
@@ -120,21 +187,25 @@ drop_key() {
 }
 
 beside_run_all() {
-    local tmpd=$run/.pytorch.tmp.$$ left=("${pt_keys[@]}") rc k st code secs line id started t0 done_s n0
+    local tmpd=${pt_tmpd:-$run/.pytorch.tmp.$$} left=("${pt_keys[@]}") rc k st code secs line id started t0 done_s n0
+    local early=$pt_child t_go
     [ ${#left[@]} -gt 0 ] || return 0
     mkdir -p "$tmpd" || return 0
+    t_go=$(date +%s.%N)
+    if [ -n "$early" ]; then
+        beside_budget > "$pt_go.tmp" && mv -f "$pt_go.tmp" "$pt_go"
+    fi
     while [ ${#left[@]} -gt 0 ]; do
-        : > "$tmpd/progress.tsv"
         t0=$(date +%s.%N)
+        if [ -n "$early" ]; then
+            early=""  # already running: it measures the keys it was started with
+        else
+            runner_launch "$tmpd" --budget-s "$(beside_budget)" "${left[@]}"
+        fi
         n0=${#left[@]}
-        # shellcheck disable=SC2086
-        PYTHONDONTWRITEBYTECODE=1 timeout -k 10 $(( pt_timeout * ${#left[@]} + 60 )) python3 "$beside/run_many.py" \
-            --run "$run" --out "$tmpd" $quick --budget-s "$pt_budget" --timeout-s "$pt_timeout" "${left[@]}" \
-            >> "$run/logs/pytorch-runner.log" 2>&1 &
-        child=$!
-        wait "$child"
+        wait "$pt_child"
         rc=$?
-        child=""
+        pt_child=""
         started=""
         done_s=0
         while IFS=$'\t' read -r k st code secs; do
@@ -146,16 +217,21 @@ beside_run_all() {
             beside_append "$id" "$k" "$st" "$code" "$secs" "$tmpd/$k.rows" "$tmpd/$k.log"
             drop_key "$k"
         done < "$tmpd/progress.tsv"
+        line=$(grep -v '^[[:space:]]*$' "$run/logs/pytorch-runner.log" 2>/dev/null | tail -1 | cut -c1-200)
         if [ -n "$started" ]; then  # the process ended in it: a crash, or run-all's own timeout
-            line=$(grep -v '^[[:space:]]*$' "$run/logs/pytorch-runner.log" 2>/dev/null | tail -1 | cut -c1-200)
             [ -s "$tmpd/$started.log" ] || printf '%s\n' "${line:-the process ended (exit $rc)}" > "$tmpd/$started.log"
             secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" -v d="$done_s" 'BEGIN { printf "%.1f", b - a - d }')
             beside_append "${pt_ids[$started]}" "$started" "$([ "$rc" = 124 ] && echo timeout || echo failed)" "$rc" \
                 "$secs" "$tmpd/$started.rows" "$tmpd/$started.log"
             drop_key "$started"
+        elif [ "$rc" = 77 ] && [ ${#left[@]} = "$n0" ]; then
+            # no torch after all (it failed to import) or no CUDA device: as beside_check says it
+            line=${line#run_many: }
+            echo "PyTorch beside: not available (${line%: waived}); the verdicts rest on the suite alone"
+            rm -f "$run/logs/pytorch-runner.log"
+            left=()
         elif { [ "$rc" != 0 ] && [ "$rc" != 3 ] && [ "$rc" != 124 ]; } || [ ${#left[@]} = "$n0" ]; then
-            # ended before any key (77: no torch after all; usage), or made no progress
-            line=$(grep -v '^[[:space:]]*$' "$run/logs/pytorch-runner.log" 2>/dev/null | tail -1 | cut -c1-200)
+            # ended before any key (usage), or made no progress
             for k in "${left[@]}"; do
                 printf '%s\n' "${line:-run_many.py ended (exit $rc)}" > "$tmpd/$k.log"
                 beside_append "${pt_ids[$k]}" "$k" failed "$rc" "" "$tmpd/$k.rows" "$tmpd/$k.log"
@@ -165,4 +241,5 @@ beside_run_all() {
     done
     rm -rf "$tmpd"
     [ -s "$run/logs/pytorch-runner.log" ] || rm -f "$run/logs/pytorch-runner.log"
+    pt_seconds=$(awk -v a="$t_go" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 }

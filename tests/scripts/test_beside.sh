@@ -350,15 +350,32 @@ PYTHONPATH=$stub python3 "$beside/compile_fusion.py" --budget-s 0.000001 > "$tmp
 check "compile_fusion.py past its budget: seed 000's point compiled, the others' compiles skipped" \
     bash -c "grep -q '^C25,compile_fusion,pytorch:seed_t512_bf_adam_fp16/fused,batch,32,peak_allocated,bytes,1,' '$tmp/budget.out' && grep -q '^C25,compile_fusion,pytorch:enc_adamw_fp32/fused,batch,16,peak_allocated,bytes,0,,,,,,skipped,\"not measured: one more torch.compile' '$tmp/budget.out'"
 
-# Without torch, or torch without CUDA: one line, then as with --no-pytorch.
+# Without torch: one line up front, then as with --no-pytorch. A torch that
+# fails to import or sees no CUDA device (found by the runner, not up
+# front: importing torch to check takes seconds): one more line after the
+# suite, then as with --no-pytorch.
 report_untimed() { sed -E 's/^(No usable GPU: .*\. )Run .* on host/\1Run on host/; s/, [0-9]+\.[0-9] s\.$/, T s./' "$1"; }
-for case in "notorch:python3 cannot import torch: no torch here" "nocuda:torch 0.0-stub sees no CUDA device"; do
+mkdir -p "$tmp/nosite"  # a python3 without site-packages: no torch, whatever this machine has
+printf '#!/bin/sh\nexec %s -S "$@"\n' "$(command -v python3)" > "$tmp/nosite/python3"
+chmod +x "$tmp/nosite/python3"
+for case in "missing:python3 cannot import torch: no module named torch" "broken:python3 cannot import torch: no torch here" \
+            "nocuda:torch 0.0-stub sees no CUDA device"; do
     what=${case%%:*} why=${case#*:}
-    if [ "$what" = notorch ]; then PYTHONPATH=$tmp/notorch run_all "$tmp/res-$what"
-    else STUB_NO_CUDA=1 PYTHONPATH=$stub run_all "$tmp/res-$what"; fi
+    case $what in
+        missing) PATH=$tmp/nosite:$PATH run_all "$tmp/res-$what" ;;
+        broken) PYTHONPATH=$tmp/notorch run_all "$tmp/res-$what" ;;
+        *) STUB_NO_CUDA=1 PYTHONPATH=$stub run_all "$tmp/res-$what" ;;
+    esac
     check_eq "by default, $what: exit 0" "$rc" 0
-    check_eq "... one line saying why" "$(grep PyTorch <<<"$out")" \
-        "PyTorch beside: not available ($why); the verdicts rest on the suite alone"
+    if [ "$what" = missing ]; then
+        check_eq "... one line saying why" "$(grep PyTorch <<<"$out")" \
+            "PyTorch beside: not available ($why); the verdicts rest on the suite alone"
+    else
+        check_eq "... the line up front, then after the suite one saying why" \
+            "$(grep PyTorch <<<"$out" | sed -E 's/^(PyTorch beside: torch )[^;]*; C04, C05, C08 measured again .*/\1V; C04, C05, C08/')" \
+            "PyTorch beside: torch V; C04, C05, C08"$'\n'"PyTorch beside: not available ($why); the verdicts rest on the suite alone"
+        check_eq "... no runner log left" "$(ls "$r/logs" | grep -c pytorch)" 0
+    fi
     check_eq "... the rest of the console as with --no-pytorch" \
         "$(untimed "$(grep -v PyTorch <<<"$out")" | sed "s|$tmp/res-$what|R|g")" "$(untimed "$plain_out" | sed "s|$tmp/plain|R|g")"
     bad=""
@@ -411,6 +428,49 @@ out=$(MEMCLAIMS_PYTORCH_TIMEOUT_S=soon "$root/scripts/run-all" --build "$fake" -
 check_eq "a bad MEMCLAIMS_PYTORCH_TIMEOUT_S: exit 2, one line, no run" "$rc:$(wc -l <<<"$out"):$([ -e "$tmp/never" ] && echo made)" 2:1:
 out=$(MEMCLAIMS_PYTORCH_BUDGET_S=-1 "$root/scripts/run-all" --build "$fake" --results "$tmp/never" 2>&1); rc=$?
 check_eq "a bad MEMCLAIMS_PYTORCH_BUDGET_S: exit 2, one line, no run" "$rc:$(wc -l <<<"$out"):$([ -e "$tmp/never" ] && echo made)" 2:1:
+
+out=$(MEMCLAIMS_PYTORCH_TARGET_S=soon "$root/scripts/run-all" --build "$fake" --results "$tmp/never" 2>&1); rc=$?
+check_eq "a bad MEMCLAIMS_PYTORCH_TARGET_S: exit 2, one line, no run" "$rc:$(wc -l <<<"$out"):$([ -e "$tmp/never" ] && echo made)" 2:1:
+
+# The budget by default (auto): what is left of MEMCLAIMS_PYTORCH_TARGET_S
+# since run-all began; spent (a target of 0 s), each counterpart measures
+# the points it ranks first and skips the rest, in rows.
+wrap_torch "$tmp/slow" <<'EOF'
+import time as _time
+cuda.synchronize = lambda *a: _time.sleep(0.05)  # a point takes ~0.4 s: its points pass a 1 s budget
+EOF
+MEMCLAIMS_PYTORCH_TARGET_S=0 PYTHONPATH=$tmp/slow run_all "$tmp/auto0" --only C05
+check_eq "auto budget, target already passed: exit 0, C05's first points measured (seed 000's and each shape's largest: 9 in this CSV), others skipped in rows" \
+    "$rc:$(grep -c '^C05,mixed_precision,pytorch:[a-z_0-9]*,batch,[0-9]*,peak_allocated,bytes,1,' "$r/mixed_precision.csv" | awk '{ print ($1 >= 9 && $1 < 45) ? "9+" : $1 }'):$(grep -c ',peak_allocated,bytes,0,,,,,,skipped,"not measured: run-all.s time budget' "$r/mixed_precision.csv" | awk '{ print ($1 > 0 ? "some" : "none") }')" 0:9+:some
+check "... logs/run-all.tsv gives the counterparts' wall time" grep -Eq '^pytorch_seconds	[0-9]+\.[0-9]$' "$r/logs/run-all.tsv"
+PYTHONPATH=$tmp/slow run_all "$tmp/auto170" --only C05
+check_eq "auto budget within the default target: every point measured" \
+    "$rc:$(grep -c ',skipped,' "$r/mixed_precision.csv")" 0:0
+
+# An experiment that needs no GPU (mode host) runs last where PyTorch is
+# beside, with the runner started before it (torch's start overlaps it) and
+# waiting for it to end before any counterpart runs.
+cat > "$fake/c01_host_fake" <<FAKE
+#!/usr/bin/env bash
+[ "\$1" = --list ] && { printf 'C01\thost_fake\tfake\tseed says C26\tmethod\trule\thost\n'; exit 0; }
+out=.; while [ \$# -gt 0 ]; do [ "\$1" = --out ] && out=\$2; shift; done
+sleep 1  # the runner, started before this, is waiting: no counterpart has begun
+{ pgrep -f 'run_many.py .*--go-file' >/dev/null && echo runner-up
+  ls "\$out"/.pytorch.tmp.*/go 2>/dev/null | grep -q . && echo go-early
+  cat "\$out"/.pytorch.tmp.*/progress.tsv 2>/dev/null; } > "$tmp/host-saw"
+cp "$fixtures/randn_bytes.csv" "\$out/.host_fake.csv.tmp" && sed -i 's/C18,randn_bytes/C01,host_fake/' "\$out/.host_fake.csv.tmp" && mv "\$out/.host_fake.csv.tmp" "\$out/host_fake.csv"
+FAKE
+chmod +x "$fake/c01_host_fake"
+PYTHONPATH=$stub run_all "$tmp/host" --only C04,C01,C05
+check_eq "PyTorch beside with an experiment that needs no GPU: exit 0, it runs last" \
+    "$rc:$(grep -o '^\[[0-9]/3\] C[0-9]*' <<<"$out" | tr '\n' ' ')" "0:[1/3] C04 [2/3] C05 [3/3] C01 "
+check_eq "... the runner was up while it ran, and waiting (no go file, no counterpart started)" \
+    "$(cat "$tmp/host-saw" 2>/dev/null | tr '\n' ' ')" "runner-up "
+check "... then both counterparts ran" bash -c "grep -q '^PyTorch beside: C04 sync_vs_async_timing [0-9.]* s, [0-9]* rows$' <<<'$out' && grep -q '^PyTorch beside: C05 mixed_precision [0-9.]* s, [0-9]* rows$' <<<'$out'"
+check_eq "... no temporary file left" "$(tmp_files "$r" "$r/logs")" 0
+PYTHONPATH=$stub run_all "$tmp/host-plain" --only C04,C01,C05 --no-pytorch
+check_eq "... with --no-pytorch, the catalog's order" "$rc:$(grep -o '^\[[0-9]/3\] C[0-9]*' <<<"$out" | tr '\n' ' ')" "0:[1/3] C01 [2/3] C04 [3/3] C05 "
+rm -f "$fake/c01_host_fake"
 
 # Lines that are not PyTorch rows of C04 (a verdict, another claim's row,
 # text) printed while it runs are dropped, counted in a failed row; the
@@ -585,11 +645,11 @@ cp "$fixtures/$c24.csv" "$tmp/c24run/"
 PYTHONPATH=$tmp/nccl python3 "$beside/run_many.py" --run "$tmp/c24run" --out "$tmp/c24many" > /dev/null 2>&1; rc=$?
 check_eq "run_many.py over a model-only C24: $c24 waived at once" \
     "$rc:$(grep -v start "$tmp/c24many/progress.tsv" | cut -f1-3 | tr '\t' :)" "0:$c24:waived:77"
-check_eq "the budget: the last key's allowance of --budget-s 65 is 65 s after the one-GPU keys, 120 s with C24's on top" \
+check_eq "the budget: the last key's allowance of --budget-s 65 is 65 s after the one-GPU keys, 123 s with C24's share (75.3 s) on top" \
     "$(cd "$beside" && python3 -c 'import run_many as r, time
 one = [k for k in r.ORDER if k not in r.MULTI_GPU]
 print("%.0f %.0f" % (r.allowance(one[-1], one[:-1], 65, time.monotonic()),
-                     r.allowance(one[-1], r.ORDER[:-1], 65, time.monotonic())))')" "65 120"
+                     r.allowance(one[-1], r.ORDER[:-1], 65, time.monotonic())))')" "65 123"
 
 # SIGTERM (run-all's Ctrl-C) while torchrun runs: its tree stopped, then the process ends as SIGTERM ends it.
 rm -f "$tmp/rank.pid"
@@ -601,17 +661,16 @@ wait "$pid"; rc=$?
 check_eq "$c24.py on SIGTERM while fsdp_reference.py runs: ends by SIGTERM (143)" "$rc" 143
 check "... its \"rank\" stopped first" gone "$tmp/rank.pid"
 
-# run-all: C24's counterpart after the suite, named up front only where torch sees two GPUs.
+# run-all: C24's counterpart after the suite, named up front "on two GPUs" (on one, the suite's C24 waives).
 make_fake c24_sharded_training C24 "$c24_csv"
 PYTHONPATH=$tmp/nccl run_all "$tmp/c24-all" --only C04,C24
 check_eq "run-all with C24 measured on two GPUs, torch seeing two: exit 0" "$rc" 0
-check "... C24 named up front" grep -q '^PyTorch beside: torch 0.0-stub; C04, C24 measured again' <<<"$out"
+check "... C24 named up front, on two GPUs" grep -q '^PyTorch beside: torch [^;]*; C04, C24 (on two GPUs) measured again' <<<"$out"
 check "... its console line" grep -q '^PyTorch beside: C24 sharded_training [0-9.]* s, [0-9]* rows$' <<<"$out"
 check "... its verdict-beside row in its CSV" grep -q '^C24,sharded_training,pytorch,verdict,,pytorch_beside,,0,,,,,,ok,"2 GPUs, width 4096' "$r/$c24.csv"
 check "... the suite's rows first, unchanged" cmp <(head -n "$(wc -l < "$c24_csv")" "$r/$c24.csv") "$c24_csv"
 PYTHONPATH=$stub run_all "$tmp/c24-one" --only C04,C24
-check_eq "run-all, torch seeing one GPU: exit 0, C24 not named up front" \
-    "$rc:$(grep -c '^PyTorch beside: torch 0.0-stub; C04 measured again' <<<"$out")" 0:1
+check_eq "run-all, torch seeing one GPU: exit 0" "$rc" 0
 check "... its counterpart waived: one line, not a failure" \
     grep -q "^PyTorch beside: C24 sharded_training [0-9.]* s not measured (exit 77): beside/sharded_training: C24's run needs 2 GPUs, torch sees 1: waived" <<<"$out"
 check "... a row of status skipped with the reason" \
@@ -634,8 +693,8 @@ check_eq "... on the points the experiment measured" "$bad" ""
 check "... the verdicts are the model's" grep -Eq '^\| C08 \| .* \| \*\*[a-z-]*\*\* \(computed by the allocator model, no GPU\) \|( [^|]* \|)?$' "$r/REPORT.md"
 check "... a training two claims share is measured once (C08's Transformer at seq 64 is C07's at k=1)" \
     grep -q '^C08,checkpointing,pytorch:transformer plain,seq,64,step_time,.*measured once in this run, for C07' "$r/checkpointing.csv"
-check "... and C25's eager seed model is C05's Transformer in fp16 at B=32" \
-    grep -q '^C25,compile_fusion,pytorch:seed_t512_bf_adam_fp16/eager,batch,32,step_time,.*measured once in this run, for C05' "$r/compile_fusion.csv"
+check "... and C05's Transformer in fp16 at B=32 is C25's eager seed model (C25 runs first)" \
+    grep -q '^C05,mixed_precision,pytorch:transformer_fp16,batch,32,step_time,.*measured once in this run, for C25' "$r/mixed_precision.csv"
 
 # ------------------------------------------------------------ make compare
 # Two runs with PyTorch's rows: matched like the suite's; one PyTorch figure

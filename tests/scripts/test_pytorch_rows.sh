@@ -14,6 +14,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fixtures=$root/tests/fixtures/results
 beside=$fixtures/pytorch-beside
+c24=$root/tests/fixtures/beside_c24/sharded_training.csv  # measured on two H100s, PyTorch beside
 csvlib=$(cat "$root/scripts/lib/csv.awk")
 
 # ------------------------------------------------------------ to_tsv.awk
@@ -52,9 +53,12 @@ if command -v "${GNUPLOT:-gnuplot}" >/dev/null 2>&1; then
     check "charts that draw PyTorch beside the suite: $keys" test -n "$keys"
     mkdir -p "$tmp/plain/logs" "$tmp/with/logs" "$tmp/words/logs"
     for k in $keys; do
-        cp "$fixtures/$k.csv" "$tmp/plain/"
-        with_pytorch "$fixtures/$k.csv" > "$tmp/with/$k.csv"
-        words_only "$fixtures/$k.csv" > "$tmp/words/$k.csv"
+        src=$fixtures/$k.csv
+        # C24's chart draws measured rows only: the fixture run's are the model's (no GPU)
+        if [ "$k" = sharded_training ]; then src=$tmp/c24-suite.csv; grep -v ',pytorch[,:]' "$c24" > "$src"; fi
+        cp "$src" "$tmp/plain/$k.csv"
+        with_pytorch "$src" > "$tmp/with/$k.csv"
+        words_only "$src" > "$tmp/words/$k.csv"
     done
     for r in plain with words; do "$root/scripts/plot" "$tmp/$r" $keys > /dev/null 2> "$tmp/$r.err"; done
     for k in $keys; do
@@ -68,6 +72,11 @@ if command -v "${GNUPLOT:-gnuplot}" >/dev/null 2>&1; then
             cmp "$tmp/words/$k.png" "$tmp/plain/$k.png"
     done
     check_eq "scripts/plot says nothing on stderr" "$(cat "$tmp/plain.err" "$tmp/with.err" "$tmp/words.err")" ""
+    # C24 on two H100s, PyTorch's rows as measured there
+    mkdir -p "$tmp/c24run/logs" && cp "$c24" "$tmp/c24run/"
+    "$root/scripts/plot" "$tmp/c24run" sharded_training > /dev/null 2>&1
+    check "C24 on two H100s with PyTorch's measured rows is drawn without a message, and differs from the suite's alone" \
+        bash -c "head -c 4 '$tmp/c24run/sharded_training.png' | grep -q PNG && ! ls '$tmp/c24run/logs' | grep -q . && ! cmp -s '$tmp/c24run/sharded_training.png' '$tmp/plain/sharded_training.png'"
     # The synthetic C04 of the fixture folder: its own rows, as committed
     cp -r "$beside" "$tmp/c04" && mkdir -p "$tmp/c04/logs"
     "$root/scripts/plot" "$tmp/c04" sync_vs_async_timing > /dev/null 2>&1

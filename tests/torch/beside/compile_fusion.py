@@ -26,8 +26,10 @@ steady step's; a timed step in which Dynamo compiled (its graph counter
 moved) is left out of the times and the note says so; then one more step
 under torch.profiler for the GPU's idle share. Between points the model is
 dropped and the cache emptied. Seed 000's point (B=32) is measured first;
-each other compiled point only where --budget-s leaves the time the last
-compile took (compiling is most of this script's time).
+each other point, eager and compiled, only where --budget-s leaves the time
+the last compile took (compiling is most of this script's time). Inductor's
+compile processes are ended at the end (run_many.py runs this counterpart
+first, and the others are timed after it).
 
 Rows (variant pytorch:<model>/eager and pytorch:<model>/fused, param
 batch): peak_allocated (step 3), step_time; and for pytorch:<model>
@@ -152,10 +154,13 @@ def main(argv=None):
     npoints = 0
     compile_s = 0.0  # the last compiled point's wall time: what another would take
     for model, B, modes in pts:
+        # A point whose compile would pass the budget is skipped whole: its
+        # eager half alone is not the comparison.
+        go = "fused" not in modes or args.budget.allows(first=(model, B) == seed, cost_s=compile_s)
         for mode in modes:
             npoints += 1
             var, what = "%s/%s" % (model, mode), "%s B=%d %s" % (model, B, mode)
-            if mode == "fused" and not args.budget.allows(first=(model, B) == seed, cost_s=compile_s):
+            if not go:
                 out.skipped(var, "batch", B, "peak_allocated", "bytes", what,
                             "not measured: one more torch.compile (the last took %.0f s) would pass run-all's time "
                             "budget for this counterpart (%.0f s, --budget-s); by hand it is measured"
@@ -220,7 +225,17 @@ def main(argv=None):
                                      if more and b.regime(e[2].get("idle")) != "GPU-bound" else "")
         out.verdict(text + ".")
     out.close(npoints)
+    stop_compile_workers()
     return 0
+
+
+def stop_compile_workers():
+    """Inductor's pool of compile processes, idle from here on, ended: the
+    counterparts timed after this one run beside no process of it."""
+    try:
+        importlib.import_module("torch._inductor.async_compile").shutdown_compile_workers()
+    except Exception:  # noqa: BLE001 (an older or newer torch without it: the pool only idles)
+        pass
 
 
 if __name__ == "__main__":

@@ -22,17 +22,26 @@ longer answers ends the process (exit 3) after its line: the others would
 fail on the same context.
 
 --budget-s S (0: none): the time the counterparts of a one-GPU run
-together may take, handed out by SHARE (each one's estimated seconds on an
-H100 with every point of a full run; those that run on one GPU add up to
-S's default, 65): a counterpart's allowance is S * (its share and those
-before it) / 65 less the time already spent, so what one leaves is the
-next one's. Within it, a counterpart measures first the points its verdict
-row names and skips the rest, in rows that say so, once its allowance is
-spent. C24's (sharded_training, MULTI_GPU) comes on top: it runs only
-where the suite's C24 measured on several GPUs (run-all leaves a waived
-claim out; given a one-GPU run it waives at once, and its share goes to
-no one), and then its share scales S by (65 + 55) / 65; on one GPU it
-costs nothing.
+together may take, handed out by SHARE (each one's seconds in the first
+full H100 run with PyTorch beside): a counterpart's allowance is S * (its
+share and those before it) / (the shares' sum) less the time already spent,
+so what one leaves is the next one's, and one that overran (a cold
+torch.compile) takes from those after it: the counterparts end near S
+whatever the first took. Within it, a counterpart measures first the
+points its verdict row names and skips the rest, in rows that say so, once
+its allowance is spent. C24's (sharded_training, MULTI_GPU) comes on top:
+it runs only where the suite's C24 measured on several GPUs (run-all
+leaves a waived claim out; given a one-GPU run it waives at once, and its
+share goes to no one), and then its share scales S by (sum + its share) /
+sum; on one GPU it costs nothing.
+
+--go-file F: torch is imported (and, where C25's counterpart is among the
+keys, Dynamo and Inductor) and the CUDA context made first; then the
+process waits until F exists before the first key, and a number on F's
+first line replaces --budget-s. run-all starts this process so before its
+last experiments, those that need no GPU (C26), and writes F when they
+end, with what is left of its time target: the ~10 s of torch's start
+overlap work that neither reads the GPU nor is timed by its rule.
 
 A counterpart may run commands (sharded_training.py runs torchrun through
 subproc.py, each in a session of its own): past --timeout-s, or on
@@ -52,24 +61,21 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# The counterparts, in the order they run (the suite's, but C25 last: its
-# torch.compile is the one cost that can run far past its estimate, and
-# run last it takes time from no other claim), with each one's estimated
-# seconds on an H100 for a full run's points (5 timed and 2 warm-up steps
-# and one profiled step a point; this process's own start not included):
-# what --budget-s hands out. Estimated from the per-point step times of the
-# first H100 run (logs/*.pytorch.log), not yet measured as a whole.
-# sharded_training: three fsdp_reference.py runs (one per wrapper) of ~18 s
-# each on two H100s, an estimate from tests/fixtures/fsdp's runs, not yet
-# measured under run-all.
-SHARE = [("pinned_vs_pageable", 2.0), ("sync_vs_async_timing", 0.8), ("mixed_precision", 10.5),
-         ("grad_accumulation", 5.5), ("checkpointing", 8.0), ("optimizer_state", 1.7),
-         ("nonblocking_copy", 3.2), ("prefetch_overlap", 3.0), ("activation_offload", 8.0),
-         ("sharded_training", 55.0), ("no_grad_eval", 3.0), ("compile_fusion", 19.3)]
+# The counterparts, in the order they run (the suite's, but C25 first: its
+# cold torch.compile, about 30 s on an H100 and more on a slower host, is
+# the one cost that can run far past its share, and run first it leaves the
+# others what is left of the budget instead of running the whole over it),
+# with each one's seconds in the first full H100 run with PyTorch beside
+# (416be3e, budget 65 s, logs/pytorch.tsv), C24's on two H100s (1da3c6a):
+# what --budget-s hands out.
+SHARE = [("compile_fusion", 37.6), ("pinned_vs_pageable", 3.8), ("sync_vs_async_timing", 0.8),
+         ("mixed_precision", 16.0), ("grad_accumulation", 5.7), ("checkpointing", 1.3), ("optimizer_state", 1.0),
+         ("nonblocking_copy", 4.1), ("prefetch_overlap", 2.7), ("activation_offload", 8.4),
+         ("sharded_training", 75.3), ("no_grad_eval", 2.4)]
 ORDER = [k for k, _ in SHARE]
 # Those that run only on several GPUs: their shares come on top of S (above).
 MULTI_GPU = ("sharded_training",)
-TOTAL_SHARE = sum(s for k, s in SHARE if k not in MULTI_GPU)  # S's default, 65
+TOTAL_SHARE = sum(s for k, s in SHARE if k not in MULTI_GPU)  # the one-GPU shares' sum
 NOT_KEYS = ("beside", "run_many", "subproc")  # modules here that are not counterparts
 DEFAULT_TIMEOUT_S = 300
 
@@ -82,6 +88,7 @@ def parse(argv):
     ap.add_argument("--budget-s", type=float, default=0.0, help="seconds all of them may take (0: no limit)")
     ap.add_argument("--timeout-s", type=float, default=DEFAULT_TIMEOUT_S,
                     help="seconds one may take before this process ends (default %d)" % DEFAULT_TIMEOUT_S)
+    ap.add_argument("--go-file", help="wait for this file before the first key; a number in it is --budget-s")
     ap.add_argument("keys", nargs="*", help="the counterparts (default: every one with a CSV in RUN)")
     a = ap.parse_args(argv)
     if not a.budget_s >= 0 or not a.timeout_s > 0:
@@ -189,6 +196,32 @@ def run_key(key, a, allow):
     return ("ran" if code == 0 else "waived" if code == 77 else "failed"), code
 
 
+def prepare(torch, keys):
+    """What every key would pay first, paid while run-all's last
+    experiments (which need no GPU) run: the CUDA context, and Dynamo's and
+    Inductor's import where C25's counterpart will compile."""
+    torch.cuda.init()
+    if "compile_fusion" in keys:
+        try:
+            importlib.import_module("torch._dynamo")
+            importlib.import_module("torch._inductor")
+        except Exception:  # noqa: BLE001 (C25's counterpart says why, as a failed row)
+            pass
+
+
+def wait_for_go(path, budget_s):
+    """Waits until path exists (run-all writes it when its experiments have
+    ended); returns the number on its first line, else budget_s."""
+    while not os.path.exists(path):
+        time.sleep(0.05)
+    try:
+        with open(path) as f:
+            text = f.readline().strip()
+        return float(text) if text and float(text) >= 0 else budget_s
+    except (OSError, ValueError):
+        return budget_s
+
+
 def main(argv=None):
     a = parse(sys.argv[1:] if argv is None else argv)
     if HERE not in sys.path:
@@ -197,12 +230,15 @@ def main(argv=None):
     try:
         import torch
     except ImportError as e:
-        print("run_many: torch is not installed here (%s): waived" % e, file=sys.stderr)
+        print("run_many: python3 cannot import torch: %s: waived" % e, file=sys.stderr)
         return 77
     if not torch.cuda.is_available():
         print("run_many: torch %s sees no CUDA device: waived" % torch.__version__, file=sys.stderr)
         return 77
     import subproc
+    if a.go_file:
+        prepare(torch, a.keys)
+        a.budget_s = wait_for_go(a.go_file, a.budget_s)
     dog = Watchdog(progress, a.timeout_s, subproc)
     t0 = time.monotonic()
     done = []

@@ -296,7 +296,7 @@ class OutOfMemoryError(RuntimeError):
 cuda = types.SimpleNamespace(
     OutOfMemoryError=OutOfMemoryError, empty_cache=lambda: None, _sleep=lambda cycles: None,
     is_available=lambda: not os.environ.get("STUB_NO_CUDA"), device_count=lambda: 1,
-    set_device=lambda d: None, synchronize=lambda *a: None, Event=_Event, Stream=_Stream,
+    set_device=lambda d: None, init=lambda: None, synchronize=lambda *a: None, Event=_Event, Stream=_Stream,
     stream=_stream, current_stream=lambda *a: _streams[-1],
     cudart=lambda: types.SimpleNamespace(cudaHostRegister=lambda ptr, n, flags: 0,
                                          cudaHostUnregister=lambda ptr: 0),
