@@ -21,9 +21,9 @@ peak settles from step 3, as the suite's), then --repeats timed steps,
 each alone (CUDA events; the peak read at the last), then one more under
 torch.profiler for the GPU's idle share. Between points the model is
 dropped and the cache emptied. The Transformer at sequence 64 (the
-verdict's) and the MLP's typical batch (1024) are measured first; the
-longer sequence (256: 0.12-0.15 s a step, not in the verdict) last; with
---budget-s the others only while it lasts.
+verdict row's) is measured whatever --budget-s is; then, while it lasts,
+the MLP's typical batch (1024), the other points, and the longer sequence
+(256: 0.12-0.15 s a step, not in the verdict) last.
 
 Rows (the suite's variants: B=<batch>, transformer seq=<s> B=100, the seed
 code's; param accum_steps): step_time (the measured steps), peak_allocated
@@ -104,10 +104,14 @@ def training(torch, model, seq, batch, k, dev):
 
 
 def rank(variant):
-    """0: measured first (the verdict's); 1: then; 2: last (not in the verdict, the slowest)."""
-    if variant in ("transformer seq=64 B=%d" % TFM_BATCH, "B=%d" % TYPICAL_B):
+    """0: measured whatever the budget (the verdict row's); 1: then (the
+    MLP's typical batch, the experiment's rule's other point); 2: then;
+    3: last (the slowest)."""
+    if variant == "transformer seq=64 B=%d" % TFM_BATCH:
         return 0
-    return 2 if variant.startswith("transformer seq=") else 1
+    if variant == "B=%d" % TYPICAL_B:
+        return 1
+    return 3 if variant.startswith("transformer seq=") else 2
 
 
 def main(argv=None):
