@@ -337,6 +337,23 @@ check_eq "run_many.py with an unknown key: exit 2" "$rc" 2
 STUB_NO_CUDA=1 PYTHONPATH=$stub python3 "$beside/run_many.py" --run "$plain" --out "$tmp/many" > /dev/null 2>"$tmp/err"; rc=$?
 check_eq "run_many.py without CUDA: exit 77, one line" "$rc:$(wc -l < "$tmp/err")" 77:1
 
+# A training two counterparts share is measured once; one that needs what
+# the first did not read (extra) measures it again (C05's MLP at H=4096 was
+# C09's H=4096 Adam on the H200, where C05 had the time for it).
+check_eq "a shared record: reused as it is; measured again where the second needs its extra" \
+    "$(PYTHONPATH=$stub:$beside python3 -c '
+import torch, beside as b
+ref = b.reference_module("mlp_reference")
+cfg = ref.Cfg("--layers 4 --in 64 --width 64 --out 64 --batch 8 --optimizer adam --precision fp32 --accum 1", 1)
+key = (ref.__name__, tuple(sorted(vars(cfg).items())))
+make = lambda: ref.Training(torch, cfg, torch.device("cuda", 0))
+a = b.record(torch, key, make, 2, 3, "C05")
+c = b.record(torch, key, make, 2, 3, "C07")
+d = b.record(torch, key, make, 2, 3, "C09", extra=lambda tr: 42)
+e = b.record(torch, key, make, 2, 3, "C13", extra=lambda tr: 7)
+print(a["again"], c["again"], c["by"], d["again"], d["extra"], d["by"], e["again"], e["extra"])' 2>&1)" \
+    "False True C05 False 42 C09 True 42"
+
 # The time budget: the points a counterpart ranks first, then skipped rows.
 PYTHONPATH=$stub python3 "$beside/mixed_precision.py" --budget-s 0.000001 > "$tmp/budget.out" 2>/dev/null; rc=$?
 check_eq "a counterpart past its --budget-s: exit 0" "$rc" 0

@@ -408,8 +408,10 @@ def record(torch, key, make, warm, reps, by, profile=True, extra=None):
     step 1 first), warm, idle (or None), extra, by, again (True where
     another counterpart measured it here)."""
     full = None if key is None else (key, warm, reps, profile)
-    if full in _RECORDS:
+    if full in _RECORDS and (extra is None or _RECORDS[full]["extra"] is not None):
         return dict(_RECORDS[full], again=True)
+    # (a record made without extra cannot give it: the training is gone, so
+    # it is measured again, and the new record, with extra, is kept)
     tr = make()
     try:
         got = steps(torch, tr, warm + reps)
