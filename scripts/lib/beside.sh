@@ -66,7 +66,7 @@ print(version)' 2>"$pt_err"); then
 # beside_budget: the seconds the counterparts may take (run_many.py's
 # --budget-s): MEMCLAIMS_PYTORCH_BUDGET_S (pt_budget) where it is a number;
 # auto (the default): what is left of pt_target (MEMCLAIMS_PYTORCH_TARGET_S,
-# default 170) seconds since run-all began, at least 1 (their first points
+# default 165) seconds since run-all began, at least 1 (their first points
 # are measured whatever it is).
 beside_budget() {
     if [ "$pt_budget" = auto ]; then
@@ -170,7 +170,7 @@ beside_start() {
 
 # beside_run_all: after the last experiment, every counterpart of pt_keys
 # (the claims whose experiment left a CSV and was not waived) in one
-# process (tests/torch/beside/run_many.py, in its order: C25 first), under
+# process (tests/torch/beside/run_many.py, in its order: C25 last), under
 # run-all's time budget (beside_budget); each key's rows appended as it is
 # read back (beside_append). A process started early (beside_start) is
 # told to go; a key that crashes the process or runs past

@@ -140,13 +140,15 @@ check "grad_accumulation.py measures C07's floor (B=1) too" grep -q '^C07,grad_a
 PYTHONPATH=$stub python3 "$beside/sync_vs_async_timing.py" > "$tmp/c04.full" 2>/dev/null
 same_points "sync_vs_async_timing.py measures the points of C04's GPU run" \
     "$tmp/c04.full" "$fixtures/sync_vs_async_timing.csv" time_cuda_events
+# (the H100 run's own rows: its PyTorch rows, run-all's, left out)
 for key in pinned_vs_pageable nonblocking_copy prefetch_overlap; do
+    grep -v ',pytorch[,:]' "$root/results/reference-h100/$key.csv" > "$tmp/$key.h100.csv"
     PYTHONPATH=$stub python3 "$beside/$key.py" > "$tmp/$key.full" 2>/dev/null
     same_points "$key.py measures the points of ${claim[$key]}'s H100 run" \
-        "$tmp/$key.full" "$root/results/reference-h100/$key.csv" "${metric[$key]}"
+        "$tmp/$key.full" "$tmp/$key.h100.csv" "${metric[$key]}"
 done
 same_points "... and the H100 run's variants of C14" "$tmp/prefetch_overlap.full" \
-    "$root/results/reference-h100/prefetch_overlap.csv" total_time_events
+    "$tmp/prefetch_overlap.h100.csv" total_time_events
 check "... as many batches (the suite's note)" grep -q '^C14,prefetch_overlap,pytorch:serial_pinned,bytes,33554432,total_time_events,s,[0-9]*,.*,ok,"16 batches, first copy' "$tmp/prefetch_overlap.full"
 check "nonblocking_copy.py queues the experiment's 10 ms kernel" grep -q '^C13,nonblocking_copy,pytorch:pinned,bytes,4096,h2d_return_time_host_clock,s,[0-9]*,.*,ok,"after a 10 ms kernel on the stream' "$tmp/nonblocking_copy.full"
 
@@ -587,7 +589,7 @@ check_eq "$c24.py over the suite's model-only C24: waived (77) before torch, one
 check "... saying the suite measured nothing on the GPUs" grep -q "measured nothing on the GPUs (a run on the model only)" "$tmp/err"
 PYTHONPATH=$stub python3 "$beside/$c24.py" --suite-csv "$root/results/reference-h100/$c24.csv" > "$tmp/out" 2>"$tmp/err"; rc=$?
 check_eq "... over the H100's (its GPU part waived): 77, one line with the suite's reason" \
-    "$rc:$(wc -l < "$tmp/err"):$(wc -c < "$tmp/out"):$(grep -c 'waived: built without NCCL' "$tmp/err")" 77:1:0:1
+    "$rc:$(wc -l < "$tmp/err"):$(wc -c < "$tmp/out"):$(grep -c 'waived: needs 2 GPUs, found 1' "$tmp/err")" 77:1:0:1
 PYTHONPATH=$stub python3 "$beside/$c24.py" --suite-csv "$c24_csv" > "$tmp/out" 2>"$tmp/err"; rc=$?
 check_eq "$c24.py over a two-GPU run, torch seeing one GPU: waived (77), one line, no rows" \
     "$rc:$(wc -l < "$tmp/err"):$(wc -c < "$tmp/out")" 77:1:0
@@ -710,8 +712,8 @@ check_eq "... on the points the experiment measured" "$bad" ""
 check "... the verdicts are the model's" grep -Eq '^\| C08 \| .* \| \*\*[a-z-]*\*\* \(computed by the allocator model, no GPU\) \|( [^|]* \|)?$' "$r/REPORT.md"
 check "... a training two claims share is measured once (C08's Transformer at seq 64 is C07's at k=1)" \
     grep -q '^C08,checkpointing,pytorch:transformer plain,seq,64,step_time,.*measured once in this run, for C07' "$r/checkpointing.csv"
-check "... and C05's Transformer in fp16 at B=32 is C25's eager seed model (C25 runs first)" \
-    grep -q '^C05,mixed_precision,pytorch:transformer_fp16,batch,32,step_time,.*measured once in this run, for C25' "$r/mixed_precision.csv"
+check "... and C25's eager seed model is C05's Transformer in fp16 at B=32" \
+    grep -q '^C25,compile_fusion,pytorch:seed_t512_bf_adam_fp16/eager,batch,32,step_time,.*measured once in this run, for C05' "$r/compile_fusion.csv"
 
 # ------------------------------------------------------------ make compare
 # Two runs with PyTorch's rows: matched like the suite's; one PyTorch figure

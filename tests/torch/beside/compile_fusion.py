@@ -28,8 +28,8 @@ under torch.profiler for the GPU's idle share. Between points the model is
 dropped and the cache emptied. Seed 000's point (B=32) is measured first;
 each other point, eager and compiled, only where --budget-s leaves the time
 the last compile took (compiling is most of this script's time). Inductor's
-compile processes are ended at the end (run_many.py runs this counterpart
-first, and the others are timed after it).
+compile processes are ended at the end (nothing is timed beside them where
+another counterpart runs after this one).
 
 Rows (variant pytorch:<model>/eager and pytorch:<model>/fused, param
 batch): peak_allocated (step 3), step_time; and for pytorch:<model>

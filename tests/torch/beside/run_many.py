@@ -25,9 +25,10 @@ fail on the same context.
 together may take, handed out by SHARE (each one's seconds in the first
 full H100 run with PyTorch beside): a counterpart's allowance is S * (its
 share and those before it) / (the shares' sum) less the time already spent,
-so what one leaves is the next one's, and one that overran (a cold
-torch.compile) takes from those after it: the counterparts end near S
-whatever the first took. Within it, a counterpart measures first the
+so what one leaves is the next one's, and one that overran takes from
+those after it: the counterparts end near S, or where their first points
+(those measured whatever the budget, C25's cold torch.compile last) end.
+Within it, a counterpart measures first the
 points its verdict row names and skips the rest, in rows that say so, once
 its allowance is spent. C24's (sharded_training, MULTI_GPU) comes on top:
 it runs only where the suite's C24 measured on several GPUs (run-all
@@ -61,17 +62,18 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# The counterparts, in the order they run (the suite's, but C25 first: its
-# cold torch.compile, about 30 s on an H100 and more on a slower host, is
-# the one cost that can run far past its share, and run first it leaves the
-# others what is left of the budget instead of running the whole over it),
-# with each one's seconds in the first full H100 run with PyTorch beside
-# (416be3e, budget 65 s, logs/pytorch.tsv), C24's on two H100s (1da3c6a):
-# what --budget-s hands out.
-SHARE = [("compile_fusion", 37.6), ("pinned_vs_pageable", 3.8), ("sync_vs_async_timing", 0.8),
+# The counterparts, in the order they run (the suite's, but C25 last: run
+# first, its torch.compile's timed steps read slower: on one H100, 0.86x
+# eager first against 1.20x after C05's points, and 0.73x and 0.81x in the
+# reference runs made so, against 1.05x last before), with each one's
+# seconds in the first full H100 run with PyTorch beside (416be3e, budget
+# 65 s, logs/pytorch.tsv), C24's on two H100s (1da3c6a): what --budget-s
+# hands out. C25's key point (seed 000's compile, ~35 s cold on an H100)
+# is measured whatever is left: the budget's end is not a hard stop.
+SHARE = [("pinned_vs_pageable", 3.8), ("sync_vs_async_timing", 0.8),
          ("mixed_precision", 16.0), ("grad_accumulation", 5.7), ("checkpointing", 1.3), ("optimizer_state", 1.0),
          ("nonblocking_copy", 4.1), ("prefetch_overlap", 2.7), ("activation_offload", 8.4),
-         ("sharded_training", 75.3), ("no_grad_eval", 2.4)]
+         ("sharded_training", 75.3), ("no_grad_eval", 2.4), ("compile_fusion", 37.6)]
 ORDER = [k for k, _ in SHARE]
 # Those that run only on several GPUs: their shares come on top of S (above).
 MULTI_GPU = ("sharded_training",)
