@@ -137,18 +137,18 @@ beside_append() {
     fi
 }
 
-# runner_launch TMPD ARGS...: tests/torch/beside/run_many.py in the
-# background (pt_child), its output in TMPD, under a time limit for a hang:
-# MEMCLAIMS_PYTORCH_TIMEOUT_S a key, and EXTRA_S more (pt_wait_s: the
-# experiments a --go-file waits for).
+# runner_launch TMPD WAIT_S OPTION VALUE KEY...: tests/torch/beside/run_many.py
+# on the KEYs in the background (pt_child), with OPTION VALUE (--go-file F
+# or --budget-s S), its output in TMPD, under a time limit for a hang:
+# MEMCLAIMS_PYTORCH_TIMEOUT_S a key, and WAIT_S more (what a --go-file
+# waits for).
 runner_launch() {
-    local tmpd=$1 nkeys=0 x
-    shift
-    for x in "$@"; do case $x in --*) ;; *) nkeys=$((nkeys + 1)) ;; esac; done
+    local tmpd=$1 wait_s=$2 opt=$3 val=$4
+    shift 4
     : > "$tmpd/progress.tsv"
     # shellcheck disable=SC2086
-    PYTHONDONTWRITEBYTECODE=1 timeout -k 10 $(( pt_timeout * nkeys + 60 + ${pt_wait_s:-0} )) python3 "$beside/run_many.py" \
-        --run "$run" --out "$tmpd" $quick --timeout-s "$pt_timeout" "$@" >> "$run/logs/pytorch-runner.log" 2>&1 &
+    PYTHONDONTWRITEBYTECODE=1 timeout -k 10 $(( pt_timeout * $# + 60 + wait_s )) python3 "$beside/run_many.py" \
+        --run "$run" --out "$tmpd" $quick --timeout-s "$pt_timeout" "$opt" "$val" "$@" >> "$run/logs/pytorch-runner.log" 2>&1 &
     pt_child=$!
 }
 
@@ -163,9 +163,7 @@ beside_start() {
     pt_tmpd=$run/.pytorch.tmp.$$
     mkdir -p "$pt_tmpd" || return 0
     pt_go=$pt_tmpd/go
-    pt_wait_s=1800
-    runner_launch "$pt_tmpd" --go-file "$pt_go" "${pt_keys[@]}"
-    pt_wait_s=0
+    runner_launch "$pt_tmpd" 1800 --go-file "$pt_go" "${pt_keys[@]}"
 }
 
 # beside_run_all: after the last experiment, every counterpart of pt_keys
@@ -200,7 +198,7 @@ beside_run_all() {
         if [ -n "$early" ]; then
             early=""  # already running: it measures the keys it was started with
         else
-            runner_launch "$tmpd" --budget-s "$(beside_budget)" "${left[@]}"
+            runner_launch "$tmpd" 0 --budget-s "$(beside_budget)" "${left[@]}"
         fi
         n0=${#left[@]}
         wait "$pt_child"
