@@ -83,6 +83,26 @@ NVCCFLAGS += -DMC_HAVE_NCCL -I$(NCCL_HOME)/include
 LDLIBS    += -L$(NCCL_HOME)/lib -Wl,-rpath,$(NCCL_HOME)/lib -l:$(NCCL_LIB)
 endif
 
+# cuDNN 9, for the Transformer's fp16/bf16 attention through cuDNN's fused
+# flash kernels, as PyTorch runs it (tfm_attention_cudnn.cu). CUDNN_HOME is a
+# folder with include/cudnn.h and lib/libcudnn.so.9 (or lib64/); unset, the
+# pip package PyTorch ships it in (python3's nvidia/cudnn/), else the CUDA
+# toolkit's own. Without it everything builds and the suite's own attention
+# kernels run.
+ifeq ($(origin CUDNN_HOME),undefined)
+CUDNN_HOME := $(shell python3 -c 'import glob, os, nvidia; print(next((os.path.dirname(os.path.dirname(h)) for p in nvidia.__path__ for h in sorted(glob.glob(os.path.join(p, "cudnn", "include", "cudnn.h")))), ""))' 2>/dev/null)
+ifeq ($(CUDNN_HOME),)
+CUDNN_HOME := $(if $(wildcard $(CUDA_HOME)/include/cudnn.h),$(CUDA_HOME))
+endif
+endif
+CUDNN_LIBDIR := $(if $(CUDNN_HOME),$(firstword $(patsubst %/,%,$(dir $(wildcard $(CUDNN_HOME)/lib/libcudnn.so.9 $(CUDNN_HOME)/lib64/libcudnn.so.9)))))
+ifneq ($(and $(CUDNN_LIBDIR),$(wildcard $(CUDNN_HOME)/include/cudnn.h)),)
+# cuDNN's include first: the toolkit's include may hold another cudnn.h
+CPPFLAGS  := -I$(CUDNN_HOME)/include $(CPPFLAGS) -DMC_HAVE_CUDNN
+NVCCFLAGS := -I$(CUDNN_HOME)/include $(NVCCFLAGS) -DMC_HAVE_CUDNN
+LDLIBS    += -L$(CUDNN_LIBDIR) -Wl,-rpath,$(CUDNN_LIBDIR) -l:libcudnn.so.9
+endif
+
 # The library, one folder a layer (README "Layout"); experiments/support/ holds
 # helpers of one or two experiments, linked into experiments and tests only.
 LIB_DIRS   := common common/results common/alloc common/trace common/workload \
@@ -135,7 +155,7 @@ help:
 	@echo "                allocator setting and card size: results/whatif-<time>-<name>/WHATIF.md"
 	@echo "make deps       install the Debian packages (every target above installs what it misses)"
 	@echo "Variables: CUDA_ARCH=$(CUDA_ARCH) (make test; make/run-all: this GPU, or all archs) CUDA_HOME=$(CUDA_HOME)"
-	@echo "           NCCL_HOME=$(NCCL_HOME) SAN=1 V=1"
+	@echo "           NCCL_HOME=$(NCCL_HOME) CUDNN_HOME=$(CUDNN_HOME) SAN=1 V=1"
 
 # ------------------------------------------------------------------ build
 

@@ -217,7 +217,7 @@ static void attn_fd(void **state)
 static void softmax_rows_sum_to_one(void **state)
 {
     (void)state;
-    tfm_ref_attn a = {1, 1, 4, 6, 4, false, 0.0f, 0, 0, 0.7};
+    tfm_ref_attn a = {1, 1, 4, 6, 4, false, 0.0f, 0, 0, 0.7, NULL};
     uint64_t s = 5;
     double *q = rand_vec(16, &s), *k = rand_vec(24, &s), *v = rand_vec(24, &s);
     for (int j = 0; j < 6; j++) v[j * 4 + 2] = 1.0;
@@ -240,7 +240,7 @@ static void softmax_rows_sum_to_one(void **state)
 static void causal_ignores_future(void **state)
 {
     (void)state;
-    tfm_ref_attn a = {1, 1, 5, 5, 4, true, 0.0f, 0, 0, 0.5};
+    tfm_ref_attn a = {1, 1, 5, 5, 4, true, 0.0f, 0, 0, 0.5, NULL};
     uint64_t s = 6;
     double *q = rand_vec(20, &s), *k = rand_vec(20, &s), *v = rand_vec(20, &s);
     double o1[20], o2[20], lse[5];

@@ -164,11 +164,22 @@ static int cudnn_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
                                         "cuDNN attention backward: dv"};
     for (int k = 0; k < 3; k++)
         if (!(out[k] = tb_new(T, (uint64_t)(n * es), MC_WL_ACTIVATIONS, what[k]))) return -1;
-    tb *ws = tb_new(T, (uint64_t)(N * H * L * (hd + 1) * 4 + 256), MC_WL_ACTIVATIONS,
-                    "cuDNN attention backward workspace");
-    if (ws && TG(T)) { /* delta [N,H,L] and the dQ accumulator [N,H,L,hd] in its workspace */
-        float *delta = (float *)TBP(ws);
-        attn_bwd_gpu(T, nd, out, TBP(nd->gin[0]), delta, delta + N * H * L);
+    const uint64_t ws_bytes = (uint64_t)(N * H * L * (hd + 1) * 4 + 256);
+    tb *ws = tb_new(T, ws_bytes, MC_WL_ACTIVATIONS, "cuDNN attention backward workspace");
+    if (ws && TG(T)) {
+        const tfm_attn a = attn_of(T, nd->a);
+        const tfm_view v = model_view(T);
+        const tfm_cudnn_io io = {SAP(nd, 5), SAP(nd, 6), TBP(ws), ws_bytes, NULL};
+        mc_wl_prof *prof = mc_gpu_prof(TG(T));
+        mc_prof_begin(prof, MC_PROF_ATTENTION);
+        int rc = tfm_cudnn_attn_bwd(TG(T), &a, TBP(out[0]), v, TBP(out[1]), v, TBP(out[2]), v, TBP(nd->gin[0]), v,
+                                    SAP(nd, 0), v, SAP(nd, 1), v, SAP(nd, 2), v, SAP(nd, 3), v, SAP(nd, 4),
+                                    tfm_dt(T, es), &io);
+        mc_prof_end(prof);
+        if (rc) { /* the suite's kernels: delta [N,H,L] and the dQ accumulator [N,H,L,hd] in the workspace */
+            float *delta = (float *)TBP(ws);
+            attn_bwd_gpu(T, nd, out, TBP(nd->gin[0]), delta, delta + N * H * L);
+        }
     }
     tb_unref(T, ws);
     return ws ? 0 : -1;
@@ -264,16 +275,15 @@ static mc_tfm_sdpa sdpa_backend(const mc_tfm *T)
  * call (256 bytes observed with dropout; ASSUMED the same without). */
 #define CUDNN_FWD_WORKSPACE_BYTES 256
 
-static int cudnn_fwd(mc_tfm *T, tb **o, tb **lse, tb **seed, tb **offset)
+static int cudnn_fwd(mc_tfm *T, tb **o, tb **lse, tb **seed, tb **offset, tb **ws)
 {
     const int64_t n = T->T * T->E;
     *seed = tb_new(T, 8, MC_WL_OTHER, "cuDNN attention philox seed (int64)");
     *offset = *seed ? tb_new(T, 8, MC_WL_OTHER, "cuDNN attention philox offset (int64)") : NULL;
     *o = *offset ? tb_new(T, (uint64_t)(n * T->es), MC_WL_ACTIVATIONS, "cuDNN attention output") : NULL;
     *lse = *o ? tb_new(T, (uint64_t)(T->N * T->H * T->L * 4), MC_WL_ACTIVATIONS, "cuDNN attention softmax stats") : NULL;
-    tb *ws = *lse ? tb_new(T, CUDNN_FWD_WORKSPACE_BYTES, MC_WL_OTHER, "cuDNN attention forward workspace") : NULL;
-    tb_unref(T, ws);
-    return ws ? 0 : -1;
+    *ws = *lse ? tb_new(T, CUDNN_FWD_WORKSPACE_BYTES, MC_WL_OTHER, "cuDNN attention forward workspace") : NULL;
+    return *ws ? 0 : -1; /* the workspace goes after the kernel (sdpa) */
 }
 
 /* Flash (flash_api.cpp mha_fwd): see the file's comment. */
@@ -306,14 +316,16 @@ static int flash_fwd(mc_tfm *T, tb **o, tb **lse, tb **rng, tb **unused)
 }
 
 void attn_fwd_gpu(mc_tfm *T, void *o, float *lse, const void *q, const void *k, const void *v,
-                  tfm_view vin, bool causal)
+                  tfm_view vin, bool causal, const tfm_cudnn_io *io)
 {
     const int64_t a[8] = {T->T, T->H, T->L, T->hd, T->es, T->N, causal,
                           (int64_t)(T->drop_base + (uint64_t)T->site)};
     const tfm_attn at = attn_of(T, a);
     mc_wl_prof *prof = mc_gpu_prof(TG(T));
     mc_prof_begin(prof, MC_PROF_ATTENTION);
-    tfm_attn_fwd(TG(T), &at, o, model_view(T), lse, q, vin, k, vin, v, vin, tfm_dt(T, T->es));
+    const int dt = tfm_dt(T, T->es);
+    if (tfm_cudnn_attn_fwd(TG(T), &at, o, model_view(T), lse, q, vin, k, vin, v, vin, dt, io))
+        tfm_attn_fwd(TG(T), &at, o, model_view(T), lse, q, vin, k, vin, v, vin, dt);
     mc_prof_end(prof);
 }
 
@@ -322,10 +334,10 @@ static tv sdpa(mc_tfm *T, tv q, tv k, tv v, bool causal)
     if (T->ctx.oom || T->stopped || !q.b || !k.b || !v.b) return TV_NONE;
     const mc_tfm_sdpa be = sdpa_backend(T);
     const int64_t n = T->T * T->E, N = T->N, H = T->H, L = T->L, hd = T->hd;
-    tb *o = NULL, *lse = NULL, *seed = NULL, *offset = NULL;
+    tb *o = NULL, *lse = NULL, *seed = NULL, *offset = NULL, *ws = NULL;
     int rc;
     if (be == MC_TFM_SDPA_CUDNN) {
-        rc = cudnn_fwd(T, &o, &lse, &seed, &offset);
+        rc = cudnn_fwd(T, &o, &lse, &seed, &offset, &ws);
     } else if (be == MC_TFM_SDPA_FLASH) {
         rc = flash_fwd(T, &o, &lse, &seed, &offset);
     } else { /* seed and offset on the CPU; without autograd no logsumexp
@@ -340,6 +352,7 @@ static tv sdpa(mc_tfm *T, tv q, tv k, tv v, bool causal)
         tb_unref(T, lse);
         tb_unref(T, seed);
         tb_unref(T, offset);
+        tb_unref(T, ws);
         return TV_NONE;
     }
     static const bwd_fn fn[3] = {efficient_bwd, flash_bwd, cudnn_bwd};
@@ -352,9 +365,12 @@ static tv sdpa(mc_tfm *T, tv q, tv k, tv v, bool causal)
     a[7] = (int64_t)(T->drop_base + (uint64_t)T->site);
     if (TG(T)) {
         CHECK(be != MC_TFM_SDPA_FLASH, "transformer: head size %lld: no attention kernel on the GPU", (long long)hd);
+        const tfm_cudnn_io io = {seed ? TBP(seed) : NULL, offset ? TBP(offset) : NULL, ws ? TBP(ws) : NULL,
+                                 CUDNN_FWD_WORKSPACE_BYTES, NULL};
         attn_fwd_gpu(T, TBP(o), lse ? (float *)TBP(lse) : NULL, TVP(T, q), TVP(T, k), TVP(T, v),
-                     model_view(T), causal);
+                     model_view(T), causal, be == MC_TFM_SDPA_CUDNN ? &io : NULL);
     }
+    tb_unref(T, ws); /* run_cudnn_SDP_fprop's workspace: freed on return */
     tape_edge(T, nd, 0, q);
     tape_edge(T, nd, 1, k);
     tape_edge(T, nd, 2, v);

@@ -86,7 +86,7 @@ tv tfm_native_mha(mc_tfm *T, tv x, int p0)
     if (TG(T)) { /* q, k, v: the [N, L, 3E] chunks, token rows of 3E */
         const float *base = TVP(T, qkv);
         const tfm_view vin = {T->L * 3 * E, T->hd, 3 * E};
-        attn_fwd_gpu(T, TBP(y), NULL, base, base + E, base + 2 * E, vin, false);
+        attn_fwd_gpu(T, TBP(y), NULL, base, base + E, base + 2 * E, vin, false, NULL);
     }
     tv a = {y, tok * E, 4, -1, 0, true, 0};
     tv o = op_linear(T, a, param_tv(T, p0 + 2), param_tv(T, p0 + 3), tok, E, E, false);

@@ -41,6 +41,7 @@ static double attn_keep(const tfm_ref_attn *a, int64_t bh, int i, int j)
 {
     if (a->p == 0.0f) return 1.0;
     uint64_t e = ((uint64_t)bh * (uint64_t)a->Lq + (uint64_t)i) * (uint64_t)a->Lk + (uint64_t)j;
+    if (a->keep) return a->keep[e] != 0.0 ? 1.0 / (1.0 - (double)a->p) : 0.0;
     return tfm_rng_attn_keep(a->seed, a->offset, e, a->p) ? 1.0 / (1.0 - (double)a->p) : 0.0;
 }
 

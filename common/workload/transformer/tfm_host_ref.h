@@ -44,6 +44,8 @@ typedef struct {
     float p;               /* dropout on the probabilities (float, as the kernels) */
     uint64_t seed, offset;
     double scale;
+    const double *keep; /* NULL: dropout from tfm_rng_attn_keep; else [B,H,Lq,Lk] of 0 or 1
+                         * (cuDNN's own mask, which its forward can write out) */
 } tfm_ref_attn;
 
 /* o [B,H,Lq,Dh], lse [B,H,Lq] (natural log of the row sums of exp(scale QK^T)). */

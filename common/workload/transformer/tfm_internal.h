@@ -251,9 +251,11 @@ tv op_fused_dropout_add(mc_tfm *T, tv res, tv branch, int64_t rows); /* res + dr
 typedef enum { MC_TFM_SDPA_EFFICIENT, MC_TFM_SDPA_FLASH, MC_TFM_SDPA_CUDNN } mc_tfm_sdpa;
 tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal, int64_t S);
 /* The attention kernel on the GPU: o (the model's layout, [N, L, H, hd] in
- * memory) from q, k, v laid out as vin; lse NULL where none is kept. */
+ * memory) from q, k, v laid out as vin; lse NULL where none is kept. io:
+ * the cuDNN backend's buffers (cuDNN's kernels run where they take the
+ * case), or NULL (the suite's own kernels). */
 void attn_fwd_gpu(mc_tfm *T, void *o, float *lse, const void *q, const void *k, const void *v,
-                  tfm_view vin, bool causal);
+                  tfm_view vin, bool causal, const tfm_cudnn_io *io);
 
 /* tfm_fastpath.c: PyTorch's inference fast paths, taken in eval() without
  * autograd (torch/nn/modules/transformer.py, activation.py). */

@@ -122,6 +122,37 @@ void tfm_attn_bwd(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void 
                   const void *v, tfm_view vv, const void *o, tfm_view vo, const float *lse,
                   int dt);
 
+/* The same through cuDNN's fused flash kernels (tfm_attention_cudnn.cu), as
+ * PyTorch 2.11 runs SDPA in fp16 and bf16 on the H100. The buffers are the
+ * caller's, as PyTorch allocates them: seed and offset, int64 [1] each on
+ * the device (the forward writes a->seed and a->offset there; the backward
+ * reads them); ws: the forward's workspace, or the backward's (the fp32 dQ
+ * accumulator [B, H, Lq, Dh], then softmax_sum [B, H, Lq], then the
+ * engine's); rng_dump: NULL, or float [B, H, Lq, Lk] that receives the
+ * forward's dropout keep mask (--verify compares against it). Returns 0
+ * where cuDNN ran; nonzero (nothing done) where it is not built in, is
+ * turned off (MEMCLAIMS_CUDNN=0), or takes no graph for the case (fp32, a
+ * head size that is no multiple of 8 or over 128): the caller then runs
+ * tfm_attn_fwd / tfm_attn_bwd. The first such case is one line on stderr. */
+typedef struct {
+    void *seed, *offset;
+    void *ws;
+    uint64_t ws_bytes;
+    float *rng_dump;
+} tfm_cudnn_io;
+
+int tfm_cudnn_attn_fwd(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view vo, float *stats, const void *q,
+                       tfm_view vq, const void *k, tfm_view vk, const void *v, tfm_view vv, int dt,
+                       const tfm_cudnn_io *io);
+int tfm_cudnn_attn_bwd(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void *dk, tfm_view vdk,
+                       void *dv, tfm_view vdv, const void *dout, tfm_view vdo, const void *q, tfm_view vq,
+                       const void *k, tfm_view vk, const void *v, tfm_view vv, const void *o, tfm_view vo,
+                       const float *stats, int dt, const tfm_cudnn_io *io);
+/* Whether cuDNN's kernels can run here (built in, cudnnCreate works, not
+ * turned off); else why not, in tfm_cudnn_state(). */
+bool tfm_cudnn_available(void);
+const char *tfm_cudnn_state(void);
+
 /* ================================================================ eager elementwise */
 
 enum { TFM_ACT_NONE = 0, TFM_ACT_RELU = 1, TFM_ACT_GELU = 2 };
