@@ -97,9 +97,10 @@ endif
 endif
 CUDNN_LIBDIR := $(if $(CUDNN_HOME),$(firstword $(patsubst %/,%,$(dir $(wildcard $(CUDNN_HOME)/lib/libcudnn.so.9 $(CUDNN_HOME)/lib64/libcudnn.so.9)))))
 ifneq ($(and $(CUDNN_LIBDIR),$(wildcard $(CUDNN_HOME)/include/cudnn.h)),)
-# cuDNN's include first: the toolkit's include may hold another cudnn.h
+# cuDNN's include before the toolkit's, which may hold another cudnn.h (nvcc
+# searches its own include after every -I)
 CPPFLAGS  := -I$(CUDNN_HOME)/include $(CPPFLAGS) -DMC_HAVE_CUDNN
-NVCCFLAGS := -I$(CUDNN_HOME)/include $(NVCCFLAGS) -DMC_HAVE_CUDNN
+NVCCFLAGS += -I$(CUDNN_HOME)/include -DMC_HAVE_CUDNN
 LDLIBS    += -L$(CUDNN_LIBDIR) -Wl,-rpath,$(CUDNN_LIBDIR) -l:libcudnn.so.9
 endif
 

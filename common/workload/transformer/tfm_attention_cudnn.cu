@@ -47,6 +47,9 @@ __global__ void k_write_philox(int64_t *seed, int64_t *offset, int64_t s, int64_
 }
 
 static bool g_noted; /* one line per process for the first fallback */
+static bool g_off;   /* tfm_cudnn_set_enabled(false) */
+
+extern "C" void tfm_cudnn_set_enabled(bool on) { g_off = !on; }
 static char g_last[200]; /* why the last case fell back */
 
 static void note_fallback(const char *why)
@@ -605,7 +608,7 @@ static void key_of(plan_key *k, int bwd, const tfm_attn *a, int dt, bool stats, 
 
 static bool takes(const tfm_attn *a, int dt, const tfm_cudnn_io *io)
 {
-    return dt != MC_DT_F32 && a->Dh % 8 == 0 && a->Dh <= 128 && io && io->seed && io->offset && usable();
+    return !g_off && dt != MC_DT_F32 && a->Dh % 8 == 0 && a->Dh <= 128 && io && io->seed && io->offset && usable();
 }
 
 extern "C" int tfm_cudnn_attn_fwd(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view vo, float *stats,

@@ -151,6 +151,9 @@ int tfm_cudnn_attn_bwd(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, 
 /* Whether cuDNN's kernels can run here (built in, cudnnCreate works, not
  * turned off); else why not, in tfm_cudnn_state(). */
 bool tfm_cudnn_available(void);
+/* Off: the calls return nonzero, so the suite's kernels run (--verify's
+ * whole steps with dropout, whose float64 model draws the suite's stream). */
+void tfm_cudnn_set_enabled(bool on);
 const char *tfm_cudnn_state(void);
 
 /* ================================================================ eager elementwise */

@@ -146,6 +146,8 @@ static double tol_of(mc_wl_precision p) { return p == MC_WL_FP32 ? TOL_FP32 : p 
 static int check_case(const vcase *v, FILE *log)
 {
     const mc_tfm_config c = config_of(v);
+    /* the float64 model drops out with the suite's stream, not cuDNN's */
+    tfm_cudnn_set_enabled(c.dropout == 0);
     const int K = v->accum, Bm = v->B / K;
     const int64_t n = (int64_t)Bm * v->L * v->E;
     const tfm_ref_model m = ref_of(v, Bm);
@@ -286,6 +288,8 @@ int mc_tfm_verify_steps(FILE *log)
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++)
         if (!only || strstr(CASES[i].what, only)) fails += check_case(&CASES[i], log);
     fails += check_loss_falls(log);
-    fprintf(log, "verify: tfm steps: %d failed\n", fails);
+    tfm_cudnn_set_enabled(true);
+    fprintf(log, "verify: tfm steps: %d failed (steps with dropout run the suite's attention kernels, whose "
+                 "dropout the float64 model draws; cuDNN's are checked case by case above)\n", fails);
     return fails;
 }
