@@ -177,8 +177,8 @@ static void attn_fd(void **state)
 {
     (void)state;
     const tfm_ref_attn cases[2] = {
-        {2, 2, 5, 5, 4, true, 0.25f, 3, 8, 0.5},
-        {1, 3, 3, 6, 4, false, 0.0f, 0, 0, 0.5},
+        {2, 2, 5, 5, 4, true, 0.25f, 3, 8, 0.5, NULL},
+        {1, 3, 3, 6, 4, false, 0.0f, 0, 0, 0.5, NULL},
     };
     for (int t = 0; t < 2; t++) {
         const tfm_ref_attn *a = &cases[t];
@@ -256,6 +256,47 @@ static void causal_ignores_future(void **state)
     /* row 0 sees only key 0: its output is v[0] */
     for (int c = 0; c < 4; c++) assert_near(o2[c], v[c], 1e-15);
     free(q); free(k); free(v);
+}
+
+/* A given keep mask (cuDNN's, written out by its forward) decides dropout:
+ * a row kept whole is the undropped row over 1 - p, a row dropped whole is
+ * 0, lse does not change, and the backward's dV of a dropped key is 0. */
+static void keep_mask_decides_dropout(void **state)
+{
+    (void)state;
+    enum { L = 4, D = 4 };
+    uint64_t s = 7;
+    double *q = rand_vec(L * D, &s), *k = rand_vec(L * D, &s), *v = rand_vec(L * D, &s);
+    double *dout = rand_vec(L * D, &s);
+    double keep[L * L], o0[L * D], o1[L * D], lse0[L], lse1[L], dq[L * D], dk[L * D], dv[L * D];
+    for (int i = 0; i < L; i++)
+        for (int j = 0; j < L; j++) keep[i * L + j] = i == 2 ? 0.0 : j == 3 ? 0.0 : 1.0;
+    for (int i = 0; i < L; i++) keep[1 * L + i] = 1.0; /* row 1 kept whole */
+    tfm_ref_attn a0 = {1, 1, L, L, D, false, 0.0f, 0, 0, 0.5, NULL};
+    tfm_ref_attn a1 = {1, 1, L, L, D, false, 0.25f, 0, 0, 0.5, keep};
+    tfm_ref_attn_fwd(&a0, o0, lse0, q, k, v);
+    tfm_ref_attn_fwd(&a1, o1, lse1, q, k, v);
+    for (int i = 0; i < L; i++) assert_near(lse1[i], lse0[i], 1e-15);
+    for (int c = 0; c < D; c++) {
+        assert_near(o1[1 * D + c], o0[1 * D + c] / 0.75, 1e-12);
+        assert_true(o1[2 * D + c] == 0.0);
+    }
+    tfm_ref_attn_bwd(&a1, dq, dk, dv, dout, q, k, v, o1, lse1);
+    /* key 3 is dropped for every row but row 1: its dV is row 1's share alone */
+    double p13 = 0, d3[D];
+    {
+        double mx = -INFINITY, z = 0, sc[L];
+        for (int j = 0; j < L; j++) {
+            sc[j] = 0;
+            for (int c = 0; c < D; c++) sc[j] += 0.5 * q[1 * D + c] * k[j * D + c];
+            mx = fmax(mx, sc[j]);
+        }
+        for (int j = 0; j < L; j++) z += exp(sc[j] - mx);
+        p13 = exp(sc[3] - mx) / z / 0.75;
+    }
+    for (int c = 0; c < D; c++) d3[c] = p13 * dout[1 * D + c];
+    for (int c = 0; c < D; c++) assert_near(dv[3 * D + c], d3[c], 1e-12);
+    free(q); free(k); free(v); free(dout);
 }
 
 /* ------------------------------------------------------------ LayerNorm, elementwise, AdamW */
@@ -420,6 +461,7 @@ int main(void)
         cmocka_unit_test(attn_fd),
         cmocka_unit_test(softmax_rows_sum_to_one),
         cmocka_unit_test(causal_ignores_future),
+        cmocka_unit_test(keep_mask_decides_dropout),
         cmocka_unit_test(layernorm),
         cmocka_unit_test(activations_and_dropout),
         cmocka_unit_test(adamw_step),

@@ -72,6 +72,20 @@ check "CUDA_ARCH on the command line overrides the GPU" grep -q "nvcc -arch=sm_8
 out=$(CUDA_ARCH=sm_87 mk '8.6\n' -n all BUILD="$tmp/e")
 check "CUDA_ARCH in the environment overrides too" grep -q "nvcc -arch=sm_87 " <<<"$out"
 
+# cuDNN: found where CUDNN_HOME has it, else built without (the suite's own
+# attention kernels, tfm_attention_cudnn.cu's fallback).
+fake=$tmp/cudnn
+mkdir -p "$fake/include" "$fake/lib"
+: >"$fake/include/cudnn.h"
+: >"$fake/lib/libcudnn.so.9"
+out=$(mk '8.6\n' -n all BUILD="$tmp/d1" CUDNN_HOME="$fake")
+check "CUDNN_HOME with cuDNN 9: compiled in" grep -q "nvcc .*-DMC_HAVE_CUDNN" <<<"$out"
+check "... and linked from its lib/" grep -qF -- "-L$fake/lib -Wl,-rpath,$fake/lib -l:libcudnn.so.9" <<<"$out"
+out=$(mk '8.6\n' -n all BUILD="$tmp/d2" CUDNN_HOME=)
+check_that "CUDNN_HOME empty: built without cuDNN" $(grep -q -e "-DMC_HAVE_CUDNN" -e "libcudnn" <<<"$out"; echo $((!$?)))
+out=$(mk '8.6\n' -n all BUILD="$tmp/d3" CUDNN_HOME="$tmp/none")
+check_that "CUDNN_HOME without cuDNN in it: built without" $(grep -q -e "-DMC_HAVE_CUDNN" -e "libcudnn" <<<"$out"; echo $((!$?)))
+
 # A change of architecture rebuilds CUDA objects; the same one does not.
 o=$b/obj/common/gate.cu.o
 mk '' "$o" BUILD="$b" CUDA_ARCH=sm_90 >/dev/null

@@ -187,7 +187,8 @@ static void mha_fwd(tfm_arena *ar, const tfm_hctx *x, mha_c *c, const tfm_mha_p 
     to_heads(x, c->k4, c->K, Lk);
     to_heads(x, c->v4, c->V, Lk);
     const int Dh = x->c->E / x->c->heads;
-    c->at = (tfm_ref_attn){x->B, x->c->heads, Lq, Lk, Dh, causal, x->c->p, seed, offset, 1.0 / sqrt((double)Dh), NULL};
+    c->at = (tfm_ref_attn){x->B, x->c->heads, Lq, Lk, Dh, causal, x->c->p, seed, offset, 1.0 / sqrt((double)Dh),
+                           NULL};
     tfm_ref_attn_fwd(&c->at, c->o4, c->lse, c->q4, c->k4, c->v4);
     from_heads(x, c->A, c->o4, Lq);
     lin_fwd(out, c->A, p->out_w, p->out_b, rq, E, E);
