@@ -12,6 +12,7 @@
 #include "csv.h"
 #include "options.h"
 #include "provenance.h"
+#include "workload/transformer/tfm_kernels.h"
 
 static int usage(const char *msg)
 {
@@ -55,6 +56,12 @@ int main(int argc, char **argv)
         return MC_EXIT_USAGE;
     }
     mc_provenance_write(f.fp, device, argc, argv, sha);
+    char att[128]; /* which kernels timed the Transformer's fp16/bf16 attention */
+    tfm_cudnn_describe(att, sizeof att);
+    mc_csv_write_field(f.fp, "half_attention");
+    fputc(',', f.fp);
+    mc_csv_write_field(f.fp, att);
+    fputc('\n', f.fp);
     if (mc_file_commit(&f) != 0) {
         fprintf(stderr, "meta: cannot write %s/meta.csv: %s\n", out_dir, strerror(errno));
         return MC_EXIT_USAGE;

@@ -128,6 +128,8 @@ static void put_head(FILE *fp, const mc_run_data *run)
                 meta(run, "driver_version"), meta(run, "cuda_runtime_version"));
     else
         fprintf(fp, "No usable GPU: %s. ", meta(run, "gpu_status"));
+    if (gpu && mc_run_meta(run, "half_attention")) /* runs from before it was recorded have none */
+        fprintf(fp, "The Transformer's fp16/bf16 attention: %s. ", meta(run, "half_attention"));
     fprintf(fp, "Run %s on host %s, commit %.12s.\n\n", meta(run, "utc_time"), meta(run, "host"),
             meta(run, "git_sha"));
 

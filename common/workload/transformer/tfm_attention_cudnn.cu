@@ -63,6 +63,7 @@ static void note_fallback(const char *why)
 #ifndef MC_HAVE_CUDNN
 
 extern "C" const char *tfm_cudnn_state(void) { return "not built with cuDNN"; }
+extern "C" void tfm_cudnn_describe(char *out, size_t n) { snprintf(out, n, "the suite's kernels (not built with cuDNN)"); }
 extern "C" bool tfm_cudnn_available(void) { return false; }
 
 extern "C" int tfm_cudnn_attn_fwd(mc_wl_gpu *, const tfm_attn *, void *, tfm_view, float *, const void *,
@@ -313,6 +314,14 @@ static bool usable(void)
 }
 
 extern "C" bool tfm_cudnn_available(void) { return usable(); }
+
+extern "C" void tfm_cudnn_describe(char *out, size_t n)
+{
+    const size_t v = cudnnGetVersion(); /* 10000 major + 100 minor + patch */
+    const char *env = getenv("MEMCLAIMS_CUDNN");
+    snprintf(out, n, "cuDNN %zu.%zu.%zu%s", v / 10000, v % 10000 / 100, v % 100,
+             env && strcmp(env, "0") == 0 ? " turned off (MEMCLAIMS_CUDNN=0)" : "");
+}
 
 static void dims4(int64_t *d, int64_t a, int64_t b, int64_t c, int64_t e)
 {

@@ -151,6 +151,10 @@ int tfm_cudnn_attn_bwd(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, 
 /* Whether cuDNN's kernels can run here (built in, cudnnCreate works, not
  * turned off); else why not, in tfm_cudnn_state(). */
 bool tfm_cudnn_available(void);
+/* For a run's provenance, without touching the GPU: "cuDNN 9.19.0" (the
+ * library loaded), with " turned off (MEMCLAIMS_CUDNN=0)" where it is, or
+ * "the suite's kernels (not built with cuDNN)". */
+void tfm_cudnn_describe(char *out, size_t n);
 /* Off: the calls return nonzero, so the suite's kernels run (--verify's
  * whole steps with dropout, whose float64 model draws the suite's stream). */
 void tfm_cudnn_set_enabled(bool on);
