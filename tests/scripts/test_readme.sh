@@ -80,6 +80,12 @@ cp -r "$syn" "$tmp/speed/transformer_speed_synth"
 block=$(MEMCLAIMS_SPEED_ROOT=$tmp/speed "$root/scripts/readme" --block transformer); rc=$?
 check_eq "one run: exit 0" "$rc" 0
 check "one run: its table" grep -q '^| Configuration | d_model | layers | batch x seq | precision | TFLOP a step | suite (ms) | PyTorch eager (ms) | ratio | where the time goes |$' <<< "$block"
+check "a run without half_attention in run.txt: says it predates the record" \
+    grep -q '^That run does not record which kernels ran fp16/bf16 attention' <<< "$block"
+printf 'half_attention=cuDNN 9.19.0\n' >> "$tmp/speed/transformer_speed_synth/run.txt"
+block2=$(MEMCLAIMS_SPEED_ROOT=$tmp/speed "$root/scripts/readme" --block transformer)
+check "a run with half_attention: names the kernels" grep -q '^fp16/bf16 attention in that run: cuDNN 9\.19\.0\.$' <<< "$block2"
+sed -i '/^half_attention=/d' "$tmp/speed/transformer_speed_synth/run.txt"
 rows=$(grep '^| [a-z]' <<< "$block" | grep -v '^| Configuration')
 check_eq "every configuration of the run, smallest step first (configs.txt lists them out of order)" \
     "$(cut -d'|' -f2 <<< "$rows" | tr -d ' ' | tr '\n' ' ')" "tiny_oom small_fast mid_slow_oneprof mid_fast_noslower big_slow "

@@ -127,6 +127,8 @@ check_eq "hang_d: the runs after it skipped (no time left of --limit)" "$(cut -d
 check_eq "configs.txt: the configurations of the run" "$(grep -v '^#' "$o/configs.txt" | cut -f1 | tr '\n' ' ')" "ok_a fail_b oom_c hang_d "
 check "gpu.txt and run.txt written" test -s "$o/gpu.txt" -a -s "$o/run.txt"
 check "run.txt: the limit and the end" grep -q '^limit_s=5$' "$o/run.txt"
+check "run.txt: which kernels ran fp16/bf16 attention (empty: the stand-in has no build/meta beside it)" \
+    grep -q '^half_attention=' "$o/run.txt"
 check "speed.csv: ok_a measured" grep -Eq '^ok_a,0\.012,[0-9.e-]+,[0-9.]+,(ok|slower),' "$o/speed.csv"
 check_eq "speed.csv: the others not measured" "$(grep -c ',not-measured,' "$o/speed.csv")" 3
 check "progress: [i/n] NAME: RUN RESULT" grep -q '^tfm-speed-run: \[1/4\] ok_a: suite ok ' "$tmp/err"
