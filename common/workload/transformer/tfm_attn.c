@@ -170,12 +170,19 @@ static int cudnn_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
         const tfm_attn a = attn_of(T, nd->a);
         const tfm_view v = model_view(T);
         const tfm_cudnn_io io = {SAP(nd, 5), SAP(nd, 6), TBP(ws), ws_bytes, NULL};
-        mc_wl_prof *prof = mc_gpu_prof(TG(T));
-        mc_prof_begin(prof, MC_PROF_ATTENTION);
-        int rc = tfm_cudnn_attn_bwd(TG(T), &a, TBP(out[0]), v, TBP(out[1]), v, TBP(out[2]), v, TBP(nd->gin[0]), v,
+        /* the backward runs where the forward ran: other kernels draw another dropout mask */
+        int rc = -1;
+        if (nd->a[8]) {
+            mc_wl_prof *prof = mc_gpu_prof(TG(T));
+            mc_prof_begin(prof, MC_PROF_ATTENTION);
+            rc = tfm_cudnn_attn_bwd(TG(T), &a, TBP(out[0]), v, TBP(out[1]), v, TBP(out[2]), v, TBP(nd->gin[0]), v,
                                     SAP(nd, 0), v, SAP(nd, 1), v, SAP(nd, 2), v, SAP(nd, 3), v, SAP(nd, 4),
                                     tfm_dt(T, es), &io);
-        mc_prof_end(prof);
+            mc_prof_end(prof);
+            CHECK(rc == 0 || a.dropout_p == 0.0f,
+                  "transformer: cuDNN ran an attention forward with dropout but not its backward (%s)",
+                  tfm_cudnn_state());
+        }
         if (rc) { /* the suite's kernels: delta [N,H,L] and the dQ accumulator [N,H,L,hd] in the workspace */
             float *delta = (float *)TBP(ws);
             attn_bwd_gpu(T, nd, out, TBP(nd->gin[0]), delta, delta + N * H * L);
@@ -315,7 +322,7 @@ static int flash_fwd(mc_tfm *T, tb **o, tb **lse, tb **rng, tb **unused)
     return *rng && *unused ? 0 : -1;
 }
 
-void attn_fwd_gpu(mc_tfm *T, void *o, float *lse, const void *q, const void *k, const void *v,
+bool attn_fwd_gpu(mc_tfm *T, void *o, float *lse, const void *q, const void *k, const void *v,
                   tfm_view vin, bool causal, const tfm_cudnn_io *io)
 {
     const int64_t a[8] = {T->T, T->H, T->L, T->hd, T->es, T->N, causal,
@@ -324,9 +331,10 @@ void attn_fwd_gpu(mc_tfm *T, void *o, float *lse, const void *q, const void *k, 
     mc_wl_prof *prof = mc_gpu_prof(TG(T));
     mc_prof_begin(prof, MC_PROF_ATTENTION);
     const int dt = tfm_dt(T, T->es);
-    if (tfm_cudnn_attn_fwd(TG(T), &at, o, model_view(T), lse, q, vin, k, vin, v, vin, dt, io))
-        tfm_attn_fwd(TG(T), &at, o, model_view(T), lse, q, vin, k, vin, v, vin, dt);
+    const bool by_cudnn = !tfm_cudnn_attn_fwd(TG(T), &at, o, model_view(T), lse, q, vin, k, vin, v, vin, dt, io);
+    if (!by_cudnn) tfm_attn_fwd(TG(T), &at, o, model_view(T), lse, q, vin, k, vin, v, vin, dt);
     mc_prof_end(prof);
+    return by_cudnn;
 }
 
 static tv sdpa(mc_tfm *T, tv q, tv k, tv v, bool causal)
@@ -367,8 +375,8 @@ static tv sdpa(mc_tfm *T, tv q, tv k, tv v, bool causal)
         CHECK(be != MC_TFM_SDPA_FLASH, "transformer: head size %lld: no attention kernel on the GPU", (long long)hd);
         const tfm_cudnn_io io = {seed ? TBP(seed) : NULL, offset ? TBP(offset) : NULL, ws ? TBP(ws) : NULL,
                                  CUDNN_FWD_WORKSPACE_BYTES, NULL};
-        attn_fwd_gpu(T, TBP(o), lse ? (float *)TBP(lse) : NULL, TVP(T, q), TVP(T, k), TVP(T, v),
-                     model_view(T), causal, be == MC_TFM_SDPA_CUDNN ? &io : NULL);
+        a[8] = attn_fwd_gpu(T, TBP(o), lse ? (float *)TBP(lse) : NULL, TVP(T, q), TVP(T, k), TVP(T, v),
+                            model_view(T), causal, be == MC_TFM_SDPA_CUDNN ? &io : NULL);
     }
     tb_unref(T, ws); /* run_cudnn_SDP_fprop's workspace: freed on return */
     tape_edge(T, nd, 0, q);

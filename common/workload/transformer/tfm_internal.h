@@ -83,7 +83,8 @@ typedef struct tnode {
     int gin_es[3];             /* ... its element size */
     bool gin_nc[3];            /* ... held as a non-contiguous view */
     bool gin_view[3];          /* ... held as a view (its base shares the storage) */
-    int64_t a[8];              /* the op's sizes, for its backward */
+    int64_t a[9];              /* the op's sizes, for its backward (attention: a[8] 1 where
+                                * cuDNN ran the forward, so its backward must too) */
     int group;                 /* checkpointed layer (-1: none) */
     int orig_saved;            /* checkpointed: how many the first forward packed */
     bool ran, applied, released;
@@ -254,8 +255,8 @@ tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal
  * memory) from q, k, v laid out as vin; lse NULL where none is kept. io:
  * the cuDNN backend's buffers (cuDNN's kernels run where they take the
  * case), or NULL (the suite's own kernels). */
-void attn_fwd_gpu(mc_tfm *T, void *o, float *lse, const void *q, const void *k, const void *v,
-                  tfm_view vin, bool causal, const tfm_cudnn_io *io);
+bool attn_fwd_gpu(mc_tfm *T, void *o, float *lse, const void *q, const void *k, const void *v,
+                  tfm_view vin, bool causal, const tfm_cudnn_io *io); /* true: cuDNN's kernels ran */
 
 /* tfm_fastpath.c: PyTorch's inference fast paths, taken in eval() without
  * autograd (torch/nn/modules/transformer.py, activation.py). */
