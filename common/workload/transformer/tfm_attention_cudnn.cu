@@ -139,6 +139,8 @@ static void set_attr(graph *b, desc d, cudnnBackendAttributeName_t name, cudnnBa
     }
 }
 #define SET(b, d, name, type, n, v) set_attr(b, d, name, type, n, v, #name)
+/* an attribute that is one descriptor */
+#define SETD(b, d, name, v) set_attr(b, d, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &(v), #name)
 
 static void fin(graph *b, desc d, const char *what)
 {
@@ -208,11 +210,11 @@ static void pw(graph *b, cudnnPointwiseMode_t mode, cudnnDataType_t prec, desc x
     if (axis >= 0) SET(b, p, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis);
     fin(b, p, "pointwise descriptor");
     desc op = mk(b, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
-    SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p);
-    SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-    if (x2) SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x2);
-    if (t) SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t);
-    SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+    SETD(b, op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, p);
+    SETD(b, op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x);
+    if (x2) SETD(b, op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, x2);
+    if (t) SETD(b, op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, t);
+    SETD(b, op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y);
     add_op(b, op, "pointwise operation");
 }
 
@@ -224,10 +226,10 @@ static void matmul(graph *b, desc a, desc bm, desc c)
     SET(b, m, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp);
     fin(b, m, "matmul descriptor");
     desc op = mk(b, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
-    SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a);
-    SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &bm);
-    SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c);
-    SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &m);
+    SETD(b, op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, a);
+    SETD(b, op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, bm);
+    SETD(b, op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, c);
+    SETD(b, op, CUDNN_ATTR_OPERATION_MATMUL_DESC, m);
     add_op(b, op, "matmul operation");
 }
 
@@ -239,17 +241,17 @@ static void reduce(graph *b, cudnnReduceTensorOp_t how, desc x, desc y)
     SET(b, r, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp);
     fin(b, r, "reduction descriptor");
     desc op = mk(b, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
-    SET(b, op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-    SET(b, op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
-    SET(b, op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &r);
+    SETD(b, op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x);
+    SETD(b, op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y);
+    SETD(b, op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, r);
     add_op(b, op, "reduction operation");
 }
 
 static void reshape(graph *b, desc x, desc y)
 {
     desc op = mk(b, CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR);
-    SET(b, op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-    SET(b, op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+    SETD(b, op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, x);
+    SETD(b, op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, y);
     add_op(b, op, "reshape operation");
 }
 
@@ -262,10 +264,10 @@ static void rng(graph *b, double keep, desc seed, desc offset, desc y)
     SET(b, r, CUDNN_ATTR_RNG_BERNOULLI_DIST_PROBABILITY, CUDNN_TYPE_DOUBLE, 1, &keep);
     fin(b, r, "rng descriptor");
     desc op = mk(b, CUDNN_BACKEND_OPERATION_RNG_DESCRIPTOR);
-    SET(b, op, CUDNN_ATTR_OPERATION_RNG_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &r);
-    SET(b, op, CUDNN_ATTR_OPERATION_RNG_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
-    SET(b, op, CUDNN_ATTR_OPERATION_RNG_SEED, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &seed);
-    SET(b, op, CUDNN_ATTR_OPERATION_RNG_OFFSET_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &offset);
+    SETD(b, op, CUDNN_ATTR_OPERATION_RNG_DESC, r);
+    SETD(b, op, CUDNN_ATTR_OPERATION_RNG_YDESC, y);
+    SETD(b, op, CUDNN_ATTR_OPERATION_RNG_SEED, seed);
+    SETD(b, op, CUDNN_ATTR_OPERATION_RNG_OFFSET_DESC, offset);
     add_op(b, op, "rng operation");
 }
 
@@ -500,7 +502,7 @@ static void make_plan(plan *pl)
     fin(b, og, "operation graph");
     desc heur = mk(b, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
     const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
-    SET(b, heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &og);
+    SETD(b, heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, og);
     SET(b, heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
     fin(b, heur, "heuristics (no engine takes the graph)");
     if (b->st) return;
