@@ -72,8 +72,12 @@ LDLIBS    := -lcjson -lcudart_static -lm -lpthread -ldl -lrt
 # PyTorch ships it in is looked for under python3's `nvidia` namespace
 # (nvidia/nccl/, or nvidia/<cuXX>/ in newer wheels). Without nccl.h
 # everything still builds and C24 waives its GPU part.
+# $(call pip_nvidia,DIR,HEADER): the folder above include/HEADER in python3's
+# nvidia namespace package (PyTorch's pip libraries; DIR may be a glob), or
+# nothing.
+pip_nvidia = $(shell python3 -c 'import glob, os, nvidia; print(next((os.path.dirname(os.path.dirname(h)) for p in nvidia.__path__ for h in sorted(glob.glob(os.path.join(p, "$(1)", "include", "$(2)")))), ""))' 2>/dev/null)
 ifeq ($(origin NCCL_HOME),undefined)
-NCCL_HOME := $(shell python3 -c 'import glob, os, nvidia; print(next((os.path.dirname(os.path.dirname(h)) for p in nvidia.__path__ for h in sorted(glob.glob(os.path.join(p, "*", "include", "nccl.h")))), ""))' 2>/dev/null)
+NCCL_HOME := $(call pip_nvidia,*,nccl.h)
 endif
 NCCL_LIB  := $(if $(NCCL_HOME),$(firstword $(notdir $(wildcard $(NCCL_HOME)/lib/libnccl.so $(NCCL_HOME)/lib/libnccl.so.2))))
 ifneq ($(and $(NCCL_LIB),$(wildcard $(NCCL_HOME)/include/nccl.h)),)
@@ -90,7 +94,7 @@ endif
 # toolkit's own. Without it everything builds and the suite's own attention
 # kernels run.
 ifeq ($(origin CUDNN_HOME),undefined)
-CUDNN_HOME := $(shell python3 -c 'import glob, os, nvidia; print(next((os.path.dirname(os.path.dirname(h)) for p in nvidia.__path__ for h in sorted(glob.glob(os.path.join(p, "cudnn", "include", "cudnn.h")))), ""))' 2>/dev/null)
+CUDNN_HOME := $(call pip_nvidia,cudnn,cudnn.h)
 ifeq ($(CUDNN_HOME),)
 CUDNN_HOME := $(if $(wildcard $(CUDA_HOME)/include/cudnn.h),$(CUDA_HOME))
 endif

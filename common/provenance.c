@@ -11,7 +11,7 @@
 #include "csv.h"
 #include "gpu.h"
 
-static int put(FILE *fp, const char *key, const char *value)
+int mc_provenance_put(FILE *fp, const char *key, const char *value)
 {
     mc_csv_write_field(fp, key);
     fputc(',', fp);
@@ -24,7 +24,7 @@ static int putf(FILE *fp, const char *key, const char *fmt, long long v)
 {
     char buf[64];
     snprintf(buf, sizeof buf, fmt, v);
-    return put(fp, key, buf);
+    return mc_provenance_put(fp, key, buf);
 }
 
 /* CUDA encodes versions as 1000 * major + 10 * minor. */
@@ -37,58 +37,58 @@ static int put_nvsmi(FILE *fp, int device, const char *key, const char *field)
 {
     char buf[256];
     if (mc_nvsmi_query_gpu(device, field, buf, sizeof buf) != 0) snprintf(buf, sizeof buf, "unknown");
-    return put(fp, key, buf);
+    return mc_provenance_put(fp, key, buf);
 }
 
 int mc_provenance_write(FILE *fp, int device, int argc, char **argv, const char *git_sha)
 {
-    int rows = put(fp, "key", "value") - 1;
+    int rows = mc_provenance_put(fp, "key", "value") - 1;
     char buf[1024];
 
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    rows += put(fp, "utc_time", buf);
+    rows += mc_provenance_put(fp, "utc_time", buf);
     if (gethostname(buf, sizeof buf) != 0) snprintf(buf, sizeof buf, "unknown");
     buf[sizeof buf - 1] = '\0';
-    rows += put(fp, "host", buf);
-    rows += put(fp, "git_sha", git_sha && *git_sha ? git_sha : "unknown");
+    rows += mc_provenance_put(fp, "host", buf);
+    rows += mc_provenance_put(fp, "git_sha", git_sha && *git_sha ? git_sha : "unknown");
     buf[0] = '\0';
     for (int i = 0; i < argc; i++) {
         size_t used = strlen(buf);
         snprintf(buf + used, sizeof buf - used, "%s%s", i ? " " : "", argv[i]);
     }
-    rows += put(fp, "command_line", buf);
+    rows += mc_provenance_put(fp, "command_line", buf);
 
     int v = 0;
     if (cudaRuntimeGetVersion(&v) == cudaSuccess) {
         cuda_version_text(v, buf, sizeof buf);
-        rows += put(fp, "cuda_runtime_version", buf);
+        rows += mc_provenance_put(fp, "cuda_runtime_version", buf);
     }
     v = 0;
     cudaDriverGetVersion(&v); /* 0 when no driver is installed */
     cuda_version_text(v, buf, sizeof buf);
-    rows += put(fp, "cuda_driver_api_version", v ? buf : "none");
+    rows += mc_provenance_put(fp, "cuda_driver_api_version", v ? buf : "none");
 
     char reason[512];
     if (device < 0 || !mc_gpu_open(device, reason, sizeof reason)) {
-        rows += put(fp, "gpu_status", device < 0 ? "not asked" : reason);
+        rows += mc_provenance_put(fp, "gpu_status", device < 0 ? "not asked" : reason);
         return rows;
     }
     struct cudaDeviceProp p;
     if (cudaGetDeviceProperties(&p, device) != cudaSuccess) {
-        rows += put(fp, "gpu_status", "cudaGetDeviceProperties failed");
+        rows += mc_provenance_put(fp, "gpu_status", "cudaGetDeviceProperties failed");
         return rows;
     }
-    rows += put(fp, "gpu_status", "ok");
+    rows += mc_provenance_put(fp, "gpu_status", "ok");
     rows += putf(fp, "gpu_index", "%lld", device);
-    rows += put(fp, "gpu_name", p.name);
+    rows += mc_provenance_put(fp, "gpu_name", p.name);
     snprintf(buf, sizeof buf, "%04x:%02x:%02x.0", p.pciDomainID, p.pciBusID, p.pciDeviceID);
-    rows += put(fp, "gpu_bus_id", buf);
+    rows += mc_provenance_put(fp, "gpu_bus_id", buf);
     rows += putf(fp, "gpu_memory_bytes", "%lld", (long long)p.totalGlobalMem);
     snprintf(buf, sizeof buf, "%d.%d", p.major, p.minor);
-    rows += put(fp, "compute_capability", buf);
+    rows += mc_provenance_put(fp, "compute_capability", buf);
     rows += putf(fp, "multiprocessors", "%lld", p.multiProcessorCount);
     rows += putf(fp, "l2_cache_bytes", "%lld", p.l2CacheSize);
     rows += putf(fp, "memory_bus_width_bits", "%lld", p.memoryBusWidth);

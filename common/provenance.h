@@ -15,6 +15,10 @@ extern "C" {
  * (then "unknown"). Returns the number of rows. */
 int mc_provenance_write(FILE *fp, int device, int argc, char **argv, const char *git_sha);
 
+/* One more "key,value" row (CSV-quoted), for facts the harness cannot know
+ * (tools/meta.c: the kernels of the Transformer's attention). Returns 1. */
+int mc_provenance_put(FILE *fp, const char *key, const char *value);
+
 /* "NVIDIA H100 80GB HBM3" -> "nvidia-h100-80gb-hbm3"; "no-gpu" without one. */
 void mc_gpu_slug(int device, char *out, size_t len);
 

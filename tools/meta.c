@@ -58,10 +58,7 @@ int main(int argc, char **argv)
     mc_provenance_write(f.fp, device, argc, argv, sha);
     char att[128]; /* which kernels timed the Transformer's fp16/bf16 attention */
     tfm_cudnn_describe(att, sizeof att);
-    mc_csv_write_field(f.fp, "half_attention");
-    fputc(',', f.fp);
-    mc_csv_write_field(f.fp, att);
-    fputc('\n', f.fp);
+    mc_provenance_put(f.fp, "half_attention", att);
     if (mc_file_commit(&f) != 0) {
         fprintf(stderr, "meta: cannot write %s/meta.csv: %s\n", out_dir, strerror(errno));
         return MC_EXIT_USAGE;

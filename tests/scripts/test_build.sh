@@ -85,6 +85,18 @@ out=$(mk '8.6\n' -n all BUILD="$tmp/d2" CUDNN_HOME=)
 check_that "CUDNN_HOME empty: built without cuDNN" $(grep -q -e "-DMC_HAVE_CUDNN" -e "libcudnn" <<<"$out"; echo $((!$?)))
 out=$(mk '8.6\n' -n all BUILD="$tmp/d3" CUDNN_HOME="$tmp/none")
 check_that "CUDNN_HOME without cuDNN in it: built without" $(grep -q -e "-DMC_HAVE_CUDNN" -e "libcudnn" <<<"$out"; echo $((!$?)))
+# unset, PyTorch's pip package is looked for (python3's nvidia namespace), as for NCCL
+pip=$tmp/pip
+mkdir -p "$pip/nvidia/cudnn/include" "$pip/nvidia/cudnn/lib"
+: >"$pip/nvidia/cudnn/include/cudnn.h"
+: >"$pip/nvidia/cudnn/lib/libcudnn.so.9"
+out=$(env -u CUDNN_HOME PYTHONPATH="$pip" FAKE_CAPS='8.6\n' make --no-print-directory NVCC="$bin/nvcc" V=1 -n all BUILD="$tmp/d4" 2>&1)
+check "CUDNN_HOME unset: cuDNN from PyTorch's pip package" grep -qF -- "-L$pip/nvidia/cudnn/lib -Wl,-rpath,$pip/nvidia/cudnn/lib -l:libcudnn.so.9" <<<"$out"
+# Built without cuDNN, its file is the fallback's stubs: compiled for real (CI has cuDNN, so only this builds them)
+out=$(make --no-print-directory V=1 BUILD="$tmp/d5" CUDNN_HOME= CUDA_ARCH=sm_90 \
+    "$tmp/d5/obj/common/workload/transformer/tfm_attention_cudnn.cu.o" 2>&1); rc=$?
+check_eq "without cuDNN, tfm_attention_cudnn.cu compiles" "$rc" 0
+check_that "... without a warning" $(grep -qi warning <<<"$out"; echo $((!$?)))
 
 # A change of architecture rebuilds CUDA objects; the same one does not.
 o=$b/obj/common/gate.cu.o

@@ -46,10 +46,7 @@ __global__ void k_write_philox(int64_t *seed, int64_t *offset, int64_t s, int64_
     *offset = o;
 }
 
-static bool g_noted; /* one line per process for the first fallback */
-static bool g_off;   /* tfm_cudnn_set_enabled(false) */
-
-extern "C" void tfm_cudnn_set_enabled(bool on) { g_off = !on; }
+static bool g_noted;      /* one line per process for the first fallback */
 static char g_last[200]; /* why the last case fell back */
 
 static void note_fallback(const char *why)
@@ -65,6 +62,7 @@ static void note_fallback(const char *why)
 extern "C" const char *tfm_cudnn_state(void) { return "not built with cuDNN"; }
 extern "C" void tfm_cudnn_describe(char *out, size_t n) { snprintf(out, n, "the suite's kernels (not built with cuDNN)"); }
 extern "C" bool tfm_cudnn_available(void) { return false; }
+extern "C" void tfm_cudnn_set_enabled(bool) {}
 
 extern "C" int tfm_cudnn_attn_fwd(mc_wl_gpu *, const tfm_attn *, void *, tfm_view, float *, const void *,
                                   tfm_view, const void *, tfm_view, const void *, tfm_view, int,
@@ -286,36 +284,38 @@ typedef struct {
     int64_t ws; /* the engine's workspace, bytes */
 } plan;
 
+static bool g_off; /* tfm_cudnn_set_enabled(false) */
 static cudnnHandle_t g_handle;
 static int g_state; /* 0: not tried; 1: usable; -1: not */
-static char g_why[160];
 static plan *g_plans[MAX_PLANS];
 static int g_nplans;
 
-extern "C" const char *tfm_cudnn_state(void) { return g_state < 0 ? g_why : g_last[0] ? g_last : "cuDNN"; }
+extern "C" const char *tfm_cudnn_state(void) { return g_last[0] ? g_last : "cuDNN"; }
 
 static bool usable(void)
 {
     if (g_state) return g_state > 0;
+    char why[160];
     const char *env = getenv("MEMCLAIMS_CUDNN");
     if (env && strcmp(env, "0") == 0) {
-        snprintf(g_why, sizeof g_why, "MEMCLAIMS_CUDNN=0");
+        snprintf(why, sizeof why, "MEMCLAIMS_CUDNN=0");
     } else if (cudnnGetVersion() < 90000) {
-        snprintf(g_why, sizeof g_why, "cuDNN %zu found, 9 needed", cudnnGetVersion());
+        snprintf(why, sizeof why, "cuDNN %zu found, 9 needed", cudnnGetVersion());
     } else {
         const cudnnStatus_t s = cudnnCreate(&g_handle);
         if (s == CUDNN_STATUS_SUCCESS) {
             g_state = 1;
             return true;
         }
-        snprintf(g_why, sizeof g_why, "cudnnCreate: %s", cudnnGetErrorString(s));
+        snprintf(why, sizeof why, "cudnnCreate: %s", cudnnGetErrorString(s));
     }
     g_state = -1;
-    note_fallback(g_why);
+    note_fallback(why);
     return false;
 }
 
 extern "C" bool tfm_cudnn_available(void) { return usable(); }
+extern "C" void tfm_cudnn_set_enabled(bool on) { g_off = !on; }
 
 extern "C" void tfm_cudnn_describe(char *out, size_t n)
 {

@@ -158,6 +158,7 @@ void tfm_cudnn_describe(char *out, size_t n);
 /* Off: the calls return nonzero, so the suite's kernels run (--verify's
  * whole steps with dropout, whose float64 model draws the suite's stream). */
 void tfm_cudnn_set_enabled(bool on);
+/* Why cuDNN did not run the last case it did not run, or "cuDNN". */
 const char *tfm_cudnn_state(void);
 
 /* ================================================================ eager elementwise */
