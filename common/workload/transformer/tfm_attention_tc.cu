@@ -12,13 +12,17 @@
 
 #include "tfm_attention_tc.cuh"
 
-/* Four blocks an SM up to head dim 64 (at most 128 registers a thread). */
+/* Blocks an SM should hold (__launch_bounds__' register cap a thread):
+ * fp16/bf16 four up to head dim 64 (128 registers), fp32 two (its split
+ * operands need more; its tiles take twice the shared memory). */
+template <typename T, int D> struct tc_fwd_occ { static constexpr int v = (D <= 64 ? 4 : 2) / (tc_is_f32<T> ? 2 : 1); };
+
 template <typename T, int D>
-__global__ void __launch_bounds__(TC_THREADS, D <= 64 ? 4 : 2)
+__global__ void __launch_bounds__(TC_THREADS, tc_fwd_occ<T, D>::v)
 k_attn_fwd_tc(tfm_attn a, T *o, tfm_view vo, float *lse, const T *q, tfm_view vq, const T *k,
               tfm_view vk, const T *v, tfm_view vv, uint32_t thr, float f)
 {
-    constexpr int BR = 16 * TC_WARPS, BC = 64, SQ = D + TC_PAD;
+    constexpr int BR = 16 * TC_WARPS, BC = 64, SQ = D + tc_pad<T>;
     constexpr int NS = BC / 8, NO = D / 8; /* 8-column tiles of S and of O */
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T *qs = reinterpret_cast<T *>(smem_raw); /* [BR][SQ] */
@@ -117,8 +121,7 @@ k_attn_fwd_tc(tfm_attn a, T *o, tfm_view vo, float *lse, const T *q, tfm_view vq
         T *orow = o + b * vo.b + h * vo.h + (int64_t)i * vo.l;
 #pragma unroll
         for (int c = 0; c < NO; c++)
-            *reinterpret_cast<uint32_t *>(orow + c * 8 + 2 * t) =
-                tc_pack<T>(acc[c][2 * r] * inv, acc[c][2 * r + 1] * inv);
+            tc_store2<T>(orow + c * 8 + 2 * t, acc[c][2 * r] * inv, acc[c][2 * r + 1] * inv);
         if (t == 0 && lse) lse[bh * a.Lq + i] = m[r] * LN2 + logf(l[r]); /* NULL: not kept */
     }
 }
@@ -127,8 +130,8 @@ template <typename T, int D>
 static void fwd_d(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view vo, float *lse, const void *q,
                   tfm_view vq, const void *k, tfm_view vk, const void *v, tfm_view vv)
 {
-    constexpr int BR = 16 * TC_WARPS, BC = 64;
-    const size_t smem = sizeof(T) * (size_t)((BR + 4 * BC) * (D + TC_PAD));
+    constexpr int BR = 16 * TC_WARPS;
+    const size_t smem = tc_fwd_smem<T, D>();
     static bool ready = false; /* one device per process */
     if (!ready) {
         allow_smem(k_attn_fwd_tc<T, D>, smem);
@@ -157,33 +160,59 @@ void tc_attn_fwd(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view vo, float *l
                  tfm_view vq, const void *k, tfm_view vk, const void *v, tfm_view vv, int dt)
 {
     if (dt == MC_DT_F16) fwd_t<__half>(g, a, o, vo, lse, q, vq, k, vk, v, vv);
-    else fwd_t<__nv_bfloat16>(g, a, o, vo, lse, q, vq, k, vk, v, vv);
+    else if (dt == MC_DT_BF16) fwd_t<__nv_bfloat16>(g, a, o, vo, lse, q, vq, k, vk, v, vv);
+    else fwd_t<float>(g, a, o, vo, lse, q, vq, k, vk, v, vv);
 }
 
 /* ------------------------------------------------------------ which calls */
 
-static int compute_major(void)
+static int device_attr(cudaDeviceAttr what)
 {
-    static int major = -1; /* one device per process */
-    if (major < 0) {
-        int dev = 0;
-        CHECK_CUDA(cudaGetDevice(&dev));
-        CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    }
-    return major;
+    int dev = 0, v = 0;
+    CHECK_CUDA(cudaGetDevice(&dev));
+    CHECK_CUDA(cudaDeviceGetAttribute(&v, what, dev));
+    return v;
 }
+
+/* The most dynamic shared memory any of the kernels of (T, D) asks for. */
+template <typename T, int D> static size_t smem_most(void)
+{
+    size_t m = tc_fwd_smem<T, D>();
+    if (tc_dkdv_smem<T, D, true>() > m) m = tc_dkdv_smem<T, D, true>();
+    if (tc_dq_smem<T, D>() > m) m = tc_dq_smem<T, D>();
+    return m;
+}
+
+template <typename T> static size_t smem_most_t(int Dh)
+{
+    return Dh == 16 ? smem_most<T, 16>() : Dh == 32 ? smem_most<T, 32>() : Dh == 64 ? smem_most<T, 64>()
+                                                                                    : smem_most<T, 128>();
+}
+
+static bool g_tc_on = true;
+
+extern "C" void tfm_attn_tc_set_enabled(bool on) { g_tc_on = on; }
 
 bool tc_usable(const tfm_attn *a, int dt, const void *const *ptrs, int n_ptrs,
                const tfm_view *views, int n_views)
 {
-    if (dt == MC_DT_F32) return false; /* fp32 keeps fp32 arithmetic: the general kernels */
+    if (!g_tc_on) return false;
+    static int major = -1, optin = 0; /* one device per process */
+    if (major < 0) {
+        major = device_attr(cudaDevAttrComputeCapabilityMajor);
+        optin = device_attr(cudaDevAttrMaxSharedMemoryPerBlockOptin);
+    }
+    const int chunk = 16 / MC_DT_SIZE(dt); /* elements of a 16-byte chunk */
     const char *why = NULL;
     if (!(a->Dh == 16 || a->Dh == 32 || a->Dh == 64 || a->Dh == 128)) why = "head dim";
-    else if (compute_major() < 8) why = "a GPU before sm_80 (no mma.sync m16n8k16)";
+    else if (major < 8) why = "a GPU before sm_80 (no mma.sync on tf32, fp16, bf16)";
+    else if ((dt == MC_DT_F32 ? smem_most_t<float>(a->Dh)
+              : dt == MC_DT_F16 ? smem_most_t<__half>(a->Dh) : smem_most_t<__nv_bfloat16>(a->Dh)) > (size_t)optin)
+        why = "tiles larger than a block's shared memory on this GPU";
     for (int i = 0; !why && i < n_ptrs; i++)
         if ((uintptr_t)ptrs[i] % 16 != 0) why = "a tensor not 16-byte aligned";
     for (int i = 0; !why && i < n_views; i++)
-        if (views[i].b % 8 || views[i].h % 8 || views[i].l % 8) why = "strides not in 16-byte chunks";
+        if (views[i].b % chunk || views[i].h % chunk || views[i].l % chunk) why = "strides not in 16-byte chunks";
     if (!why) return true;
     static bool said = false;
     if (!said) {

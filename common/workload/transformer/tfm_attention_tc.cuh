@@ -1,11 +1,18 @@
 /* tfm_attention_tc.cuh: what the tensor-core attention kernels (forward:
  * tfm_attention_tc.cu, backward: tfm_attention_tc_bwd.cu) share, in the
- * manner of FlashAttention-2: fp16/bf16 tiles in shared memory, products on
- * the tensor cores with mma.sync m16n8k16 (fp32 accumulation, sm_80 and
- * up), the softmax on the accumulators in registers. Same contract as the
- * general kernels (tfm_kernels.h): the same inputs and outputs, no memory
- * beyond them, the same dropout decisions (tfm_rng.h), so the requests and
- * every memory figure stay PyTorch's; only the arithmetic is faster.
+ * manner of FlashAttention-2: tiles in shared memory, products on the
+ * tensor cores with mma.sync (fp32 accumulation, sm_80 and up), the
+ * softmax on the accumulators in registers. Same contract as the general
+ * kernels (tfm_kernels.h): the same inputs and outputs, no memory beyond
+ * them, the same dropout decisions (tfm_rng.h), so the requests and every
+ * memory figure stay PyTorch's; only the arithmetic is faster.
+ *
+ * fp16 and bf16: mma m16n8k16, fragments read by ldmatrix. fp32: three
+ * mma m16n8k8 on tf32 per product ("3xTF32": each operand split into a
+ * tf32 part and a tf32 remainder, a b = a_big b_big + a_big b_small +
+ * a_small b_big), the arithmetic PyTorch's memory-efficient kernel runs for
+ * fp32 on sm_80 and up (cutlass OpMultiplyAddFastF32, mem_eff_attention
+ * gemm_kernel_utils.h): close to fp32's rounding, not tf32's.
  *
  * Fragment layouts of mma.m16n8k16 (PTX ISA, "Matrix fragments for
  * mma.m16n8k16"), lane = 4 g + t:
@@ -18,11 +25,19 @@
  * K for Q K^T), or by ldmatrix .trans from one stored [k][n] (V for P V),
  * and the accumulators of two adjacent 8-column tiles are, packed to 16
  * bits, the A fragment of the next product over those 16 columns (P V,
- * dS K, ...). Every tile is a row-major copy of its view (cp.async), padded
- * by 8 elements a row so that ldmatrix's eight rows of a phase hit different
- * banks. Speed (issue 19): 2.5-3x slower than the wgmma kernels cuDNN runs
- * for PyTorch on an H100, much faster than the general kernels. CUDA C++
- * only. */
+ * dS K, ...). Of mma.m16n8k8 on tf32 (one 32-bit value a register):
+ *   A (16 x 8): reg0 row g, k t; reg1 row g + 8, k t; reg2 row g, k t + 4;
+ *               reg3 row g + 8, k t + 4;  B (8 x 8): reg0 k t of col g,
+ *               reg1 k t + 4;  C as above.
+ * A sum over k may take its k in any order, A's and B's the same: where A
+ * is an accumulator tile (P V, ...), its k 2t and 2t + 1 serve as k t and
+ * t + 4, and B's rows 2t and 2t + 1 are read to match.
+ * Every tile is a row-major copy of its view (cp.async), each row padded
+ * by 16 bytes, so that the rows a fragment reads at once hit different
+ * banks (fp16/bf16: ldmatrix's eight rows; fp32: a row stride of 4 mod 32
+ * words puts lanes 4 g + t at banks 4 g + t). Speed (issue 19): fp16/bf16
+ * 2.5-3x slower than the wgmma kernels cuDNN runs for PyTorch on an H100,
+ * much faster than the general kernels. CUDA C++ only. */
 #ifndef MC_TFM_ATTENTION_TC_CUH
 #define MC_TFM_ATTENTION_TC_CUH
 
@@ -30,7 +45,13 @@
 
 #define TC_WARPS 4 /* 16 rows of a tile per warp */
 #define TC_THREADS (32 * TC_WARPS)
-#define TC_PAD 8   /* elements added to each shared row */
+
+/* Elements of T in one 16-byte chunk (a cp.async copy); also the pad of
+ * every shared row. */
+template <typename T> constexpr int tc_chunk = 16 / (int)sizeof(T);
+template <typename T> constexpr int tc_pad = tc_chunk<T>;
+
+template <typename T> constexpr bool tc_is_f32 = sizeof(T) == 4;
 
 /* ------------------------------------------------------------ the product */
 
@@ -68,6 +89,53 @@ __device__ __forceinline__ void tc_mma<__nv_bfloat16>(float c[4], uint32_t a0, u
 #endif
 }
 
+/* x as a tf32 part and the tf32 rounding of what is left (3xTF32). */
+__device__ __forceinline__ void tc_split(float x, uint32_t &big, uint32_t &small)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(big) : "f"(x));
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(small) : "f"(x - __uint_as_float(big)));
+#else
+    big = small = 0u;
+    (void)x;
+    __trap();
+#endif
+}
+
+/* c += A B, one m16n8k8 on tf32. */
+__device__ __forceinline__ void tc_mma_tf32(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+    (void)c; (void)a; (void)b0; (void)b1;
+    __trap();
+#endif
+}
+
+/* c += A B in fp32 from split operands: the small products first, so that
+ * they are not lost against the large one (as cutlass orders them). */
+__device__ __forceinline__ void tc_mma_3xtf32(float c[4], const uint32_t ab[4], const uint32_t as[4],
+                                              float b0, float b1)
+{
+    uint32_t bb0, bs0, bb1, bs1;
+    tc_split(b0, bb0, bs0);
+    tc_split(b1, bb1, bs1);
+    tc_mma_tf32(c, as, bb0, bb1);
+    tc_mma_tf32(c, ab, bs0, bs1);
+    tc_mma_tf32(c, ab, bb0, bb1);
+}
+
+/* An A fragment of m16n8k8 split: a[4] in register order. */
+__device__ __forceinline__ void tc_split4(const float a[4], uint32_t ab[4], uint32_t as[4])
+{
+#pragma unroll
+    for (int r = 0; r < 4; r++) tc_split(a[r], ab[r], as[r]);
+}
+
 /* Two floats as one register of two 16-bit values, lo in the low half. */
 template <typename T> __device__ __forceinline__ uint32_t tc_pack(float lo, float hi);
 template <> __device__ __forceinline__ uint32_t tc_pack<__half>(float lo, float hi)
@@ -81,9 +149,11 @@ template <> __device__ __forceinline__ uint32_t tc_pack<__nv_bfloat16>(float lo,
     return *reinterpret_cast<uint32_t *>(&v);
 }
 
-template <typename T> __device__ __forceinline__ uint32_t tc_ld32(const T *p)
+/* Two adjacent outputs (p 4-byte aligned for 16-bit T, 8-byte for fp32). */
+template <typename T> __device__ __forceinline__ void tc_store2(T *p, float lo, float hi)
 {
-    return *reinterpret_cast<const uint32_t *>(p);
+    if constexpr (tc_is_f32<T>) *reinterpret_cast<float2 *>(p) = make_float2(lo, hi);
+    else *reinterpret_cast<uint32_t *>(p) = tc_pack<T>(lo, hi);
 }
 
 /* Four 8 x 8 matrices of 16-bit values from shared memory (ldmatrix): lane
@@ -153,18 +223,35 @@ __device__ __forceinline__ void tc_ldsm4_t(uint32_t r[4], const void *p)
 template <typename T, int KS, int NT, bool B_KN = false>
 __device__ __forceinline__ void tc_mma_ss(float acc[NT][4], const T *a, int sa, const T *b, int sb)
 {
-    const T *al = tc_a_lane(a, sa), *bl = B_KN ? tc_a_lane(b, sb) : tc_b_lane(b, sb);
+    if constexpr (tc_is_f32<T>) { /* two k8 steps a 16-wide one; scalar reads (see the top) */
+        const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
-    for (int ks = 0; ks < KS; ks++) {
-        uint32_t af[4];
-        tc_ldsm4(af, al + ks * 16);
+        for (int k = 0; k < 16 * KS; k += 8) {
+            const float af[4] = {a[g * sa + k + t], a[(g + 8) * sa + k + t], a[g * sa + k + t + 4],
+                                 a[(g + 8) * sa + k + t + 4]};
+            uint32_t ab[4], as[4];
+            tc_split4(af, ab, as);
 #pragma unroll
-        for (int nt = 0; nt < NT; nt += 2) {
-            uint32_t bf[4];
-            if (B_KN) tc_ldsm4_t(bf, bl + ks * 16 * sb + nt * 8);
-            else tc_ldsm4(bf, bl + nt * 8 * sb + ks * 16);
-            tc_mma<T>(acc[nt], af[0], af[1], af[2], af[3], bf[0], bf[1]);
-            tc_mma<T>(acc[nt + 1], af[0], af[1], af[2], af[3], bf[2], bf[3]);
+            for (int nt = 0; nt < NT; nt++) {
+                const int n = nt * 8 + g;
+                if (B_KN) tc_mma_3xtf32(acc[nt], ab, as, b[(k + t) * sb + n], b[(k + t + 4) * sb + n]);
+                else tc_mma_3xtf32(acc[nt], ab, as, b[n * sb + k + t], b[n * sb + k + t + 4]);
+            }
+        }
+    } else {
+        const T *al = tc_a_lane(a, sa), *bl = B_KN ? tc_a_lane(b, sb) : tc_b_lane(b, sb);
+#pragma unroll
+        for (int ks = 0; ks < KS; ks++) {
+            uint32_t af[4];
+            tc_ldsm4(af, al + ks * 16);
+#pragma unroll
+            for (int nt = 0; nt < NT; nt += 2) {
+                uint32_t bf[4];
+                if (B_KN) tc_ldsm4_t(bf, bl + ks * 16 * sb + nt * 8);
+                else tc_ldsm4(bf, bl + nt * 8 * sb + ks * 16);
+                tc_mma<T>(acc[nt], af[0], af[1], af[2], af[3], bf[0], bf[1]);
+                tc_mma<T>(acc[nt + 1], af[0], af[1], af[2], af[3], bf[2], bf[3]);
+            }
         }
     }
 }
@@ -176,19 +263,32 @@ __device__ __forceinline__ void tc_mma_ss(float acc[NT][4], const T *a, int sa, 
 template <typename T, int KT, int NT>
 __device__ __forceinline__ void tc_mma_rs(float acc[NT][4], const float p[KT][4], const T *b, int sb)
 {
-    const T *bl = tc_a_lane(b, sb);
+    if constexpr (tc_is_f32<T>) { /* P's columns 2t, 2t + 1 as k t, t + 4 (see the top) */
+        const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
-    for (int kk = 0; kk < KT / 2; kk++) {
-        const uint32_t a0 = tc_pack<T>(p[2 * kk][0], p[2 * kk][1]);
-        const uint32_t a1 = tc_pack<T>(p[2 * kk][2], p[2 * kk][3]);
-        const uint32_t a2 = tc_pack<T>(p[2 * kk + 1][0], p[2 * kk + 1][1]);
-        const uint32_t a3 = tc_pack<T>(p[2 * kk + 1][2], p[2 * kk + 1][3]);
+        for (int kt = 0; kt < KT; kt++) {
+            const float af[4] = {p[kt][0], p[kt][2], p[kt][1], p[kt][3]};
+            uint32_t ab[4], as[4];
+            tc_split4(af, ab, as);
+            const T *br = b + (kt * 8 + 2 * t) * sb + g;
 #pragma unroll
-        for (int nt = 0; nt < NT; nt += 2) {
-            uint32_t bf[4];
-            tc_ldsm4_t(bf, bl + kk * 16 * sb + nt * 8);
-            tc_mma<T>(acc[nt], a0, a1, a2, a3, bf[0], bf[1]);
-            tc_mma<T>(acc[nt + 1], a0, a1, a2, a3, bf[2], bf[3]);
+            for (int nt = 0; nt < NT; nt++) tc_mma_3xtf32(acc[nt], ab, as, br[nt * 8], br[sb + nt * 8]);
+        }
+    } else {
+        const T *bl = tc_a_lane(b, sb);
+#pragma unroll
+        for (int kk = 0; kk < KT / 2; kk++) {
+            const uint32_t a0 = tc_pack<T>(p[2 * kk][0], p[2 * kk][1]);
+            const uint32_t a1 = tc_pack<T>(p[2 * kk][2], p[2 * kk][3]);
+            const uint32_t a2 = tc_pack<T>(p[2 * kk + 1][0], p[2 * kk + 1][1]);
+            const uint32_t a3 = tc_pack<T>(p[2 * kk + 1][2], p[2 * kk + 1][3]);
+#pragma unroll
+            for (int nt = 0; nt < NT; nt += 2) {
+                uint32_t bf[4];
+                tc_ldsm4_t(bf, bl + kk * 16 * sb + nt * 8);
+                tc_mma<T>(acc[nt], a0, a1, a2, a3, bf[0], bf[1]);
+                tc_mma<T>(acc[nt + 1], a0, a1, a2, a3, bf[2], bf[3]);
+            }
         }
     }
 }
@@ -204,13 +304,13 @@ template <typename T, int D>
 __device__ __forceinline__ void tc_load_async(T *s, int S, const T *base, tfm_view v, int64_t b,
                                               int64_t h, int row0, int rows, int L)
 {
-    constexpr int C = D / 8; /* 16-byte chunks a row */
+    constexpr int E = tc_chunk<T>, C = D / E; /* 16-byte chunks a row */
     const T *p = base + b * v.b + h * v.h;
     for (int idx = threadIdx.x; idx < rows * C; idx += blockDim.x) {
         const int r = idx / C, c = idx % C, l = row0 + r;
-        const T *src = l < L ? p + (int64_t)l * v.l + c * 8 : p; /* a valid address, 0 bytes read */
+        const T *src = l < L ? p + (int64_t)l * v.l + c * E : p; /* a valid address, 0 bytes read */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-        const unsigned dst = (unsigned)__cvta_generic_to_shared(s + r * S + c * 8);
+        const unsigned dst = (unsigned)__cvta_generic_to_shared(s + r * S + c * E);
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
                      "r"(l < L ? 16 : 0));
 #else
@@ -346,6 +446,34 @@ __device__ __forceinline__ unsigned tc_keep4_rows_k(const tfm_attn &a, uint32_t 
     return bits;
 }
 
+/* ------------------------------------------------------------ tile sizes */
+
+/* The query (or key) tile the backward's dK/dV (or dQ) pass walks: 32 rows
+ * from head dim 64, so that the fp32 accumulators of two 16 x D tiles and
+ * the scores stay in registers, and (D 64) three blocks fit an SM's
+ * registers. */
+template <int D> struct tc_walk { static constexpr int N = D >= 64 ? 32 : 64; };
+
+/* Dynamic shared memory of each kernel, bytes: the forward's Q tile and two
+ * buffers of K and V tiles (64 rows each); the dK/dV pass's K and V tiles,
+ * two buffers of Q and dO, dS (ACC) and two rows of floats; the dQ pass's
+ * Q and dO tiles and two buffers of K and V. */
+template <typename T, int D> constexpr size_t tc_fwd_smem(void)
+{
+    return sizeof(T) * (size_t)((16 * TC_WARPS + 4 * 64) * (D + tc_pad<T>));
+}
+template <typename T, int D, bool ACC> constexpr size_t tc_dkdv_smem(void)
+{
+    constexpr int B64 = 16 * TC_WARPS, N = tc_walk<D>::N, SD = D + tc_pad<T>;
+    return sizeof(T) * (size_t)(2 * B64 * SD + 4 * N * SD + (ACC ? N * (B64 + tc_pad<T>) : 0)) +
+           sizeof(float) * 2 * N;
+}
+template <typename T, int D> constexpr size_t tc_dq_smem(void)
+{
+    constexpr int B64 = 16 * TC_WARPS, N = tc_walk<D>::N, SD = D + tc_pad<T>;
+    return sizeof(T) * (size_t)(2 * B64 * SD + 4 * N * SD);
+}
+
 /* ------------------------------------------------------------ host side */
 
 /* MC_DT_* of a kernel's element type. */
@@ -353,11 +481,12 @@ template <typename T> struct tc_dt { static constexpr int v = MC_DT_F32; };
 template <> struct tc_dt<__half> { static constexpr int v = MC_DT_F16; };
 template <> struct tc_dt<__nv_bfloat16> { static constexpr int v = MC_DT_BF16; };
 
-/* Whether the tensor-core kernels take this call: fp16 or bf16, a head dim
- * of 16, 32, 64 or 128, a GPU of compute capability 8.0 or more, and every
- * pointer 16-byte aligned with strides of whole 16-byte chunks (what
- * MultiheadAttention's views always are). Prints a one-line note, once a
- * process, when a half-precision call falls back to the general kernels. */
+/* Whether the tensor-core kernels take this call: a head dim of 16, 32, 64
+ * or 128, a GPU of compute capability 8.0 or more whose blocks may have the
+ * kernels' shared memory, every pointer 16-byte aligned with strides of
+ * whole 16-byte chunks (what MultiheadAttention's views always are), and
+ * the kernels not turned off (tfm_attn_tc_set_enabled). Prints a one-line
+ * note, once a process, when a call falls back to the general kernels. */
 bool tc_usable(const tfm_attn *a, int dt, const void *const *ptrs, int n_ptrs,
                const tfm_view *views, int n_views);
 

@@ -19,24 +19,23 @@
  * fp16/bf16 for their products, as FlashAttention's backward does. */
 #include "tfm_attention_tc.cuh"
 
-/* The query (or key) tile the dK/dV (or dQ) pass walks: 32 rows from head
- * dim 64, so that the fp32 accumulators of two 16 x D tiles and the scores
- * stay in registers, and (D 64) three blocks fit an SM's registers. */
-template <int D> struct tc_walk { static constexpr int N = D >= 64 ? 32 : 64; };
-
-/* Blocks an SM should hold: __launch_bounds__' register cap per thread. */
-template <int D> struct tc_occ { static constexpr int DKDV = D <= 64 ? 3 : 2, DQ = D <= 64 ? 3 : 2; };
+/* Blocks an SM should hold: __launch_bounds__' register cap per thread
+ * (fp32: its split operands need more registers, its tiles twice the
+ * shared memory, which holds two blocks at most from head dim 64). */
+template <typename T, int D> struct tc_occ {
+    static constexpr int DKDV = tc_is_f32<T> ? (D <= 32 ? 2 : 1) : D <= 64 ? 3 : 2, DQ = DKDV;
+};
 
 /* ------------------------------------------------------------ dK, dV (and dQ) */
 
 template <typename T, int D, bool ACC>
-__global__ void __launch_bounds__(TC_THREADS, tc_occ<D>::DKDV)
+__global__ void __launch_bounds__(TC_THREADS, tc_occ<T, D>::DKDV)
 k_attn_dkdv_tc(tfm_attn a, T *dk, tfm_view vdk, T *dv, tfm_view vdv, float *dq_acc,
                const float *delta, const T *dout, tfm_view vdo, const T *q, tfm_view vq,
                const T *k, tfm_view vk, const T *v, tfm_view vv, const float *lse, uint32_t thr,
                float f)
 {
-    constexpr int BC = 16 * TC_WARPS, BQ = tc_walk<D>::N, SD = D + TC_PAD, SS = BC + TC_PAD;
+    constexpr int BC = 16 * TC_WARPS, BQ = tc_walk<D>::N, SD = D + tc_pad<T>, SS = BC + tc_pad<T>;
     constexpr int NQ = BQ / 8, NO = D / 8;
     /* dQ's product: BQ / 16 row blocks of 16 queries, the warps split the
      * head dim among the rest */
@@ -133,9 +132,8 @@ k_attn_dkdv_tc(tfm_attn a, T *dk, tfm_view vdk, T *dv, tfm_view vdv, float *dq_a
         T *dvr = dv + b * vdv.b + h * vdv.h + (int64_t)j * vdv.l;
 #pragma unroll
         for (int c = 0; c < NO; c++) {
-            *reinterpret_cast<uint32_t *>(dkr + c * 8 + 2 * t) =
-                tc_pack<T>(adk[c][2 * r] * a.scale, adk[c][2 * r + 1] * a.scale);
-            *reinterpret_cast<uint32_t *>(dvr + c * 8 + 2 * t) = tc_pack<T>(adv[c][2 * r], adv[c][2 * r + 1]);
+            tc_store2<T>(dkr + c * 8 + 2 * t, adk[c][2 * r] * a.scale, adk[c][2 * r + 1] * a.scale);
+            tc_store2<T>(dvr + c * 8 + 2 * t, adv[c][2 * r], adv[c][2 * r + 1]);
         }
     }
 }
@@ -155,12 +153,12 @@ __global__ void k_attn_dq_store(T *dq, tfm_view vdq, const float *acc, int H, in
 /* ------------------------------------------------------------ dQ (its own pass) */
 
 template <typename T, int D>
-__global__ void __launch_bounds__(TC_THREADS, tc_occ<D>::DQ)
+__global__ void __launch_bounds__(TC_THREADS, tc_occ<T, D>::DQ)
 k_attn_dq_tc(tfm_attn a, T *dq, tfm_view vdq, const float *delta, const T *dout, tfm_view vdo,
              const T *q, tfm_view vq, const T *k, tfm_view vk, const T *v, tfm_view vv,
              const float *lse, uint32_t thr, float f)
 {
-    constexpr int BR = 16 * TC_WARPS, BC = tc_walk<D>::N, SD = D + TC_PAD;
+    constexpr int BR = 16 * TC_WARPS, BC = tc_walk<D>::N, SD = D + tc_pad<T>;
     constexpr int NS = BC / 8, NO = D / 8;
     static_assert(NS % 4 == 0, "dropout draws four 8-column tiles at once");
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -230,19 +228,11 @@ k_attn_dq_tc(tfm_attn a, T *dq, tfm_view vdq, const float *delta, const T *dout,
         T *dqr = dq + b * vdq.b + h * vdq.h + (int64_t)i * vdq.l;
 #pragma unroll
         for (int c = 0; c < NO; c++)
-            *reinterpret_cast<uint32_t *>(dqr + c * 8 + 2 * t) =
-                tc_pack<T>(acc[c][2 * r] * a.scale, acc[c][2 * r + 1] * a.scale);
+            tc_store2<T>(dqr + c * 8 + 2 * t, acc[c][2 * r] * a.scale, acc[c][2 * r + 1] * a.scale);
     }
 }
 
 /* ------------------------------------------------------------ launch */
-
-template <typename T, int D, bool ACC> static size_t dkdv_smem(void)
-{
-    constexpr int B64 = 16 * TC_WARPS, N = tc_walk<D>::N, SD = D + TC_PAD;
-    return sizeof(T) * (size_t)(2 * B64 * SD + 4 * N * SD + (ACC ? N * (B64 + TC_PAD) : 0)) +
-           sizeof(float) * 2 * N;
-}
 
 template <typename T, int D>
 static void bwd_d(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void *dk, tfm_view vdk,
@@ -250,12 +240,12 @@ static void bwd_d(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void 
                   tfm_view vdo, const void *q, tfm_view vq, const void *k, tfm_view vk,
                   const void *v, tfm_view vv, const float *lse)
 {
-    constexpr int B64 = 16 * TC_WARPS, N = tc_walk<D>::N, SD = D + TC_PAD;
-    const size_t smem_q = sizeof(T) * (size_t)(2 * B64 * SD + 4 * N * SD);
+    constexpr int B64 = 16 * TC_WARPS;
+    const size_t smem_q = tc_dq_smem<T, D>();
     static bool ready = false; /* one device per process */
     if (!ready) {
-        allow_smem(k_attn_dkdv_tc<T, D, true>, dkdv_smem<T, D, true>());
-        allow_smem(k_attn_dkdv_tc<T, D, false>, dkdv_smem<T, D, false>());
+        allow_smem(k_attn_dkdv_tc<T, D, true>, tc_dkdv_smem<T, D, true>());
+        allow_smem(k_attn_dkdv_tc<T, D, false>, tc_dkdv_smem<T, D, false>());
         allow_smem(k_attn_dq_tc<T, D>, smem_q);
         ready = true;
     }
@@ -267,7 +257,7 @@ static void bwd_d(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void 
     if (dq_acc) {
         const int64_t n = (int64_t)a->B * a->H * a->Lq * D;
         CHECK_CUDA(cudaMemsetAsync(dq_acc, 0, (size_t)n * sizeof(float), st_));
-        k_attn_dkdv_tc<T, D, true><<<grid_kv, TC_THREADS, dkdv_smem<T, D, true>(), st_>>>(
+        k_attn_dkdv_tc<T, D, true><<<grid_kv, TC_THREADS, tc_dkdv_smem<T, D, true>(), st_>>>(
             *a, (T *)dk, vdk, (T *)dv, vdv, dq_acc, delta, (const T *)dout, vdo, (const T *)q, vq,
             (const T *)k, vk, (const T *)v, vv, lse, thr, f);
         CHECK_LAUNCH();
@@ -276,7 +266,7 @@ static void bwd_d(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void 
         CHECK_LAUNCH();
         return;
     }
-    k_attn_dkdv_tc<T, D, false><<<grid_kv, TC_THREADS, dkdv_smem<T, D, false>(), st_>>>(
+    k_attn_dkdv_tc<T, D, false><<<grid_kv, TC_THREADS, tc_dkdv_smem<T, D, false>(), st_>>>(
         *a, (T *)dk, vdk, (T *)dv, vdv, NULL, delta, (const T *)dout, vdo, (const T *)q, vq,
         (const T *)k, vk, (const T *)v, vv, lse, thr, f);
     CHECK_LAUNCH();
@@ -310,6 +300,8 @@ void tc_attn_bwd(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void *
 {
     if (dt == MC_DT_F16)
         bwd_t<__half>(g, a, dq, vdq, dk, vdk, dv, vdv, dq_acc, delta, dout, vdo, q, vq, k, vk, v, vv, lse);
-    else
+    else if (dt == MC_DT_BF16)
         bwd_t<__nv_bfloat16>(g, a, dq, vdq, dk, vdk, dv, vdv, dq_acc, delta, dout, vdo, q, vq, k, vk, v, vv, lse);
+    else
+        bwd_t<float>(g, a, dq, vdq, dk, vdk, dv, vdv, dq_acc, delta, dout, vdo, q, vq, k, vk, v, vv, lse);
 }

@@ -225,7 +225,11 @@ static int efficient_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
             mc_gpu_copy(TG(T), TBP(go), dout, (uint64_t)(n * 4));
             dout = TBP(go);
         }
-        attn_bwd_gpu(T, nd, out, dout, TBP(delta), NULL); /* fp32: no tensor-core path */
+        /* the kernel's grad_q workspace holds a float [N H L hd] dQ
+         * accumulator (always: at least ceil(L / 64) 64 rows of hd floats a
+         * head), the tensor-core backward's, as the kernel's own use of it */
+        const bool fits = efficient_bwd_workspace(N, H, L, hd) >= (uint64_t)(N * H * L * hd * 4);
+        attn_bwd_gpu(T, nd, out, dout, TBP(delta), fits ? (float *)TBP(ws) : NULL);
     }
     rc = 0;
 done:

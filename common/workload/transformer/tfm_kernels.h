@@ -90,6 +90,10 @@ typedef struct {
 /* Head dims the kernels are built for. */
 bool tfm_attn_supported(int Dh);
 
+/* Off: tfm_attn_fwd and tfm_attn_bwd run the general (SIMT) kernels even
+ * where the tensor-core ones would (--verify checks both; on by default). */
+void tfm_attn_tc_set_enabled(bool on);
+
 /* O = softmax(scale Q K^T [+ causal mask]) with dropout, times V, without
  * an L x L buffer: one block per (b * H + h, tile of query rows), online
  * softmax over tiles of keys in shared memory. q, k, v, o: dtype dt.

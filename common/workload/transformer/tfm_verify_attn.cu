@@ -6,8 +6,10 @@
  * slices with SDPA's [B, L, E] output, and on separate contiguous
  * [B, H, L, Dh] tensors with Lq != Lk (cross-attention); causal or not,
  * dropout or not. Lengths that are no multiple of the tiles, and
- * sequences of 1024 to 2048 at head sizes 64 and 128. fp16 and bf16 run the
- * tensor-core kernels (tfm_attention_tc.cuh), fp32 the general ones. A dropout
+ * sequences of 1024 to 2048 at head sizes 64 and 128. Every type runs the
+ * tensor-core kernels (tfm_attention_tc.cuh: fp32 as 3xTF32), then fp32
+ * the general kernels too (what a GPU before sm_80 runs, and any call the
+ * tensor-core ones do not take), on the short cases. A dropout
  * decision that differed from the reference's would show as an error of
  * the order of the values themselves, far above the tolerance. Then the
  * same through cuDNN's fused kernels (tfm_attention_cudnn.cu), as the
@@ -81,6 +83,10 @@ static attn_layout layout_of(int kind, int B, int H, int Lq, int Lk, int Dh)
  * forward writing out its dropout mask, which the reference then uses; the
  * backward's graph regenerates the mask itself, so a mask it drew
  * differently shows as an error. */
+/* What the checks' lines say ran, where not cuDNN: "" (the kernels
+ * tfm_attn_fwd picks) or "general kernels ". */
+static const char *g_by = "";
+
 static void attn_case_on(tfm_vctx *v, int dt, int kind, int Dh, bool causal, float p, int B, int H, int Lq,
                          int Lk, bool acc, bool cudnn)
 {
@@ -162,7 +168,7 @@ static void attn_case_on(tfm_vctx *v, int dt, int kind, int Dh, bool causal, flo
 
     const char *kinds[4] = {"[L,B,3E]", "[B,L,3E]", "[B,H,L,Dh]", "[3,L,B,E]->[B,L,E]"};
     char what[160];
-    const char *by = cudnn ? "cuDNN " : "";
+    const char *by = cudnn ? "cuDNN " : g_by;
     const double tol = tfm_v_tol(dt);
     if (blind) {
         double worst = 0;
@@ -233,20 +239,30 @@ static void cudnn_cases(tfm_vctx *v)
     }
 }
 
+/* The short cases of one type and head dim: both layouts, masks, dropout,
+ * lengths that are no multiple of the tiles. */
+static void short_cases(tfm_vctx *v, int dt, int Dh)
+{
+    attn_case(v, dt, SEQ_FIRST, Dh, false, 0.0f, 2, 2, 70, 70, false);
+    attn_case(v, dt, BATCH_FIRST, Dh, true, 0.2f, 2, 2, 70, 70, true);
+    attn_case(v, dt, SEPARATE, Dh, false, 0.1f, 2, 3, 33, 50, true); /* Lk % 4 != 0: a philox block per element */
+    attn_case(v, dt, SEPARATE, Dh, true, 0.0f, 1, 2, 45, 45, false);
+    attn_case(v, dt, MHA, Dh, true, 0.1f, 3, 2, 68, 68, true);          /* Lk % 4 == 0, % 16 != 0 */
+    attn_case(v, dt, SEPARATE, Dh, false, 0.3f, 1, 2, 20, 36, false);
+    attn_case(v, dt, MHA, Dh, false, 0.1f, 2, 2, 80, 80, false);        /* Lk % 16 == 0: one block per 16 */
+}
+
 int tfm_verify_attention(tfm_vctx *v)
 {
     const int before = v->fails;
     const int dims[4] = {16, 32, 64, 128};
     for (int dt = MC_DT_F32; dt <= MC_DT_BF16; dt++)
-        for (int d = 0; d < 4; d++) {
-            attn_case(v, dt, SEQ_FIRST, dims[d], false, 0.0f, 2, 2, 70, 70, false);
-            attn_case(v, dt, BATCH_FIRST, dims[d], true, 0.2f, 2, 2, 70, 70, true);
-            attn_case(v, dt, SEPARATE, dims[d], false, 0.1f, 2, 3, 33, 50, true); /* Lk % 4 != 0: a philox block per element */
-            attn_case(v, dt, SEPARATE, dims[d], true, 0.0f, 1, 2, 45, 45, false);
-            attn_case(v, dt, MHA, dims[d], true, 0.1f, 3, 2, 68, 68, true);          /* Lk % 4 == 0, % 16 != 0 */
-            attn_case(v, dt, SEPARATE, dims[d], false, 0.3f, 1, 2, 20, 36, false);
-            attn_case(v, dt, MHA, dims[d], false, 0.1f, 2, 2, 80, 80, false);        /* Lk % 16 == 0: one block per 16 */
-        }
+        for (int d = 0; d < 4; d++) short_cases(v, dt, dims[d]);
+    tfm_attn_tc_set_enabled(false); /* fp32 on the general kernels */
+    g_by = "general kernels ";
+    for (int d = 0; d < 4; d++) short_cases(v, MC_DT_F32, dims[d]);
+    tfm_attn_tc_set_enabled(true);
+    g_by = "";
     /* The sizes users run (sequence 1024 and more), head sizes 64 and 128:
      * many key tiles per row, so the online softmax's rescaling and the
      * dropout stream are checked far from the first tile. */
