@@ -167,7 +167,9 @@ k_attn_dq_tc(tfm_attn a, T *dq, tfm_view vdq, const float *delta, const T *dout,
     T *kv = dos + BR * SD;                   /* two buffers of K [BC][SD] then V [BC][SD] */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int64_t bh = blockIdx.y, b = bh / a.H, h = bh % a.H;
-    const int q0 = blockIdx.x * BR, r0 = warp * 16;
+    /* causal: the last query blocks, which see the most keys, first */
+    const int qb = a.causal ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
+    const int q0 = qb * BR, r0 = warp * 16;
     const int i_row[2] = {q0 + r0 + g, q0 + r0 + g + 8};
     const bool drop = a.dropout_p > 0.0f;
     const float sl2 = a.scale * LOG2E;

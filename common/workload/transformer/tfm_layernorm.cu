@@ -1,6 +1,9 @@
 /* tfm_layernorm.cu: LayerNorm forward and backward (tfm_kernels.h). One
  * warp per row (d_model 256 to 1024+: 8 to 32 elements a lane), fp32
- * arithmetic, two passes for the variance (exact, the row stays in L1).
+ * arithmetic, two passes for the variance (exact). Rows of a multiple of
+ * 256 elements up to 1024 (d_model 256, 512, 768, 1024), 16-byte aligned:
+ * the row is read once, in packs of VEC elements (16-byte loads), and
+ * kept in registers; other rows: element by element, the row in L1.
  * dgamma / dbeta: column sums over the rows, split over blocks into the
  * caller's partial buffers where given (as PyTorch's dgamma_blocks), then
  * one final pass. */
@@ -41,13 +44,80 @@ __global__ void k_ln_fwd(T *y, float *mean, float *rstd, const T *x, const T *ga
         y[r * n + j] = st<T>((ld<T>(xr[j]) - mu) * rs * ld<T>(gamma[j]) + ld<T>(beta[j]));
 }
 
+#define LN_PMAX 4 /* packs of VEC a lane holds in registers: rows up to 32 x 8 x 4 = 1024 */
+
+/* Whether a row of n takes the register kernels (whole packs on every lane). */
+static bool ln_packed(int64_t n, const void *const *p, int np)
+{
+    if (n % (32 * VEC) != 0 || n > 32 * VEC * LN_PMAX) return false;
+    for (int i = 0; i < np; i++)
+        if (p[i] && !aligned(p[i])) return false;
+    return true;
+}
+
+/* Packs k < np of lane's share of row r (pack index lane + 32 k) as floats. */
+template <typename T>
+__device__ __forceinline__ void ln_load(float v[LN_PMAX][VEC], const T *row, int lane, int np)
+{
+#pragma unroll
+    for (int k = 0; k < LN_PMAX; k++)
+        if (k < np) {
+            const pack<T> p = ldp(row, lane + 32 * k);
+#pragma unroll
+            for (int j = 0; j < VEC; j++) v[k][j] = ld<T>(p.v[j]);
+        }
+}
+
+template <typename T>
+__global__ void k_ln_fwd_packed(T *y, float *mean, float *rstd, const T *x, const T *gamma, const T *beta,
+                                int64_t rows, int64_t n, float eps)
+{
+    const int lane = threadIdx.x & 31, np = (int)(n / (32 * VEC));
+    const int64_t r = (int64_t)blockIdx.x * LN_WARPS + (threadIdx.x >> 5);
+    if (r >= rows) return;
+    float v[LN_PMAX][VEC];
+    ln_load(v, x + r * n, lane, np);
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < LN_PMAX; k++)
+        if (k < np)
+#pragma unroll
+            for (int j = 0; j < VEC; j++) s += v[k][j];
+    const float mu = warp_sum(s) / (float)n;
+    float q = 0.0f;
+#pragma unroll
+    for (int k = 0; k < LN_PMAX; k++)
+        if (k < np)
+#pragma unroll
+            for (int j = 0; j < VEC; j++) q += (v[k][j] - mu) * (v[k][j] - mu);
+    const float rs = rsqrtf(warp_sum(q) / (float)n + eps);
+    if (lane == 0) {
+        mean[r] = mu;
+        rstd[r] = rs;
+    }
+#pragma unroll
+    for (int k = 0; k < LN_PMAX; k++)
+        if (k < np) {
+            const pack<T> gp = ldp(gamma, lane + 32 * k), bp = ldp(beta, lane + 32 * k);
+            pack<T> o;
+#pragma unroll
+            for (int j = 0; j < VEC; j++) o.v[j] = st<T>((v[k][j] - mu) * rs * ld<T>(gp.v[j]) + ld<T>(bp.v[j]));
+            stp(y + r * n, lane + 32 * k, o);
+        }
+}
+
 template <typename T>
 static void ln_fwd(mc_wl_gpu *g, void *y, float *mean, float *rstd, const void *x, const void *gamma,
                    const void *beta, int64_t rows, int64_t n, float eps)
 {
     const unsigned blocks = (unsigned)((rows + LN_WARPS - 1) / LN_WARPS);
-    k_ln_fwd<T><<<blocks, 32 * LN_WARPS, 0, mc_gpu_stream(g)>>>(
-        (T *)y, mean, rstd, (const T *)x, (const T *)gamma, (const T *)beta, rows, n, eps);
+    const void *ptrs[] = {y, x, gamma, beta};
+    if (ln_packed(n, ptrs, 4))
+        k_ln_fwd_packed<T><<<blocks, 32 * LN_WARPS, 0, mc_gpu_stream(g)>>>(
+            (T *)y, mean, rstd, (const T *)x, (const T *)gamma, (const T *)beta, rows, n, eps);
+    else
+        k_ln_fwd<T><<<blocks, 32 * LN_WARPS, 0, mc_gpu_stream(g)>>>(
+            (T *)y, mean, rstd, (const T *)x, (const T *)gamma, (const T *)beta, rows, n, eps);
     CHECK_LAUNCH();
 }
 
@@ -84,6 +154,42 @@ __global__ void k_ln_bwd_dx(T *dx, const T *dy, const T *x, const T *gamma, cons
         const float xh = (ld<T>(xr[j]) - mu) * rs;
         dx[r * n + j] = st<T>(rs * (ld<T>(dyr[j]) * ld<T>(gamma[j]) - a - xh * b));
     }
+}
+
+template <typename T>
+__global__ void k_ln_bwd_dx_packed(T *dx, const T *dy, const T *x, const T *gamma, const float *mean,
+                                   const float *rstd, int64_t rows, int64_t n)
+{
+    const int lane = threadIdx.x & 31, np = (int)(n / (32 * VEC));
+    const int64_t r = (int64_t)blockIdx.x * LN_WARPS + (threadIdx.x >> 5);
+    if (r >= rows) return;
+    const float mu = mean[r], rs = rstd[r];
+    float dg[LN_PMAX][VEC], xh[LN_PMAX][VEC]; /* dy gamma, and x normalized */
+    ln_load(dg, dy + r * n, lane, np);
+    ln_load(xh, x + r * n, lane, np);
+    float a = 0.0f, b = 0.0f;
+#pragma unroll
+    for (int k = 0; k < LN_PMAX; k++)
+        if (k < np) {
+            const pack<T> gp = ldp(gamma, lane + 32 * k);
+#pragma unroll
+            for (int j = 0; j < VEC; j++) {
+                dg[k][j] *= ld<T>(gp.v[j]);
+                xh[k][j] = (xh[k][j] - mu) * rs;
+                a += dg[k][j];
+                b += dg[k][j] * xh[k][j];
+            }
+        }
+    a = warp_sum(a) / (float)n;
+    b = warp_sum(b) / (float)n;
+#pragma unroll
+    for (int k = 0; k < LN_PMAX; k++)
+        if (k < np) {
+            pack<T> o;
+#pragma unroll
+            for (int j = 0; j < VEC; j++) o.v[j] = st<T>(rs * (dg[k][j] - a - xh[k][j] * b));
+            stp(dx + r * n, lane + 32 * k, o);
+        }
 }
 
 /* ------------------------------------------------------------ backward: dgamma, dbeta */
@@ -187,8 +293,13 @@ static void ln_bwd(mc_wl_gpu *g, void *dx, void *dgamma, void *dbeta, const void
     cudaStream_t q = mc_gpu_stream(g);
     if (dx) {
         const unsigned blocks = (unsigned)((rows + LN_WARPS - 1) / LN_WARPS);
-        k_ln_bwd_dx<T><<<blocks, 32 * LN_WARPS, 0, q>>>((T *)dx, (const T *)dy, (const T *)x,
-                                                        (const T *)gamma, mean, rstd, rows, n);
+        const void *ptrs[] = {dx, dy, x, gamma};
+        if (ln_packed(n, ptrs, 4))
+            k_ln_bwd_dx_packed<T><<<blocks, 32 * LN_WARPS, 0, q>>>((T *)dx, (const T *)dy, (const T *)x,
+                                                                   (const T *)gamma, mean, rstd, rows, n);
+        else
+            k_ln_bwd_dx<T><<<blocks, 32 * LN_WARPS, 0, q>>>((T *)dx, (const T *)dy, (const T *)x,
+                                                            (const T *)gamma, mean, rstd, rows, n);
         CHECK_LAUNCH();
     }
     if (!dgamma && !dbeta) return;

@@ -245,8 +245,11 @@ extern "C" int mc_tfm_verify(FILE *log)
 {
     tfm_vctx v = {log, 0, 0, mc_gpu_create(1)};
     for (int dt = MC_DT_F32; dt <= MC_DT_BF16; dt++) {
-        check_layernorm(&v, dt, 37, 256, 0);
-        check_layernorm(&v, dt, 300, 100, 7);
+        check_layernorm(&v, dt, 37, 256, 0);  /* rows in registers (packs of VEC) */
+        check_layernorm(&v, dt, 70, 768, 5);
+        check_layernorm(&v, dt, 33, 1024, 0);
+        check_layernorm(&v, dt, 300, 100, 7); /* element by element */
+        check_layernorm(&v, dt, 20, 2048, 3);
         check_eager(&v, dt, 4099, 0);
         check_eager(&v, dt, 1000, 1);
         for (int act = TFM_ACT_NONE; act <= TFM_ACT_GELU; act++)
