@@ -128,4 +128,14 @@ cp -r "$s" "$tmp/speed/transformer_speed_other"
 speed_refused "two runs of the new layout"
 rm -r "$tmp/speed/transformer_speed_other"
 check "the copy restored reads again" env MEMCLAIMS_SPEED_ROOT="$tmp/speed" "$root/scripts/readme" --block transformer
+# a run where the suite is slower nowhere: the line says so, names none
+mkdir -p "$tmp/fast"
+cp -r "$s" "$tmp/fast/transformer_speed_synth"
+f=$tmp/fast/transformer_speed_synth
+rm -r "$f/big_slow" "$f/mid_slow_oneprof" "$f/tiny_oom"
+grep -E '^(#|small_fast|mid_fast_noslower)' "$s/configs.txt" > "$f/configs.txt"
+block3=$(MEMCLAIMS_SPEED_ROOT=$tmp/fast "$root/scripts/readme" --block transformer 2>&1)
+check "slower nowhere: the line under the table says at most PyTorch's in each" \
+    grep -q "^the suite's step takes at most PyTorch eager's time in each of the 2 configurations measured\.$" <<< "$block3"
+check "slower nowhere: no 'slower' count" bash -c '! grep -q "is slower than PyTorch eager in" <<< "$1"' _ "$block3"
 summary

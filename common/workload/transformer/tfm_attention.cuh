@@ -4,8 +4,8 @@
  * dropout decision of an element of the probabilities. CUDA C++ only.
  *
  * These are the general kernels: plain SIMT fp32 arithmetic out of shared
- * memory (no tensor cores), for fp32 and for what the tensor-core kernels
- * (tfm_attention_tc.cuh: fp16/bf16 on sm_80 and newer) do not take. Same
+ * memory (no tensor cores), for what the tensor-core kernels
+ * (tfm_attention_tc.cuh: sm_80 and newer) do not take. Same
  * memory behaviour (no L x L buffer, only lse saved). Rows of Dh are padded by one float
  * so that threads reading different rows at the same column hit different
  * banks. */

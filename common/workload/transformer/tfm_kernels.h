@@ -114,10 +114,11 @@ void tfm_attn_fwd(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view vo, float *
  * memory-efficient and flash backends allocate; flash rounds Lq up to a
  * multiple of 128, efficient allocates [B, H, Lq]). dq_acc: NULL, or float32
  * [B, H, Lq, Dh] scratch that the caller's backend allocates anyway (cuDNN's
- * backward workspace holds a dQ accumulator): where given, the tensor-core
- * kernels (fp16/bf16) add dQ into it with atomics in the pass that makes dK
- * and dV, as FlashAttention-2 does, then write dq from it; where NULL (and
- * in fp32), dQ is computed by its own pass over the key tiles
+ * backward workspace and the memory-efficient kernel's grad_q workspace
+ * hold a dQ accumulator): where given, the tensor-core kernels add dQ into
+ * it with atomics in the pass that makes dK and dV, as FlashAttention-2
+ * does, then write dq from it; where NULL (and on the general kernels), dQ
+ * is computed by its own pass over the key tiles
  * (deterministic, no accumulator and no atomics), dK and dV by one over the
  * query tiles. */
 void tfm_attn_bwd(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void *dk,
