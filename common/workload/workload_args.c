@@ -60,7 +60,9 @@ void mc_workload_usage(FILE *fp)
         "  --sms, --device, --trace, --profile, --profile-csv as above\n"
         "Attention in fp16 and bf16 runs cuDNN's fused flash kernels, as PyTorch does, where the\n"
         "build found cuDNN 9 (else, with MEMCLAIMS_CUDNN=0, or where cuDNN takes no graph for the\n"
-        "shape, the suite's own kernels, said in one line on stderr); fp32 the suite's own.\n"
+        "shape, the suite's own kernels, said in one line on stderr); fp32 the suite's own on the\n"
+        "tensor cores as 3xTF32, PyTorch's memory-efficient kernel's arithmetic (before sm_80:\n"
+        "general fp32 kernels).\n"
         "Exit: 0 ran, 1 --verify failed, 2 usage, 3 CUDA error, 77 no CUDA device.\n"
         "An out-of-memory step is a row with status oom, not an error.\n",
         MC_WORKLOAD_CSV_HEADER);
