@@ -5,8 +5,8 @@
  * the row is read once, in packs of VEC elements (16-byte loads), and
  * kept in registers; other rows: element by element, the row in L1.
  * dgamma / dbeta: column sums over the rows, split over blocks into the
- * caller's partial buffers where given (as PyTorch's dgamma_blocks), then
- * one final pass. */
+ * caller's partial buffers where given (as PyTorch's dgamma_blocks), else
+ * into dX's buffer before the dx kernel writes it, then one final pass. */
 #include "tfm_kernels.cuh"
 #include "workload/core/wl_profile.h"
 
@@ -197,6 +197,8 @@ __global__ void k_ln_bwd_dx_packed(T *dx, const T *dy, const T *x, const T *gamm
 #define GB_X 32
 #define GB_Y 32     /* row threads of a block: 1024 threads */
 #define GB_UNROLL 4 /* rows a thread loads before it adds: loads in flight */
+#define LN_GB_ROWS 256  /* rows a block sums where the sums go through dX's buffer */
+#define LN_GB_SPLITS 64 /* at most so many blocks of rows (d_model 1024: 32 x 64 blocks) */
 
 /* Block (x, y): columns 32 x, rows [y rows_per, (y + 1) rows_per). With
  * partial buffers: part[y][c]; without (gridDim.y == 1): the outputs.
@@ -291,6 +293,28 @@ static void ln_bwd(mc_wl_gpu *g, void *dx, void *dgamma, void *dbeta, const void
                    float *part_g, float *part_b, int64_t part_rows)
 {
     cudaStream_t q = mc_gpu_stream(g);
+    const dim3 block(GB_X, GB_Y);
+    const unsigned gx = (unsigned)((n + GB_X - 1) / GB_X);
+    /* Without the caller's partial buffers one block of columns would walk
+     * every row (n / 32 blocks: 32 of an H100's 132 SMs at d_model 1024).
+     * Where dX is made, its buffer is free until the dx kernel writes it:
+     * the column sums go there first, split over blocks of LN_GB_ROWS rows,
+     * then a final pass adds them in a fixed order (deterministic, no memory
+     * beyond PyTorch's), then the dx kernel. */
+    int64_t splits = (rows + LN_GB_ROWS - 1) / LN_GB_ROWS;
+    if (splits > LN_GB_SPLITS) splits = LN_GB_SPLITS;
+    const bool in_dx = (dgamma || dbeta) && dx && !(part_g && part_b && part_rows > 0) && splits > 1 &&
+                       2 * splits * n * (int64_t)sizeof(float) <= rows * n * (int64_t)sizeof(T);
+    if (in_dx) {
+        const int64_t rows_per = (rows + splits - 1) / splits;
+        splits = (rows + rows_per - 1) / rows_per; /* no empty split */
+        float *pg = (float *)dx, *pb = pg + splits * n;
+        k_ln_gb<T><<<dim3(gx, (unsigned)splits), block, 0, q>>>((T *)dgamma, (T *)dbeta, pg, pb, (const T *)dy,
+                                                                (const T *)x, mean, rstd, rows, n, rows_per);
+        CHECK_LAUNCH();
+        k_ln_gb_final<T><<<gx, block, 0, q>>>((T *)dgamma, (T *)dbeta, pg, pb, splits, n);
+        CHECK_LAUNCH();
+    }
     if (dx) {
         const unsigned blocks = (unsigned)((rows + LN_WARPS - 1) / LN_WARPS);
         const void *ptrs[] = {dx, dy, x, gamma};
@@ -302,13 +326,13 @@ static void ln_bwd(mc_wl_gpu *g, void *dx, void *dgamma, void *dbeta, const void
                                                             (const T *)gamma, mean, rstd, rows, n);
         CHECK_LAUNCH();
     }
-    if (!dgamma && !dbeta) return;
-    int64_t splits = part_g && part_b && part_rows > 0 ? part_rows : 1;
+    if ((!dgamma && !dbeta) || in_dx) return;
+    splits = part_g && part_b && part_rows > 0 ? part_rows : 1;
     if (splits > 65535) splits = 65535;
     int64_t rows_per = (rows + splits - 1) / splits;
     splits = (rows + rows_per - 1) / rows_per; /* no empty split */
     const bool use_part = splits > 1;
-    const dim3 block(GB_X, GB_Y), grid((unsigned)((n + GB_X - 1) / GB_X), (unsigned)splits);
+    const dim3 grid(gx, (unsigned)splits);
     k_ln_gb<T><<<grid, block, 0, q>>>((T *)dgamma, (T *)dbeta, use_part ? part_g : NULL,
                                       use_part ? part_b : NULL, (const T *)dy, (const T *)x, mean,
                                       rstd, rows, n, rows_per);

@@ -250,6 +250,8 @@ extern "C" int mc_tfm_verify(FILE *log)
         check_layernorm(&v, dt, 33, 1024, 0);
         check_layernorm(&v, dt, 300, 100, 7); /* element by element */
         check_layernorm(&v, dt, 20, 2048, 3);
+        check_layernorm(&v, dt, 1000, 768, 0); /* column sums through dX's buffer */
+        check_layernorm(&v, dt, 600, 100, 0);
         check_eager(&v, dt, 4099, 0);
         check_eager(&v, dt, 1000, 1);
         for (int act = TFM_ACT_NONE; act <= TFM_ACT_GELU; act++)
