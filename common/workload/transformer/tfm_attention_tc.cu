@@ -161,9 +161,7 @@ static void fwd_t(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view vo, float *
 void tc_attn_fwd(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view vo, float *lse, const void *q,
                  tfm_view vq, const void *k, tfm_view vk, const void *v, tfm_view vv, int dt)
 {
-    if (dt == MC_DT_F16) fwd_t<__half>(g, a, o, vo, lse, q, vq, k, vk, v, vv);
-    else if (dt == MC_DT_BF16) fwd_t<__nv_bfloat16>(g, a, o, vo, lse, q, vq, k, vk, v, vv);
-    else fwd_t<float>(g, a, o, vo, lse, q, vq, k, vk, v, vv);
+    DISPATCH(dt, fwd_t, g, a, o, vo, lse, q, vq, k, vk, v, vv);
 }
 
 /* ------------------------------------------------------------ which calls */
@@ -185,10 +183,10 @@ template <typename T, int D> static size_t smem_most(void)
     return m;
 }
 
-template <typename T> static size_t smem_most_t(int Dh)
+template <typename T> static void smem_most_t(int Dh, size_t *bytes)
 {
-    return Dh == 16 ? smem_most<T, 16>() : Dh == 32 ? smem_most<T, 32>() : Dh == 64 ? smem_most<T, 64>()
-                                                                                    : smem_most<T, 128>();
+    *bytes = Dh == 16 ? smem_most<T, 16>() : Dh == 32 ? smem_most<T, 32>() : Dh == 64 ? smem_most<T, 64>()
+                                                                                     : smem_most<T, 128>();
 }
 
 static bool g_tc_on = true;
@@ -205,12 +203,14 @@ bool tc_usable(const tfm_attn *a, int dt, const void *const *ptrs, int n_ptrs,
         optin = device_attr(cudaDevAttrMaxSharedMemoryPerBlockOptin);
     }
     const int chunk = 16 / MC_DT_SIZE(dt); /* elements of a 16-byte chunk */
+    size_t smem = 0;
     const char *why = NULL;
     if (!(a->Dh == 16 || a->Dh == 32 || a->Dh == 64 || a->Dh == 128)) why = "head dim";
     else if (major < 8) why = "a GPU before sm_80 (no mma.sync on tf32, fp16, bf16)";
-    else if ((dt == MC_DT_F32 ? smem_most_t<float>(a->Dh)
-              : dt == MC_DT_F16 ? smem_most_t<__half>(a->Dh) : smem_most_t<__nv_bfloat16>(a->Dh)) > (size_t)optin)
-        why = "tiles larger than a block's shared memory on this GPU";
+    else {
+        DISPATCH(dt, smem_most_t, a->Dh, &smem);
+        if (smem > (size_t)optin) why = "tiles larger than a block's shared memory on this GPU";
+    }
     for (int i = 0; !why && i < n_ptrs; i++)
         if ((uintptr_t)ptrs[i] % 16 != 0) why = "a tensor not 16-byte aligned";
     for (int i = 0; !why && i < n_views; i++)

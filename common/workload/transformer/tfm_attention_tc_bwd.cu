@@ -300,10 +300,5 @@ void tc_attn_bwd(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void *
                  tfm_view vdo, const void *q, tfm_view vq, const void *k, tfm_view vk,
                  const void *v, tfm_view vv, const float *lse, int dt)
 {
-    if (dt == MC_DT_F16)
-        bwd_t<__half>(g, a, dq, vdq, dk, vdk, dv, vdv, dq_acc, delta, dout, vdo, q, vq, k, vk, v, vv, lse);
-    else if (dt == MC_DT_BF16)
-        bwd_t<__nv_bfloat16>(g, a, dq, vdq, dk, vdk, dv, vdv, dq_acc, delta, dout, vdo, q, vq, k, vk, v, vv, lse);
-    else
-        bwd_t<float>(g, a, dq, vdq, dk, vdk, dv, vdv, dq_acc, delta, dout, vdo, q, vq, k, vk, v, vv, lse);
+    DISPATCH(dt, bwd_t, g, a, dq, vdq, dk, vdk, dv, vdv, dq_acc, delta, dout, vdo, q, vq, k, vk, v, vv, lse);
 }

@@ -293,27 +293,35 @@ static void ln_bwd(mc_wl_gpu *g, void *dx, void *dgamma, void *dbeta, const void
                    float *part_g, float *part_b, int64_t part_rows)
 {
     cudaStream_t q = mc_gpu_stream(g);
-    const dim3 block(GB_X, GB_Y);
-    const unsigned gx = (unsigned)((n + GB_X - 1) / GB_X);
-    /* Without the caller's partial buffers one block of columns would walk
-     * every row (n / 32 blocks: 32 of an H100's 132 SMs at d_model 1024).
-     * Where dX is made, its buffer is free until the dx kernel writes it:
-     * the column sums go there first, split over blocks of LN_GB_ROWS rows,
-     * then a final pass adds them in a fixed order (deterministic, no memory
-     * beyond PyTorch's), then the dx kernel. */
-    int64_t splits = (rows + LN_GB_ROWS - 1) / LN_GB_ROWS;
-    if (splits > LN_GB_SPLITS) splits = LN_GB_SPLITS;
-    const bool in_dx = (dgamma || dbeta) && dx && !(part_g && part_b && part_rows > 0) && splits > 1 &&
-                       2 * splits * n * (int64_t)sizeof(float) <= rows * n * (int64_t)sizeof(T);
-    if (in_dx) {
+    if (dgamma || dbeta) {
+        /* Partial column sums per block of rows, then a final pass in a fixed
+         * order: into the caller's buffers where given; else, where dX is
+         * made, into its buffer, free until the dx kernel below writes it
+         * (blocks of LN_GB_ROWS rows: deterministic, no memory beyond
+         * PyTorch's); else one block of columns walks every row (n / 32
+         * blocks: 32 of an H100's 132 SMs at d_model 1024). */
+        int64_t splits = 1;
+        if (part_g && part_b && part_rows > 0) {
+            splits = part_rows > 65535 ? 65535 : part_rows;
+        } else if (dx) {
+            splits = (rows + LN_GB_ROWS - 1) / LN_GB_ROWS;
+            if (splits > LN_GB_SPLITS) splits = LN_GB_SPLITS;
+            if (2 * splits * n * (int64_t)sizeof(float) > rows * n * (int64_t)sizeof(T)) splits = 1;
+            part_g = (float *)dx;
+            part_b = part_g + splits * n;
+        }
         const int64_t rows_per = (rows + splits - 1) / splits;
         splits = (rows + rows_per - 1) / rows_per; /* no empty split */
-        float *pg = (float *)dx, *pb = pg + splits * n;
-        k_ln_gb<T><<<dim3(gx, (unsigned)splits), block, 0, q>>>((T *)dgamma, (T *)dbeta, pg, pb, (const T *)dy,
-                                                                (const T *)x, mean, rstd, rows, n, rows_per);
+        const bool use_part = splits > 1;
+        const dim3 block(GB_X, GB_Y), grid((unsigned)((n + GB_X - 1) / GB_X), (unsigned)splits);
+        k_ln_gb<T><<<grid, block, 0, q>>>((T *)dgamma, (T *)dbeta, use_part ? part_g : NULL,
+                                          use_part ? part_b : NULL, (const T *)dy, (const T *)x, mean,
+                                          rstd, rows, n, rows_per);
         CHECK_LAUNCH();
-        k_ln_gb_final<T><<<gx, block, 0, q>>>((T *)dgamma, (T *)dbeta, pg, pb, splits, n);
-        CHECK_LAUNCH();
+        if (use_part) {
+            k_ln_gb_final<T><<<grid.x, block, 0, q>>>((T *)dgamma, (T *)dbeta, part_g, part_b, splits, n);
+            CHECK_LAUNCH();
+        }
     }
     if (dx) {
         const unsigned blocks = (unsigned)((rows + LN_WARPS - 1) / LN_WARPS);
@@ -324,21 +332,6 @@ static void ln_bwd(mc_wl_gpu *g, void *dx, void *dgamma, void *dbeta, const void
         else
             k_ln_bwd_dx<T><<<blocks, 32 * LN_WARPS, 0, q>>>((T *)dx, (const T *)dy, (const T *)x,
                                                             (const T *)gamma, mean, rstd, rows, n);
-        CHECK_LAUNCH();
-    }
-    if ((!dgamma && !dbeta) || in_dx) return;
-    splits = part_g && part_b && part_rows > 0 ? part_rows : 1;
-    if (splits > 65535) splits = 65535;
-    int64_t rows_per = (rows + splits - 1) / splits;
-    splits = (rows + rows_per - 1) / rows_per; /* no empty split */
-    const bool use_part = splits > 1;
-    const dim3 grid(gx, (unsigned)splits);
-    k_ln_gb<T><<<grid, block, 0, q>>>((T *)dgamma, (T *)dbeta, use_part ? part_g : NULL,
-                                      use_part ? part_b : NULL, (const T *)dy, (const T *)x, mean,
-                                      rstd, rows, n, rows_per);
-    CHECK_LAUNCH();
-    if (use_part) {
-        k_ln_gb_final<T><<<grid.x, block, 0, q>>>((T *)dgamma, (T *)dbeta, part_g, part_b, splits, n);
         CHECK_LAUNCH();
     }
 }
