@@ -16,11 +16,13 @@
 #include "test_util.h"
 #include "workload/workload_args.h"
 
+/* The words live in a static buffer, as argv does for a whole program: the
+ * parsed config keeps pointers into them (--profile-csv FILE). */
 static int parse(const char *line, mc_workload_cli *cli, char *err)
 {
-    char copy[512];
+    static char copy[512];
+    static char *argv[64];
     snprintf(copy, sizeof copy, "workload %s", line);
-    char *argv[64];
     int argc = 0;
     for (char *tok = strtok(copy, " "); tok && argc < 64; tok = strtok(NULL, " ")) argv[argc++] = tok;
     return mc_workload_parse_args(cli, argc, argv, err, 256);
