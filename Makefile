@@ -214,7 +214,15 @@ $(BUILD)/obj/tools/%.o: $(BUILD)/obj/tools/%.cu.o
 
 .SECONDARY:
 
-test-build: $(EXP_BIN) $(TOOL_BIN) $(TEST_BIN)
+# The fuzz target with a generator of well-formed traces in place of libFuzzer
+# (tests/fuzz/fuzz_structured.c): make test fuzzes with the suite's compiler.
+FUZZ_BIN := $(BUILD)/tests/fuzz_structured
+$(FUZZ_BIN): $(BUILD)/obj/tests/fuzz/fuzz_structured.c.o $(BUILD)/obj/tests/fuzz/fuzz_replay.c.o $(LIB)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LINK  $@")
+	$(Q)$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+test-build: $(EXP_BIN) $(TOOL_BIN) $(TEST_BIN) $(FUZZ_BIN)
 
 # ------------------------------------------------------------------ tests
 

@@ -265,34 +265,49 @@ void ca_empty_cache(ca_allocator *a)
     check_or_abort(a, "ca_empty_cache");
 }
 
+/* Whether release_available_cached_blocks may give b back to the device:
+ * a whole segment, not expandable (the reference's release_block asserts
+ * on those). Under one setting for the whole run every free block >=
+ * max_split_size is a whole segment (max_split_size is a whole number of
+ * MiB >= 20, and an oversize block is never split), so the reference never
+ * meets any other. A segment from before the recording (ca_preload_segment)
+ * replayed under a what-if max_split_size can hold a split free block that
+ * large; the reference would cudaFree the middle of a segment there, so the
+ * model leaves such blocks alone, as release_cached_blocks does. */
+static bool releasable(const ca_allocator *a, const ca_block *b)
+{
+    return !b->prev && !b->next && !(a->cfg.expandable_segments && b->seg->expandable);
+}
+
 /* release_available_cached_blocks: frees one oversize block of at least
  * max(size, max_split_size), or else oversize blocks from the largest down
  * until that many bytes are freed. Releases what it passes even when the
- * total falls short (then returns false), as the reference does. Free
- * blocks >= max_split_size are always whole segments, since max_split_size
- * is a whole number of MiB >= 20 MiB. */
+ * total falls short (then returns false), as the reference does. An
+ * expandable block ends either search (release_block would assert); a
+ * split block (above) is passed over: the first whole one at or above the
+ * key is freed, and the walk from the largest down goes on past it. */
 static bool release_available_cached_blocks(ca_allocator *a, ca_pool *p, uint64_t size)
-/* Free expandable blocks are skipped: they are never whole segments, and the
- * reference's release_block asserts on them. */
 {
     uint64_t m = a->cfg.max_split_size;
     if (m == CA_UNLIMITED) return false;
     uint64_t key = size < m ? m : size;
     ca_block *b = ca_pool_lower_bound(p, key, 0);
+    while (b && (b->prev || b->next) && !(a->cfg.expandable_segments && b->seg->expandable))
+        b = ca_pool_next(p, b);
     if (b) {
-        if (a->cfg.expandable_segments && b->seg->expandable) return false; /* release_block would assert */
+        if (!releasable(a, b)) return false; /* expandable: release_block would assert */
         release_block(a, b);
         return true;
     }
     b = ca_pool_last(p);
-    if (!b) return false;
     uint64_t released = 0;
-    while (released < key && b->size >= m && !(a->cfg.expandable_segments && b->seg->expandable)) {
+    while (b && released < key && b->size >= m && !(a->cfg.expandable_segments && b->seg->expandable)) {
         ca_block *cur = b;
-        released += cur->size;
         b = ca_pool_before(p, cur->size, cur->addr);
-        release_block(a, cur);
-        if (!b) break;
+        if (releasable(a, cur)) {
+            released += cur->size;
+            release_block(a, cur);
+        }
     }
     return released >= key;
 }

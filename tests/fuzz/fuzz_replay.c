@@ -7,8 +7,8 @@
  * out-of-memory paths run too; and, when the first line is a comment
  * "#conf STRING" that the conf parser accepts, under those settings with a
  * 512 MiB limit (so the garbage collection runs) on a 1 GiB device, as a
- * what-if replay. Any first line (after "#conf " if there) goes through the
- * conf parser.
+ * what-if replay, and again with no limit on a 384 MiB device. Any first
+ * line (after "#conf " if there) goes through the conf parser.
  *
  * The conf parser must give one line starting "conf: " for what it refuses,
  * and what it accepts must pass ca_config_check and come back equal from
@@ -128,6 +128,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             o.what_if = true;
             o.summary = true;
             o.use_addresses = true;
+            if (ca_replay(&t, &o, sink, &res, err, sizeof err) != 0 && strncmp(err, "fuzz:", 5) != 0) abort();
+            if (res.peak_reserved < 0 || res.n_failed > CA_REPLAY_FAILED_MAX) abort();
+            /* again with no limit on a 384 MiB device: the device refuses,
+             * not the limit (segments from before the recording fill it) */
+            what_if.limit_bytes = CA_UNLIMITED;
+            o.capacity = 384ULL << 20;
             if (ca_replay(&t, &o, sink, &res, err, sizeof err) != 0 && strncmp(err, "fuzz:", 5) != 0) abort();
             if (res.peak_reserved < 0 || res.n_failed > CA_REPLAY_FAILED_MAX) abort();
         }
