@@ -143,4 +143,33 @@ for f in "$fixtures"/*.pickle.gz; do
 done
 [ "$n" -gt 0 ] || echo "SKIP: no PyTorch snapshot fixtures yet in tests/fixtures/snapshots (record them on a GPU: tests/torch/make_snapshots.py)"
 
+# ---------------------------------------------------------- recorded mid-training
+# tests/fixtures/snapshots_midtrain/: runs under max_split_size_mb whose
+# recording began after a few steps, so the trace starts with segments and
+# live blocks from before it; NAME_limit under a memory fraction. Each must
+# replay exactly (peaks, retries, OOMs), and under every what-if setting with
+# the model's invariant check after every operation.
+mid=$root/tests/fixtures/snapshots_midtrain
+n=0
+for f in "$mid"/*.pickle.gz; do
+    [ -e "$f" ] || continue
+    name=$(basename "$f" .pickle.gz)
+    n=$((n + 1))
+    verify "$mid" "$name" > "$tmp/$name.out"
+    rc=$?
+    sed 's/^/    /' "$tmp/$name.out"
+    check_eq "$name (mid-training, $(sed -n 's/^conf: //p' "$mid/$name.meta")): the model equals PyTorch exactly" "$rc" 0
+    check "$name: the trace starts with segments and live blocks from before the recording" \
+        grep -q '^live ' "$tmp/$name.trace"
+    for conf in max_split_size_mb:20 expandable_segments:True roundup_power2_divisions:4 \
+                garbage_collection_threshold:0.6,max_split_size_mb:100; do
+        MEMCLAIMS_MODEL_CHECKS=1 "$replay" --summary --conf "$conf" --limit 1500Mi "$tmp/$name.trace" \
+            > /dev/null 2> "$tmp/$name.whatif.err"
+        rc=$?
+        check_eq "$name under $conf, 1500 MiB limit: replays with every invariant kept" "$rc" 0
+        [ "$rc" = 0 ] || head -3 "$tmp/$name.whatif.err"
+    done
+done
+check_eq "mid-training fixtures: 6 (three runs, each without and with a limit)" "$n" 6
+
 summary

@@ -6,7 +6,7 @@ tests/scripts/test_snapshot_fixtures.sh (tests/fixtures/snapshots/README.md).
 
     python3 tests/torch/make_snapshots.py OUTDIR [RUN ...]
 
-RUN picks runs (default: all three):
+RUN picks runs (default: the first three):
   cnn     an image classifier: torchvision's resnet18 (random weights, no
           download), or where torchvision is missing a hand-written CNN of
           torch.nn layers; SGD with momentum, batch 32 of 3x224x224.
@@ -16,6 +16,17 @@ RUN picks runs (default: all three):
           torch.nn layers; AdamW, batch 8 of 512 tokens.
   varlen  the GPT-like torch.nn model with a sequence length drawn anew each
           step (64..1024 tokens, fixed seed), which fragments the cache.
+  cnn_mid, lm_mid, varlen_mid
+          the same runs under max_split_size_mb (MID below) from the start,
+          with the recording begun mid-training, after WARM steps: the
+          snapshot starts with segments and live blocks from before it, as a
+          user's snapshot of a long run does. Each is recorded twice: with
+          no limit (RUN), and under a memory fraction between peak allocated
+          and peak reserved of that run (RUN_limit), so that the recorded
+          steps retry and give cached oversize blocks back. memory_stats()
+          is read as the recording's own: peaks from reset_peak_memory_stats()
+          at its start, retries and OOMs counted from there. One row each,
+          `default`: the run as recorded, which the replay must equal exactly.
 
 Needs a CUDA GPU and PyTorch (written against 2.11). Each run goes in fresh
 Python processes (PYTORCH_CUDA_ALLOC_CONF is read when CUDA initialises, and
@@ -44,6 +55,10 @@ import sys
 import time
 
 RUNS = ("cnn", "lm", "varlen")
+# Mid-training runs: the base run and the PYTORCH_CUDA_ALLOC_CONF it runs under.
+MID = {"cnn_mid": ("cnn", "max_split_size_mb:64"), "lm_mid": ("lm", "max_split_size_mb:64"),
+       "varlen_mid": ("varlen", "max_split_size_mb:32")}
+WARM = 3  # steps before the recording starts (mid-training runs)
 STEPS = 6
 SEED = 1234
 WHATIF = [("expandable_segments", "expandable_segments:True"),
@@ -110,13 +125,16 @@ def build(torch, run):
     return hand_gpt(torch)[0], "GPT-like model (torch.nn), variable sequence length", ""
 
 
-def train(torch, run, model, dev):
-    """STEPS training steps; every tensor comes from the seeded generator on
-    the device, so each process requests the same sizes in the same order."""
+def train(torch, run, model, dev, warm=0, start=None):
+    """warm + STEPS training steps, start() called before step warm (where
+    given); every tensor comes from the seeded generator on the device, so
+    each process requests the same sizes in the same order."""
     g = torch.Generator(device=dev).manual_seed(SEED)
     if run == "cnn":
         opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-        for _ in range(STEPS):
+        for i in range(warm + STEPS):
+            if start and i == warm:
+                start()
             x = torch.randn(32, 3, 224, 224, device=dev, generator=g)
             y = torch.randint(0, 1000, (32,), device=dev, generator=g)
             loss = torch.nn.functional.cross_entropy(model(x), y)
@@ -126,9 +144,12 @@ def train(torch, run, model, dev):
             del x, y, loss
         return
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    lengths = random.Random(SEED).choices(range(64, 1025, 32), k=STEPS) if run == "varlen" else [512] * STEPS
+    n = warm + STEPS
+    lengths = random.Random(SEED).choices(range(64, 1025, 32), k=n) if run == "varlen" else [512] * n
     batch = 8
-    for t in lengths:
+    for i, t in enumerate(lengths):
+        if start and i == warm:
+            start()
         ids = torch.randint(0, 8192, (batch, t), device=dev, generator=g)
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=(run == "lm")):
             out = model(ids)
@@ -143,6 +164,9 @@ def train(torch, run, model, dev):
 
 # ------------------------------------------------------------------ one process
 def child(run, setting, limit, record, outdir):
+    """One process: run (or a mid-training run, MID) under the environment's
+    PYTORCH_CUDA_ALLOC_CONF; prints its memory_stats() as one JSON line."""
+    base, mid = MID[run][0] if run in MID else run, run in MID
     import torch
     dev = torch.device("cuda", 0)
     torch.backends.cudnn.benchmark = False   # benchmark mode sizes workspaces by timing: not repeatable
@@ -153,31 +177,47 @@ def child(run, setting, limit, record, outdir):
         fraction = limit / total
         torch.cuda.set_per_process_memory_fraction(fraction, dev)
         limit_bytes = int(fraction * total)     # setMemoryFraction: static_cast<size_t>(fraction * total)
-    if record:
-        torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python",
-                                                 max_entries=10_000_000)
+    before = {}  # memory_stats() where the recording starts (mid-training runs)
+
+    def start():
+        torch.cuda.synchronize(dev)
+        before.update(torch.cuda.memory_stats(dev))
+        torch.cuda.reset_peak_memory_stats(dev)
+        if record:
+            torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python",
+                                                     max_entries=10_000_000)
+    if not mid:
+        start()
     outcome = "fits"
-    model, kind, note = build(torch, run)
+    model, kind, note = build(torch, base)
     try:
         model = model.to(dev)
-        train(torch, run, model, dev)
+        train(torch, base, model, dev, WARM if mid else 0, start if mid else None)
         torch.cuda.synchronize(dev)
     except torch.OutOfMemoryError:
         outcome = "oom"
     s = torch.cuda.memory_stats(dev)
+    if not before:  # out of memory before the recording began
+        raise SystemExit(f"{run}: out of memory before step {WARM}, where the recording was to start")
+    whole = dict(whole_peak_allocated=max(s.get("allocated_bytes.all.peak", 0),
+                                          before.get("allocated_bytes.all.peak", 0)),
+                 whole_peak_reserved=max(s.get("reserved_bytes.all.peak", 0),
+                                         before.get("reserved_bytes.all.peak", 0)))
     if record:
         snap = torch.cuda.memory._snapshot()
         torch.cuda.memory._record_memory_history(enabled=None)
-        tmp = os.path.join(outdir, f".{run}.pickle.gz.tmp")
+        name = f"{run}_limit" if limit else run  # a mid-training run recorded under a limit
+        tmp = os.path.join(outdir, f".{name}.pickle.gz.tmp")
         import pickle
         with gzip.open(tmp, "wb") as f:
             pickle.dump(snap, f)
-        os.replace(tmp, os.path.join(outdir, f"{run}.pickle.gz"))
+        os.replace(tmp, os.path.join(outdir, f"{name}.pickle.gz"))
     print(json.dumps(dict(
         run=run, setting=setting, conf=os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
         limit_bytes=limit_bytes, outcome=outcome,
         peak_allocated=s.get("allocated_bytes.all.peak", 0), peak_reserved=s.get("reserved_bytes.all.peak", 0),
-        num_alloc_retries=s.get("num_alloc_retries", 0), num_ooms=s.get("num_ooms", 0),
+        num_alloc_retries=s.get("num_alloc_retries", 0) - before.get("num_alloc_retries", 0),
+        num_ooms=s.get("num_ooms", 0) - before.get("num_ooms", 0), **whole,
         model=kind, note=note, torch=torch.__version__, cuda=torch.version.cuda,
         gpu=torch.cuda.get_device_name(dev), total_memory=total)))
     return 0
@@ -229,17 +269,55 @@ def record_run(run, outdir):
     rows.append(spawn(run, "limit_oom", "", int(0.9 * a), False, outdir))
     if rows[-1]["outcome"] != "oom":
         raise RuntimeError(f"{run}: a limit of 90% of peak allocated did not run out of memory")
-    with open(os.path.join(outdir, f".{run}.expected.tsv.tmp"), "w") as f:
+    write_fixture(outdir, run, rows, base)
+
+
+def write_fixture(outdir, name, rows, base, extra=""):
+    """NAME.expected.tsv (rows) and NAME.meta (base's versions, extra lines)."""
+    with open(os.path.join(outdir, f".{name}.expected.tsv.tmp"), "w") as f:
         f.write(HEADER + "\n")
         for x in rows:
             f.write("\t".join(str(x[k]) for k in ("setting", "conf", "limit_bytes", "outcome", "peak_allocated",
                                                   "peak_reserved", "num_alloc_retries", "num_ooms")) + "\n")
-    os.replace(os.path.join(outdir, f".{run}.expected.tsv.tmp"), os.path.join(outdir, f"{run}.expected.tsv"))
-    with open(os.path.join(outdir, f"{run}.meta"), "w") as f:
+    os.replace(os.path.join(outdir, f".{name}.expected.tsv.tmp"), os.path.join(outdir, f"{name}.expected.tsv"))
+    with open(os.path.join(outdir, f"{name}.meta"), "w") as f:
         for k in ("model", "note", "torch", "cuda", "gpu", "total_memory"):
             f.write(f"{k}: {base[k]}\n")
-        f.write(f"steps: {STEPS}\nseed: {SEED}\nrecorded: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n")
-    print(f"{run}: model used: {base['model']}{' (' + base['note'] + ')' if base['note'] else ''}", flush=True)
+        f.write(f"steps: {STEPS}\nseed: {SEED}\n{extra}recorded: "
+                f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n")
+    print(f"{name}: model used: {base['model']}{' (' + base['note'] + ')' if base['note'] else ''}", flush=True)
+
+
+def record_mid(run, outdir):
+    """A mid-training run (MID): RUN without a limit, then RUN_limit under the
+    lowest of a few limits between the whole run's peak allocated and peak
+    reserved at which the recorded steps retry (else the lowest that runs
+    into the recording at all)."""
+    conf = MID[run][1]
+    extra = f"conf: {conf}\nrecording starts after: {WARM} steps\n"
+    free = spawn(run, "default", conf, 0, True, outdir)
+    if free["outcome"] != "fits":
+        raise RuntimeError(f"{run}: does not fit this GPU")
+    write_fixture(outdir, run, [free], free, extra)
+    a, r = free["whole_peak_allocated"], free["whole_peak_reserved"]
+    chosen, last = None, None  # (limit, row): the one to keep; the last recorded
+    for f in (0.25, 0.5, 0.75, 0.9):
+        lim = a + int(f * (r - a))
+        try:
+            last = (lim, spawn(run, "default", conf, lim, True, outdir))
+        except RuntimeError as e:  # out of memory before the recording began
+            print(f"{run}: limit at {f:.2f} of the way: {e}", flush=True)
+            continue
+        chosen = chosen or last
+        if last[1]["num_alloc_retries"] > 0:
+            chosen = last
+            break
+    if chosen is None:
+        raise RuntimeError(f"{run}: no limit between peak allocated and peak reserved reaches the recording")
+    if chosen is not last:  # the snapshot on disk is the last one's: record the chosen one again
+        chosen = (chosen[0], spawn(run, "default", conf, chosen[0], True, outdir))
+    chosen = chosen[1]
+    write_fixture(outdir, f"{run}_limit", [chosen], chosen, extra)
 
 
 def main(argv):
@@ -250,15 +328,15 @@ def main(argv):
         print(__doc__)
         return 0 if argv else 2
     outdir, names = argv[0], argv[1:] or list(RUNS)
-    bad = [n for n in names if n not in RUNS]
+    bad = [n for n in names if n not in RUNS and n not in MID]
     if bad:
-        print(f"make_snapshots: unknown run {bad[0]} (runs: {', '.join(RUNS)})", file=sys.stderr)
+        print(f"make_snapshots: unknown run {bad[0]} (runs: {', '.join(RUNS + tuple(MID))})", file=sys.stderr)
         return 2
     os.makedirs(outdir, exist_ok=True)
     failed = 0
     for run in names:
         try:
-            record_run(run, outdir)
+            (record_mid if run in MID else record_run)(run, outdir)
         except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
             print(f"make_snapshots: {e}", file=sys.stderr)
             failed += 1
