@@ -25,7 +25,7 @@ ifeq ($(SAN),1)
 # invariants after every operation (CA_DEBUG), in every test and every
 # --model-only run of make test.
 BUILD    := build/san
-SANFLAGS := -fsanitize=address -fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+SANFLAGS := -fsanitize=address -fsanitize=undefined -fsanitize=float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer
 OPT      := -O1 -g -DCA_DEBUG
 else
 BUILD    := build

@@ -8,9 +8,11 @@
  * converted from its CSV files in memory. Markdown on stdout; --tsv writes
  * every matched figure, --chart the changed ones (higher or lower; largest
  * |log(B/A)| first, at most 30) for plots/compare.gp. scripts/compare wraps
- * it (make compare A=... B=...). Exit 0, or 2 with one line on stderr when a
- * folder is not a run, a run was interrupted half-way, or a results.json has
- * a schema this code cannot read; then nothing is written. */
+ * it (make compare A=... B=...). Exit 0, or 2 with one line on stderr naming
+ * the file (and line) when a folder is not a run, a run was interrupted
+ * half-way, a file of it is unreadable or malformed (run_read.h), or a
+ * results.json is not a document this code reads (run_json_check.h); then
+ * nothing is written. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -68,8 +70,9 @@ static const char *help_text =
     "  --chart FILE   the changed figures (higher, lower), largest change first, at most 30\n"
     "  --max N        non-same figures listed per claim (default 5)\n"
     "\n"
-    "Exit: 0 compared; 2 bad input (not a run, a run interrupted half-way, a\n"
-    "results.json of a schema this memclaims cannot read), with nothing written.\n";
+    "Exit: 0 compared; 2 bad input (not a run, a run interrupted half-way, a file\n"
+    "of it unreadable, empty or malformed, a number out of range, a results.json of\n"
+    "a schema this memclaims cannot read): one line naming the file, nothing written.\n";
 
 static int usage(const char *msg)
 {
@@ -120,7 +123,7 @@ static void gather(run_side *s)
             double pv, n = 0;
             if (number_of(row, "param_value", &pv)) snprintf(f->param_value, sizeof f->param_value, "%.10g", pv);
             number_of(row, "n", &n);
-            f->n = (long)n;
+            f->n = (long)n; /* a count of 0 to 2^53 - 1: mc_results_load checked it */
             f->fig.median = median;
             f->fig.has_range = number_of(row, "min", &f->fig.min) && number_of(row, "max", &f->fig.max);
             size_t len = strlen(f->claim) + strlen(f->experiment) + strlen(f->variant) + strlen(f->param) +
@@ -149,6 +152,7 @@ static int by_key_then_order(const void *x, const void *y)
  * twice) is told apart by its occurrence, so the k-th matches the k-th. */
 static void sort_keys(run_side *s)
 {
+    if (s->nrows == 0) return; /* rows is NULL: a run of waived experiments has no figure */
     qsort(s->rows, s->nrows, sizeof *s->rows, by_key_then_order);
     int k = 1;
     for (size_t i = 1; i <= s->nrows; i++) {

@@ -72,29 +72,10 @@ static int write_results(const char *dir, bool interrupted)
 /* key NULL: every experiment into out_dir/<key>.csv; else key's rows on stdout. */
 static int print_csv(const char *key, const char *json_path, const char *out_dir)
 {
-    FILE *fp = fopen(json_path, "rb");
-    if (!fp) {
-        fprintf(stderr, "results_json: %s: %s\n", json_path, strerror(errno));
-        return MC_EXIT_USAGE;
-    }
-    char *text = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&text, &len);
-    CHECK(mem != NULL, "out of host memory");
-    int c;
-    while ((c = fgetc(fp)) != EOF) fputc(c, mem);
-    fclose(fp);
-    fclose(mem);
-    cJSON *doc = cJSON_Parse(text);
-    free(text);
     char err[1024];
+    cJSON *doc = mc_results_read(json_path, err, sizeof err);
     if (!doc) {
-        fprintf(stderr, "results_json: %s: not valid JSON\n", json_path);
-        return MC_EXIT_USAGE;
-    }
-    if (mc_results_check_schema(doc, json_path, err, sizeof err) != 0) {
         fprintf(stderr, "results_json: %s\n", err);
-        cJSON_Delete(doc);
         return MC_EXIT_USAGE;
     }
     const cJSON *e;
@@ -102,9 +83,8 @@ static int print_csv(const char *key, const char *json_path, const char *out_dir
         int rc = MC_EXIT_OK;
         cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "experiments")) {
             char path[4096];
-            const char *k = mc_json_str(e, "key");
-            if (!*k || strchr(k, '/')) continue; /* not a file name: the schema check lets none through */
-            snprintf(path, sizeof path, "%s/%s.csv", out_dir, k);
+            /* mc_results_read let only keys usable as file names through */
+            snprintf(path, sizeof path, "%s/%s.csv", out_dir, mc_json_str(e, "key"));
             FILE *out = fopen(path, "w");
             if (!out) {
                 fprintf(stderr, "results_json: cannot write %s: %s\n", path, strerror(errno));
@@ -112,7 +92,11 @@ static int print_csv(const char *key, const char *json_path, const char *out_dir
                 break;
             }
             mc_results_write_csv(out, e);
-            if (fclose(out) != 0) rc = MC_EXIT_USAGE;
+            if (fclose(out) != 0) {
+                fprintf(stderr, "results_json: cannot write %s: %s\n", path, strerror(errno));
+                rc = MC_EXIT_USAGE;
+                break;
+            }
         }
         cJSON_Delete(doc);
         return rc;

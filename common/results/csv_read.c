@@ -68,3 +68,17 @@ bool mc_csv_parse_number(const char *s, double *out)
     *out = v;
     return true;
 }
+
+bool mc_csv_parse_count(const char *s, long long max, long long *out)
+{
+    if (!s || !*s) return false;
+    long long v = 0;
+    for (; *s; s++) {
+        if (!isdigit((unsigned char)*s)) return false;
+        int d = *s - '0';
+        if (d > max || v > (max - d) / 10) return false; /* v * 10 + d > max, without overflow */
+        v = v * 10 + d;
+    }
+    *out = v;
+    return true;
+}

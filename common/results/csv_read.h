@@ -23,6 +23,16 @@ int mc_csv_split(char *line, char **fields, int max);
  * that is not a whole number token. */
 bool mc_csv_parse_number(const char *s, double *out);
 
+/* The largest count a reader takes (2^53 - 1): every count up to it is a
+ * JSON number that reads back exactly (results.json), and a count past it
+ * is no sample count of a run. */
+#define MC_COUNT_MAX 9007199254740991LL
+
+/* Parses a count as the suite writes one (%zu: decimal digits only, no sign
+ * or blank), at most max. Returns false for "" and for anything else,
+ * including a count past max (strtol would clamp it silently). */
+bool mc_csv_parse_count(const char *s, long long max, long long *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "run_json.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -10,6 +9,8 @@
 
 #include "check.h"
 #include "csv.h"
+#include "run_file.h"
+#include "run_json_check.h"
 
 static const char *const column_name[MC_COLS] = {
     "claim", "experiment", "variant", "param", "param_value", "metric", "unit", "n",
@@ -109,72 +110,37 @@ cJSON *mc_run_to_json(const mc_run_data *run, const char *name, bool interrupted
 
 /* -------------------------------------------------------------- reading */
 
-int mc_results_check_schema(const cJSON *doc, const char *what, char *err, size_t errlen)
+/* The line of position pos in text, for a parse error. */
+static long line_of(const char *text, const char *pos)
 {
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(doc, "schema");
-    const char *prefix = MC_RESULTS_SCHEMA_NAME "/";
-    if (!cJSON_IsString(s) || strncmp(s->valuestring, prefix, strlen(prefix))) {
-        set_err(err, errlen, "%s: not a memclaims results document (no \"schema\": \"%s...\")", what, prefix);
-        return -1;
-    }
-    /* "NAME/MAJOR.MINOR"; a bare "NAME/MAJOR" reads as MAJOR.0. */
-    const char *ver = s->valuestring + strlen(prefix);
-    char *end;
-    long major = strtol(ver, &end, 10), minor = 0;
-    bool ok = end != ver && (*ver >= '0' && *ver <= '9');
-    if (ok && *end == '.') {
-        const char *m = end + 1;
-        minor = strtol(m, &end, 10);
-        ok = end != m && (*m >= '0' && *m <= '9');
-    }
-    if (!ok || *end) {
-        set_err(err, errlen, "%s: unreadable schema version '%s'", what, s->valuestring);
-        return -1;
-    }
-    if (major != MC_RESULTS_SCHEMA_MAJOR || minor > MC_RESULTS_SCHEMA_MINOR) {
-        bool newer = major > MC_RESULTS_SCHEMA_MAJOR || minor > MC_RESULTS_SCHEMA_MINOR;
-        set_err(err, errlen, "%s: schema %s is %s than this memclaims reads (%s/%d.0 to %d.%d)%s", what,
-                s->valuestring, newer ? "newer" : "older", MC_RESULTS_SCHEMA_NAME,
-                MC_RESULTS_SCHEMA_MAJOR, MC_RESULTS_SCHEMA_MAJOR, MC_RESULTS_SCHEMA_MINOR,
-                newer ? ": update memclaims" : ": regenerate it with build/results_json RUN_DIR");
-        return -1;
-    }
-    if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "experiments")) ||
-        !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(doc, "meta"))) {
-        set_err(err, errlen, "%s: not a memclaims results document (no meta or experiments)", what);
-        return -1;
-    }
-    return 0;
+    long line = 1;
+    for (const char *p = text; p < pos && *p; p++) line += *p == '\n';
+    return line;
 }
 
-static char *read_file(const char *path, char *err, size_t errlen)
+cJSON *mc_results_read(const char *path, char *err, size_t errlen)
 {
-    FILE *fp = fopen(path, "rb");
+    bool absent;
+    FILE *fp = mc_run_file_open(path, &absent, err, errlen);
     if (!fp) {
-        set_err(err, errlen, "%s: %s", path, strerror(errno));
+        if (absent) set_err(err, errlen, "%s: no such file", path);
         return NULL;
     }
-    size_t cap = 1 << 16, len = 0;
-    char *buf = mc_xmalloc(cap);
-    size_t got;
-    while ((got = fread(buf + len, 1, cap - len - 1, fp)) > 0) {
-        len += got;
-        if (cap - len - 1 == 0) {
-            cap *= 2;
-            char *bigger = realloc(buf, cap);
-            CHECK(bigger != NULL, "out of host memory reading %s", path);
-            buf = bigger;
-        }
-    }
-    int failed = ferror(fp);
+    size_t len;
+    char *text = mc_run_file_slurp(fp, path, &len, err, errlen);
     fclose(fp);
-    if (failed) {
-        free(buf);
-        set_err(err, errlen, "%s: read error", path);
-        return NULL;
+    if (!text) return NULL;
+    const char *end = NULL;
+    /* Whole-document parse: text after the JSON value is an error too. */
+    cJSON *doc = len ? cJSON_ParseWithOpts(text, &end, true) : NULL;
+    if (!len) set_err(err, errlen, "%s: empty: not a memclaims results document", path);
+    else if (!doc) set_err(err, errlen, "%s:%ld: not valid JSON", path, line_of(text, end ? end : text));
+    free(text);
+    if (doc && mc_results_check(doc, path, err, errlen) != 0) {
+        cJSON_Delete(doc);
+        doc = NULL;
     }
-    buf[len] = '\0';
-    return buf;
+    return doc;
 }
 
 static const char *base_name(const char *dir)
@@ -201,22 +167,15 @@ cJSON *mc_results_load(const char *dir, char *err, size_t errlen)
     size_t len = strlen(dir) + sizeof "/results.json";
     char *path = mc_xmalloc(len);
     snprintf(path, len, "%s/results.json", dir);
-    if (stat(path, &st) == 0) {
-        char *text = read_file(path, err, errlen);
-        cJSON *doc = text ? cJSON_Parse(text) : NULL;
-        if (text && !doc) set_err(err, errlen, "%s: not valid JSON", path);
-        if (doc && mc_results_check_schema(doc, path, err, errlen) != 0) {
-            cJSON_Delete(doc);
-            doc = NULL;
-        }
-        free(text);
-        free(path);
-        return doc;
-    }
+    /* Anything under the name, readable or not, is the run's document: only
+     * a run without one at all is read from its CSV files. */
+    bool absent = lstat(path, &st) != 0;
+    cJSON *doc = absent ? NULL : mc_results_read(path, err, errlen);
     free(path);
+    if (!absent) return doc;
     mc_run_data run;
     if (mc_run_read(dir, &run, err, errlen) != 0) return NULL;
-    cJSON *doc = mc_run_to_json(&run, base_name(dir), false);
+    doc = mc_run_to_json(&run, base_name(dir), false);
     mc_run_free(&run);
     return doc;
 }

@@ -33,14 +33,17 @@ extern "C" {
  * half-way (mc_run_interrupted). The caller owns the result (cJSON_Delete). */
 cJSON *mc_run_to_json(const mc_run_data *run, const char *name, bool interrupted);
 
-/* Checks a document's "schema": returns 0 when this code reads it (same
- * major, minor <= ours), else -1 with one line in err. */
-int mc_results_check_schema(const cJSON *doc, const char *what, char *err, size_t errlen);
+/* The results.json at path, parsed whole and checked (run_json_check.h:
+ * a schema this code reads, every field of the type and range its readers
+ * take). Returns NULL with one line in err ("PATH: why", "PATH:LINE: not
+ * valid JSON") when it is missing, unreadable, empty, not JSON or not such
+ * a document. The caller owns the result (cJSON_Delete). */
+cJSON *mc_results_read(const char *path, char *err, size_t errlen);
 
-/* The document of run folder dir: its results.json when present (checked
- * with mc_results_check_schema), else its CSV files converted in memory.
- * Returns NULL with one line in err when dir is not a run, a file is
- * malformed or the schema is not one this code reads. */
+/* The document of run folder dir: its results.json when anything is under
+ * that name (mc_results_read), else its CSV files converted in memory
+ * (mc_run_read). Returns NULL with one line in err when dir is not a run, a
+ * file is unreadable or malformed, or the schema is not one this code reads. */
 cJSON *mc_results_load(const char *dir, char *err, size_t errlen);
 
 /* Writes an experiment object's rows back as the tidy CSV (header first),

@@ -70,7 +70,13 @@ typedef struct {
 } mc_run_data;
 
 /* Reads the run folder dir. Returns 0, or -1 with one line in err (no
- * newline): "DIR: not a memclaims run (no meta.csv)", "FILE:LINE: reason".
+ * newline) naming the file, and the line where there is one: "DIR: not a
+ * memclaims run (no meta.csv)", "FILE: empty: ...", "FILE: cannot read: ...",
+ * "FILE:LINE: reason". Refused: a missing, empty or header-only meta.csv; a
+ * missing experiments.tsv or one that plans nothing or a key twice; any of
+ * the run's files that is there but not a readable regular file (runs.tsv
+ * and <key>.csv may be absent); an empty <key>.csv; a number out of range
+ * (an exit code past 0..255, n past MC_COUNT_MAX, a figure past a double).
  * On error *run is left empty (nothing to free). */
 int mc_run_read(const char *dir, mc_run_data *run, char *err, size_t errlen);
 void mc_run_free(mc_run_data *run);
