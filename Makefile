@@ -244,18 +244,35 @@ run-all:
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) SETUP_GOALS= all
 	$(Q)scripts/run-all $(if $(filter 0 no,$(PYTORCH)),--no-pytorch)
 
+# A user's names (RUN, A, B, OUT, SNAPSHOT, CONTEXT) reach the scripts as
+# environment variables of the targets that take them, "$$NAME" in the
+# recipe, so that no shell parses their text; $(value) keeps make from
+# expanding it (a "$(shell ...)" stays text), and as override make does not
+# export it, expanded, to every recipe. A leading '-' is a name, never an
+# option: "--", or "./" before it.
 RUN ?= results/latest
+override RUN := $(value RUN)
+plots report: export RUN := $(RUN)
 plots:
-	$(Q)scripts/plot $(RUN)
+	$(Q)scripts/plot -- "$$RUN"
 
 report: $(BUILD)/report
-	$(Q)scripts/report --build $(BUILD) $(RUN)
+	$(Q)run=$$RUN; case $$run in -*) run=./$$run ;; esac; scripts/report --build $(BUILD) "$$run"
 
 # Two runs side by side: COMPARE.md, compare.tsv and compare.png in OUT
 # (default: the current folder). Runs from older commits compare too.
+A   ?=
+B   ?=
+OUT ?=
+override A := $(value A)
+override B := $(value B)
+override OUT := $(value OUT)
+compare: export A := $(A)
+compare: export B := $(B)
+compare: export OUT := $(OUT)
 compare: $(BUILD)/compare
-	$(Q)test -n "$(A)" -a -n "$(B)" || { echo "usage: make compare A=results/<run> B=results/<run> [OUT=DIR]" >&2; exit 2; }
-	$(Q)scripts/compare --build $(BUILD) --out "$(or $(OUT),.)" "$(A)" "$(B)"
+	$(Q)test -n "$$A" && test -n "$$B" || { echo "usage: make compare A=results/<run> B=results/<run> [OUT=DIR]" >&2; exit 2; }
+	$(Q)scripts/compare --build $(BUILD) --out "$${OUT:-.}" -- "$$A" "$$B"
 
 readme:
 	$(Q)scripts/readme
@@ -270,8 +287,12 @@ fuzz:
 # allocator setting and card size (build/whatif --help; tools/whatif.c).
 SNAPSHOT ?=
 CONTEXT  ?=
+override SNAPSHOT := $(value SNAPSHOT)
+override CONTEXT := $(value CONTEXT)
+whatif: export SNAPSHOT := $(SNAPSHOT)
+whatif: export CONTEXT := $(CONTEXT)
 whatif: $(BUILD)/whatif
-	$(Q)$(BUILD)/whatif $(if $(CONTEXT),--context "$(CONTEXT)") $(if $(SNAPSHOT),"$(SNAPSHOT)")
+	$(Q)scripts/whatif --build $(BUILD) $(if $(CONTEXT),--context "$$CONTEXT") -- "$$SNAPSHOT"
 
 deps:
 	$(Q)scripts/deps

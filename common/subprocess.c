@@ -1,6 +1,6 @@
 /* subprocess.c: children with output to files, stopped with this process on
  * SIGINT or SIGTERM (subprocess.h). */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* posix_spawn_file_actions_addchdir_np (glibc 2.29) */
 #include "subprocess.h"
 
 #include <errno.h>
@@ -69,7 +69,9 @@ void mc_spawn_catch_stop(void)
     pthread_detach(tid);
 }
 
-pid_t mc_spawn(char *const argv[], const char *out, const char *err)
+pid_t mc_spawn(char *const argv[], const char *out, const char *err) { return mc_spawn_in(NULL, argv, out, err); }
+
+pid_t mc_spawn_in(const char *dir, char *const argv[], const char *out, const char *err)
 {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
@@ -81,6 +83,7 @@ pid_t mc_spawn(char *const argv[], const char *out, const char *err)
     posix_spawn_file_actions_init(&fa);
     if (out) posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (err) posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (dir) posix_spawn_file_actions_addchdir_np(&fa, dir);
     posix_spawnattr_init(&at);
     posix_spawnattr_setsigmask(&at, &none);
     posix_spawnattr_setsigdefault(&at, &dfl);

@@ -37,6 +37,12 @@ int mc_spawn_stop_signal(void);
  * Returns its pid, or -1 if it cannot start. */
 pid_t mc_spawn(char *const argv[], const char *out, const char *err);
 
+/* mc_spawn with the child in folder dir (NULL: this process's): out and err
+ * are opened first, relative to this process's folder; argv[0], when it has
+ * a slash, is found from dir. A program handed paths it may read as code
+ * (gnuplot) is given fixed names in dir instead of the user's paths. */
+pid_t mc_spawn_in(const char *dir, char *const argv[], const char *out, const char *err);
+
 /* Waits for a child of mc_spawn: its exit status, 128 + N if signal N ended
  * it (SIGINT or SIGTERM also sets mc_spawn_stop_signal), -1 for pid -1. */
 int mc_spawn_wait(pid_t pid);

@@ -17,7 +17,9 @@ set datafile separator whitespace
 set datafile commentschars "#"
 
 sel(v, m) = sprintf("< awk -F'\t' '$1==\"%s\" && $2==\"batch\" && $4==\"%s\" && $12==\"ok\" { print $3, $7, $8, $9 }' '%s'", v, m, data)
-load system(sprintf("dirname '%s'", ARG0))."/lib/pytorch.gp"
+# this script's folder without a shell: the checkout's path may hold any character
+gp_dir(s, i) = i < 1 ? "./" : s[i:i] eq "/" ? s[1:i] : gp_dir(s, i - 1)
+load gp_dir(ARG0, strlen(ARG0))."lib/pytorch.gp"
 count(v, m) = system(sprintf("awk -F'\t' '$1==\"%s\" && $4==\"%s\" && $12==\"ok\" { n++ } END { print n + 0 }' '%s'", v, m, data)) + 0
 # implied copy time over keep's step time, per batch
 implied = sprintf("< awk -F'\t' '$2==\"batch\" && $12==\"ok\" && (($1==\"offload\" && $4==\"implied_copy_time\") || ($1==\"keep\" && $4==\"step_time\")) { v[$1,$3] = $7; if (!($3 in s)) { s[$3] = 1; b[++n] = $3 } } END { for (i = 1; i <= n; i++) if (v[\"keep\",b[i]] > 0 && (\"offload\",b[i]) in v) print b[i], v[\"offload\",b[i]] / v[\"keep\",b[i]] }' '%s'", data)

@@ -16,7 +16,9 @@ set datafile separator "\t"
 set datafile commentschars "#"
 
 sel(v, m) = sprintf("< awk -F'\t' '$1==\"%s\" && $4==\"%s\" && ($12==\"ok\" || $12==\"noisy\")' '%s'", v, m, data)
-load system(sprintf("dirname '%s'", ARG0))."/lib/pytorch.gp"
+# this script's folder without a shell: the checkout's path may hold any character
+gp_dir(s, i) = i < 1 ? "./" : s[i:i] eq "/" ? s[1:i] : gp_dir(s, i - 1)
+load gp_dir(ARG0, strlen(ARG0))."lib/pytorch.gp"
 count(v, m) = system(sprintf("awk -F'\t' '$1==\"%s\" && $4==\"%s\" {n++} END {print n+0}' '%s'", v, m, data)) + 0
 lmax = system(sprintf("awk -F'\t' '$2==\"layers\" && $3>m {m=$3} END {print m+0}' '%s'", data)) + 0
 smax = system(sprintf("awk -F'\t' '$2==\"seq\" && $3>m {m=$3} END {print m+0}' '%s'", data)) + 0

@@ -1,11 +1,13 @@
 # compare: the figures that changed between two runs (label higher or lower),
 # B/A on a log axis, one bar per figure from 1 (no change) to B/A, largest
 # change at the top. Drawn by scripts/compare from build/compare --chart.
-#   gnuplot -e "data='TSV'; out='PNG'; title='A vs B'" plots/compare.gp
+#   gnuplot -e "data='TSV'; out='PNG'" -c plots/compare.gp 'A vs B'
 # TSV columns: 1 label 2 claim 3 experiment 4 variant 5 param 6 param_value
 # 7 metric 8 unit 9 median_a 10 median_b 11 ratio_b_over_a 12 spread_a
 # 13 spread_b 14 name (claim variant metric param=value).
-if (!exists("title")) title = "B against A"
+# The title is an argument, a string gnuplot never reads as code (a run's
+# name may hold any character); -e "title='...'" also sets it.
+if (!exists("title")) title = ARGC >= 1 ? ARG1 : "B against A"
 rows = system(sprintf("awk -F'\t' '!/^#/ && $11 != \"\" { n++ } END { print n + 0 }' '%s'", data)) + 0
 set terminal pngcairo size 1000, (160 + 22 * rows) font "sans,10" noenhanced
 set output out

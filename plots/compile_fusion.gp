@@ -19,7 +19,9 @@ MiB = 1048576.0
 # the same of the rows PyTorch measured in this run (pytorch:<model>/<mode>)
 sel_of(mode, m, pt) = sprintf("< awk -F'\t' 'BEGIN { OFS = \"\\t\" } { v = $1; pt = sub(/^pytorch:/, \"\", v); split(v, a, \"/\"); k = a[1] \" B=\" $3 } !pt && (a[2] == \"eager\" || a[2] == \"fused\") && !(k in id) { id[k] = n++ } $4==\"%s\" && $12==\"ok\" && a[2] == \"%s\" && pt == %d && (k in id) { print $0, id[k], k }' '%s'", m, mode, pt, data)
 sel(mode, m) = sel_of(mode, m, 0)
-load system(sprintf("dirname '%s'", ARG0))."/lib/pytorch.gp"
+# this script's folder without a shell: the checkout's path may hold any character
+gp_dir(s, i) = i < 1 ? "./" : s[i:i] eq "/" ? s[1:i] : gp_dir(s, i - 1)
+load gp_dir(ARG0, strlen(ARG0))."lib/pytorch.gp"
 # PyTorch's eager and compiled rows of metric m, at the record's bars, scaled by f
 pt_bars(m, f) = pt_any(m) ? sprintf(", sel_of('eager', '%s', 1) using ($13+0.1):(%g*$7) with points %s pt %d lc rgb '#d62728' title 'PyTorch eager, this run', sel_of('fused', '%s', 1) using ($13+0.3):(%g*$7) with points %s pt %d lc rgb '#1f77b4' title 'PyTorch torch.compile, this run'", m, f, PT_STYLE, PT_POINT, m, f, PT_STYLE, PT_POINT) : ""
 

@@ -18,7 +18,9 @@ set datafile separator "\t"
 set datafile commentschars "#"
 
 sel(v, m) = sprintf("< awk -F'\t' '$1==\"%s\" && $4==\"%s\" && $12==\"ok\"' '%s'", v, m, data)
-load system(sprintf("dirname '%s'", ARG0))."/lib/pytorch.gp"
+# this script's folder without a shell: the checkout's path may hold any character
+gp_dir(s, i) = i < 1 ? "./" : s[i:i] eq "/" ? s[1:i] : gp_dir(s, i - 1)
+load gp_dir(ARG0, strlen(ARG0))."lib/pytorch.gp"
 # The variants of each model, in the order the run wrote them (no spaces in
 # the MLP's; the Transformer's are read by index below; PyTorch's left out).
 VARS = system(sprintf("awk -F'\t' '$4==\"peak_allocated\" && $2==\"accum_steps\" && $1 !~ /^(transformer|pytorch:)/ && !s[$1]++ {printf \"%%s \", $1}' '%s'", data))

@@ -45,7 +45,9 @@ name(v) = v eq "weight_bound_fp16" ? "MLP weight-bound (L=4, H=4096), fp16" : \
 # The variants with rows of metric m.
 present(m) = system(sprintf("for v in %s; do n=$(awk -F'\t' -v v=$v '$1==v && $4==\"%s\" && $12==\"ok\" {n++} END {print n+0}' '%s'); [ $n -gt 0 ] && printf '%%s ' $v; done", ALL, m, data))
 SEEDKEY = "seed 000's own model and input (Transformer, B=32, fp16)"
-load system(sprintf("dirname '%s'", ARG0))."/lib/pytorch.gp"
+# this script's folder without a shell: the checkout's path may hold any character
+gp_dir(s, i) = i < 1 ? "./" : s[i:i] eq "/" ? s[1:i] : gp_dir(s, i - 1)
+load gp_dir(ARG0, strlen(ARG0))."lib/pytorch.gp"
 
 set multiplot layout 1,2 title "C05: mixed precision vs fp32 over batch size, MLP and seed 000's Transformer (claim: about 40% less memory, 1.5-3x faster)" font ",12"
 

@@ -13,7 +13,9 @@ set datafile commentschars "#"
 
 MiB = 1048576.0
 sel(v, m) = sprintf("< awk -F'\t' '$1==\"%s\" && $4==\"%s\" && $12==\"ok\"' '%s'", v, m, data)
-load system(sprintf("dirname '%s'", ARG0))."/lib/pytorch.gp"
+# this script's folder without a shell: the checkout's path may hold any character
+gp_dir(s, i) = i < 1 ? "./" : s[i:i] eq "/" ? s[1:i] : gp_dir(s, i - 1)
+load gp_dir(ARG0, strlen(ARG0))."lib/pytorch.gp"
 
 set multiplot layout 1,2 title "C27: a forward pass with and without torch.no_grad() (claim: no graph, no activations, far less memory)" font ",12"
 

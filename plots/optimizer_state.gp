@@ -17,7 +17,9 @@ wmax = system(sprintf("awk -F'\t' '$4==\"weights_bpp\" && $12==\"ok\" && $3+0 > 
 # One line per optimizer: name, then bytes/param of each category at width wmax.
 table = sprintf("< awk -F'\t' '$3+0==%d && $12==\"ok\" { v[$1,$4] = $7 } END { n = split(\"sgd momentum adam\", o, \" \"); for (i = 1; i <= n; i++) if ((o[i],\"weights_bpp\") in v) print o[i], v[o[i],\"weights_bpp\"], v[o[i],\"grads_bpp\"], v[o[i],\"state_bpp\"], v[o[i],\"temporaries_bpp\"], v[o[i],\"activations_bpp\"], v[o[i],\"workspace_bpp\"], v[o[i],\"other_bpp\"] }' '%s'", wmax, data)
 sel(v, m) = sprintf("< awk -F'\t' '$1==\"%s\" && $4==\"%s\" && $12==\"ok\" { print $3, $7 }' '%s'", v, m, data)
-load system(sprintf("dirname '%s'", ARG0))."/lib/pytorch.gp"
+# this script's folder without a shell: the checkout's path may hold any character
+gp_dir(s, i) = i < 1 ? "./" : s[i:i] eq "/" ? s[1:i] : gp_dir(s, i - 1)
+load gp_dir(ARG0, strlen(ARG0))."lib/pytorch.gp"
 # PyTorch's peak bytes per parameter at width wmax, at its bar's position
 # (0, 1, ... in the table's order)
 pt_table = sprintf("< awk -F'\t' '$3+0==%d && $12==\"ok\" { v[$1,$4] = $7 } END { n = split(\"sgd momentum adam\", o, \" \"); for (i = 1; i <= n; i++) if ((o[i],\"weights_bpp\") in v) { if ((\"pytorch:\" o[i],\"peak_bpp\") in v) print k + 0, v[\"pytorch:\" o[i],\"peak_bpp\"]; k++ } }' '%s'", wmax, data)

@@ -13,7 +13,9 @@ set datafile separator "\t"
 set datafile commentschars "#"
 
 sel(m) = sprintf("< awk -F'\t' '$4==\"%s\" && $12==\"ok\" && $1 !~ /^pytorch:/' '%s'", m, data)
-load system(sprintf("dirname '%s'", ARG0))."/lib/pytorch.gp"
+# this script's folder without a shell: the checkout's path may hold any character
+gp_dir(s, i) = i < 1 ? "./" : s[i:i] eq "/" ? s[1:i] : gp_dir(s, i - 1)
+load gp_dir(ARG0, strlen(ARG0))."lib/pytorch.gp"
 # PyTorch's rows of metric m, each at its suite variant's position in sel(m)
 pt_sel(m) = sprintf("< awk -F'\t' '$4==\"%s\" && $12==\"ok\" { if ($1 !~ /^pytorch:/) { if (!($1 in x)) x[$1] = n++ } else if (substr($1, 9) in x) print x[substr($1, 9)] \"\t\" $7 }' '%s'", m, data)
 # ... and one batch alone: pinned copy, pageable copy, compute at 0, 1, 2

@@ -19,7 +19,9 @@ widths = system(sprintf("awk -F'\t' '$1 ~ /^fsdp_w/ && $4==\"peak_allocated_mode
 nw = words(widths)
 sel(v, m) = sprintf("< awk -F'\t' '$1==\"%s\" && $4==\"%s\" && $12==\"ok\" && $3+0 <= 64 { print $3, $7 }' '%s'", v, m, data)
 colour(i) = word("#1f77b4 #ff7f0e #2ca02c #d62728 #9467bd #8c564b", (i - 1) % 6 + 1)
-load system(sprintf("dirname '%s'", ARG0))."/lib/pytorch.gp"
+# this script's folder without a shell: the checkout's path may hold any character
+gp_dir(s, i) = i < 1 ? "./" : s[i:i] eq "/" ? s[1:i] : gp_dir(s, i - 1)
+load gp_dir(ARG0, strlen(ARG0))."lib/pytorch.gp"
 # The measured peaks (rank 0, variants <wrapper>_rank0 at param ranks): the
 # suite's, then PyTorch's; "" where the run has none (one GPU: C24 waived).
 wrappers = "ddp zero2 fsdp"

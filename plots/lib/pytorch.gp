@@ -3,7 +3,8 @@
 # have variant pytorch:<the suite's variant> and the suite's param and
 # metric). A chart that has sel(v, m) (the rows of variant v and metric m)
 # loads it after setting data:
-#   load system(sprintf("dirname '%s'", ARG0))."/lib/pytorch.gp"
+#   gp_dir(s, i) = i < 1 ? "./" : s[i:i] eq "/" ? s[1:i] : gp_dir(s, i - 1)
+#   load gp_dir(ARG0, strlen(ARG0))."lib/pytorch.gp"
 # and appends to a plot command, as a macro, clauses that draw PyTorch's
 # series in the suite's colour with open diamonds and a thin dashed line
 # (PT_STYLE, PT_POINT), and one key entry saying so:

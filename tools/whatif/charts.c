@@ -1,5 +1,8 @@
 /* charts.c: build/whatif's PNG charts, drawn by gnuplot with
- * plots/whatif_<key>.gp from files of the temporary folder (whatif.h). */
+ * plots/whatif_<key>.gp from files of the temporary folder (whatif.h).
+ * gnuplot runs in that folder and is given fixed file names only: its -e
+ * text is code, and the .gp scripts put file names into shell commands, so a
+ * user's folder (--results) must never appear in either. */
 #define _DEFAULT_SOURCE /* PATH_MAX */
 #include <limits.h>
 #include <stdlib.h>
@@ -19,6 +22,20 @@ static const struct {
 };
 _Static_assert(sizeof charts / sizeof charts[0] == WI_N_CHARTS, "WI_N_CHARTS counts the charts");
 
+/* s as a gnuplot single-quoted string, where '' is the only escape. */
+static char *gp_quoted(const char *s)
+{
+    char *q = wi_keep(malloc(2 * strlen(s) + 3)), *p = q;
+    *p++ = '\'';
+    for (; *s; s++) {
+        if (*s == '\'') *p++ = '\'';
+        *p++ = *s;
+    }
+    *p++ = '\'';
+    *p = '\0';
+    return q;
+}
+
 void wi_draw_charts(const char *root, const ca_whatif_answer *ans, size_t n_ans, const ca_whatif_job *jobs,
                     size_t n_jobs, const char *best, bool drawn[WI_N_CHARTS])
 {
@@ -29,6 +46,9 @@ void wi_draw_charts(const char *root, const ca_whatif_answer *ans, size_t n_ans,
         wi_note("gnuplot not found: charts skipped (make deps); the CSV and WHATIF.md are written");
         return;
     }
+    /* It starts in the temporary folder: a relative GNUPLOT from here. */
+    char cwd[PATH_MAX];
+    char *prog = found[0] == '/' || !getcwd(cwd, sizeof cwd) ? found : wi_fmt("%s/%s", cwd, found);
     FILE *f = wi_out_open(".answer_plot.tsv");
     for (size_t i = 0; i < n_ans; i++)
         fprintf(f, "%zu\t%s\t%lld\t%lld\t%s\n", i, ans[i].set->name, (long long)ans[i].none->res.peak_allocated,
@@ -40,20 +60,22 @@ void wi_draw_charts(const char *root, const ca_whatif_answer *ans, size_t n_ans,
             fprintf(f, "%s\t%s\t%s\n", jobs[i].set->name, jobs[i].card, ca_whatif_fits(&jobs[i]) ? "yes" : "no");
     wi_out_close(f, ".cards_plot.tsv");
     const char *w = wi_work;
-    char *vars[WI_N_CHARTS] = {
-        wi_fmt("data='%s/.answer_plot.tsv'", w),
-        wi_fmt("data='%s/.cards_plot.tsv'; settings='%s/.answer_plot.tsv'", w, w),
-        wi_fmt("default='%s/timeline_default.csv'; best='%s/timeline_%s.csv'; bestname='%s'", w, w, best, best),
+    /* Names in w, where gnuplot runs. */
+    const char *vars[WI_N_CHARTS] = {
+        "data='.answer_plot.tsv'",
+        "data='.cards_plot.tsv'; settings='.answer_plot.tsv'",
+        wi_fmt("default='timeline_default.csv'; best=%s; bestname=%s", gp_quoted(wi_fmt("timeline_%s.csv", best)),
+               gp_quoted(best)),
     };
     pid_t pid[WI_N_CHARTS];
     char *tmp[WI_N_CHARTS], *log[WI_N_CHARTS];
     for (size_t k = 0; k < WI_N_CHARTS; k++) {
         tmp[k] = wi_fmt("%s/.%s.png.tmp", w, charts[k].key);
         log[k] = wi_fmt("%s/logs/plot-%s.log", w, charts[k].key);
-        char *e = wi_fmt("%s; out='%s'", vars[k], tmp[k]);
+        char *e = wi_fmt("%s; out='.%s.png.tmp'", vars[k], charts[k].key);
         char *gp = wi_fmt("%s/plots/whatif_%s.gp", root, charts[k].key);
-        char *argv[] = {(char *)gnuplot, "-e", e, gp, NULL};
-        pid[k] = mc_spawn(argv, NULL, log[k]);
+        char *argv[] = {prog, "-e", e, gp, NULL};
+        pid[k] = mc_spawn_in(w, argv, NULL, log[k]);
     }
     for (size_t k = 0; k < WI_N_CHARTS; k++) {
         int rc = mc_spawn_wait(pid[k]);
