@@ -3,18 +3,20 @@
  * fits and which setting helps (make whatif SNAPSHOT=run.pickle
  * [CONTEXT=BYTES]; scripts/whatif runs it too).
  *
- *   build/whatif [--context BYTES] [--cards 8,12,...] [--jobs N]
- *                [--build DIR] [--results DIR] SNAPSHOT
+ *   build/whatif [--context BYTES] [--cards 8,12,...] [--device N] [--jobs N]
+ *                [--results DIR] SNAPSHOT
  *
- * The snapshot is converted once (scripts/snapshot2trace, after gzip -dc if
- * it is gzipped) and the trace parsed once; then every (setting, card) pair
+ * The snapshot is converted once (scripts/snapshot2trace, which also reads
+ * it gzipped) and the trace parsed once; then every (setting, card) pair
  * is replayed by ca_replay, exactly as build/replay --summary --conf CONF
  * --capacity BYTES [--limit BYTES] would, N threads at a time
- * (common/trace/whatif_sweep.h). The settings are ca_conf_presets
- * (alloc_presets.h). The outputs are those --help lists; charts are drawn by
- * gnuplot with plots/whatif_*.gp. Exit 0; 1 a replay, a chart's data or a
- * write failed; 2 bad input; 130 interrupted (SIGINT, SIGTERM; nothing is
- * left behind).
+ * (common/trace/whatif_sweep.h), the first alone (preflight). The settings
+ * are ca_conf_presets (alloc_presets.h). The outputs are those --help lists;
+ * charts are drawn by gnuplot with plots/whatif_*.gp. Exit 0; 1 a replay, a
+ * chart's data or a write failed; 2 bad input (options, or a snapshot that
+ * snapshot2trace, the parser or the first replay refuses: one line naming
+ * the snapshot and why); 130 interrupted (SIGINT, SIGTERM). On any exit but
+ * 0 nothing is left behind: no temporary folder, no results folder made.
  *
  * This file is main and its steps; the program's other modules are in
  * tools/whatif/ (whatif.h): messages.c, options.c, charts.c, report.c. */
@@ -50,29 +52,35 @@ static char *folder_name(const char *snapshot)
     return name;
 }
 
-/* The snapshot as a trace in WORK/run.trace (gunzipped first if need be). */
-static void convert(const char *snapshot, const char *convert_path)
+/* The snapshot as a trace in WORK/run.trace: snapshot2trace reads it, gzipped
+ * or not, within its size limit (not gzip -dc here, which would write a
+ * bomb out whole). Its refusal (exit 2) names the user's snapshot and says
+ * why in one line: that line, exit 2; any other failure is the tool's, exit
+ * 1 with its last line. Returns its log: what it said is warnings. */
+static char *convert(const wi_options *o, const char *convert_path)
 {
-    const char *snap = snapshot;
-    char *unzipped = wi_fmt("%s/snapshot.pickle", wi_work);
-    char *test[] = {"gzip", "-t", (char *)snapshot, NULL};
-    if (mc_spawn_run(test, NULL, "/dev/null") == 0) {
-        char *dc[] = {"gzip", "-dc", (char *)snapshot, NULL};
-        if (mc_spawn_run(dc, unzipped, NULL) != 0) {
-            wi_stop_if_interrupted();
-            wi_die(2, "cannot decompress '%s'", snapshot);
-        }
-        snap = unzipped;
-    }
-    wi_stop_if_interrupted();
     char *trace = wi_fmt("%s/run.trace", wi_work), *log = wi_fmt("%s/logs/snapshot2trace.log", wi_work);
-    char *argv[] = {(char *)convert_path, "--replay", wi_replay_beside(), (char *)snap, NULL};
-    if (mc_spawn_run(argv, trace, log) != 0) {
-        wi_stop_if_interrupted();
-        char *head = wi_log_head(log);
-        wi_die(2, "'%s' is not a memory snapshot snapshot2trace can read: %s", snapshot, head);
+    char *device = wi_fmt("%d", o->device);
+    char *argv[] = {(char *)convert_path, "--replay", wi_replay_beside(), "--device", device, "--",
+                    (char *)o->snapshot, NULL};
+    int rc = mc_spawn_run(argv, trace, log);
+    wi_stop_if_interrupted();
+    if (rc == 2) {
+        const char *why = wi_log_line(log, false);
+        if (*why) wi_die(2, "%s", why);
+        wi_die(2, "'%s': snapshot2trace refused it without a message", o->snapshot);
     }
-    unlink(unzipped);
+    if (rc != 0)
+        wi_die(1, "scripts/snapshot2trace failed on '%s' (exit %d): %s", o->snapshot, rc, wi_log_line(log, true));
+    return log;
+}
+
+/* Why replay j failed: the first line of its log, the trace (a temporary
+ * file) named as "its trace" where the message is about it. */
+static const char *replay_reason(const ca_whatif_job *j, const char *trace_path)
+{
+    char *log = wi_fmt("%s/logs/replay-%s-%s.log", wi_work, j->set->name, j->card);
+    return wi_trace_reason(wi_log_line(log, false), trace_path);
 }
 
 /* RESULTS/whatif-<UTC time>-<name>[-N], not there yet (returned), and the
@@ -95,15 +103,40 @@ static char *make_folders(const wi_options *o)
     return final;
 }
 
-/* The sweep's progress: one line as each replay ends. */
+/* The sweep's progress: one line as each replay ends; the first replay ran
+ * alone before the others (preflight), so i counts from skip. */
+typedef struct {
+    size_t skip, total;
+    const char *trace_path;
+} progress;
+
 static void replay_done(void *ctx, const ca_whatif_job *j, size_t i, size_t n)
 {
-    (void)ctx;
+    const progress *p = ctx;
+    (void)n;
     if (j->ok)
-        wi_note("[%zu/%zu] %s, card %s: done", i + 1, n, j->set->name, j->card);
+        wi_note("[%zu/%zu] %s, card %s: done", p->skip + i + 1, p->total, j->set->name, j->card);
     else
-        wi_note("[%zu/%zu] %s, card %s: replay failed (logs/replay-%s-%s.log)", i + 1, n, j->set->name, j->card,
-                j->set->name, j->card);
+        wi_note("[%zu/%zu] %s, card %s: replay failed: %s", p->skip + i + 1, p->total, j->set->name, j->card,
+                replay_reason(j, p->trace_path));
+}
+
+/* The first replay (default setting, no card) alone, before any progress
+ * is printed: a trace the replay refuses under it (a state it cannot
+ * rebuild, more streams than it keeps) is refused whatever the setting, so
+ * that is bad input, exit 2 with one line naming the snapshot and the
+ * replay's reason. Any other failure there is the tool's, exit 1. */
+static void preflight(const ca_trace *t, ca_whatif_job *first, const char *snapshot, const char *trace_path)
+{
+    ca_whatif_sweep_opts so = {.threads = 1, .log_dir = wi_fmt("%s/logs", wi_work), .stop = mc_spawn_stop_signal};
+    long failed = ca_whatif_sweep(t, first, 1, &so);
+    if (failed < 0) wi_die(1, "cannot open /dev/null");
+    wi_stop_if_interrupted();
+    if (failed == 0) return;
+    char *log = wi_fmt("%s/logs/replay-%s-%s.log", wi_work, first->set->name, first->card);
+    const char *line = wi_log_line(log, false), *why = wi_trace_reason(line, trace_path);
+    if (why != line) wi_die(2, "'%s': the replay refuses the trace snapshot2trace made of it (%s)", snapshot, why);
+    wi_die(1, "the replay of '%s' under the default setting failed: %s", snapshot, *why ? why : "no message");
 }
 
 typedef struct {
@@ -128,7 +161,8 @@ static void timeline_one(void *ctx, size_t i)
 
 /* timeline_default.csv and timeline_<best>.csv, both at once where there are
  * two; exits 1 if one fails. */
-static void run_timelines(const ca_trace *t, uint64_t ops, const ca_conf_preset *best, int threads)
+static void run_timelines(const ca_trace *t, uint64_t ops, const ca_conf_preset *best, int threads,
+                          const char *trace_path)
 {
     size_t n_sets;
     const ca_conf_preset *sets = ca_conf_presets(&n_sets);
@@ -141,7 +175,9 @@ static void run_timelines(const ca_trace *t, uint64_t ops, const ca_conf_preset 
     bool ok = true;
     for (size_t i = 0; i < n; i++) {
         if (tls.ok[i]) continue;
-        wi_note("the timeline replay of %s failed (logs/timeline-%s.log)", tls.set[i]->name, tls.set[i]->name);
+        const char *log = wi_fmt("%s/logs/timeline-%s.log", wi_work, tls.set[i]->name);
+        wi_note("the timeline replay of %s failed: %s", tls.set[i]->name,
+                wi_trace_reason(wi_log_line(log, false), trace_path));
         ok = false;
     }
     if (!ok) wi_leave(1);
@@ -185,15 +221,13 @@ int main(int argc, char **argv)
     char *final = make_folders(&o);
 
     double t0 = mc_now_s();
-    convert(o.snapshot, convert_path);
-    /* Progress starts only now: bad input above gets its one line and nothing else. */
-    wi_note("converted %s", o.snapshot);
-    wi_note("context: %llu MiB (%llu bytes), %s", (unsigned long long)(o.context / MiB),
-            (unsigned long long)o.context, context_from);
+    char *convert_log = convert(&o, convert_path);
     ca_trace t;
     char err[512];
     char *trace_path = wi_fmt("%s/run.trace", wi_work); /* its name is in the replays' messages */
-    if (ca_trace_load(&t, trace_path, err, sizeof err) != 0) wi_die(1, "the trace snapshot2trace wrote: %s", err);
+    if (ca_trace_load(&t, trace_path, err, sizeof err) != 0)
+        wi_die(2, "'%s': the replay's parser refuses the trace snapshot2trace made of it (%s)", o.snapshot,
+               wi_trace_reason(err, trace_path));
 
     /* ------------------------------------------------------------ the sweep */
     size_t n_sets, n_cards = 1, n_jobs;
@@ -202,7 +236,16 @@ int main(int argc, char **argv)
     char **cards = wi_kept_calloc(n_cards, sizeof *cards);
     char *save = NULL;
     for (size_t c = 0; c < n_cards; c++) cards[c] = strtok_r(c ? NULL : o.cards, ",", &save);
+    const char *cards_top = cards[0]; /* the largest, as given (the list need not be in order) */
+    for (size_t c = 1; c < n_cards; c++)
+        if (strtod(cards[c], NULL) > strtod(cards_top, NULL)) cards_top = cards[c];
     ca_whatif_job *jobs = wi_keep(ca_whatif_jobs(cards, n_cards, o.context, &n_jobs));
+    preflight(&t, &jobs[0], o.snapshot, trace_path);
+    /* Progress starts only now: bad input above gets its one line and nothing else. */
+    wi_note("converted %s (device %d)", o.snapshot, o.device);
+    wi_relay_log(convert_log);
+    wi_note("context: %llu MiB (%llu bytes), %s", (unsigned long long)(o.context / MiB),
+            (unsigned long long)o.context, context_from);
     wi_note("%zu replays (%zu settings, each with no card and on %zu cards), %d at a time", n_jobs, n_sets, n_cards,
             o.jobs);
     /* A limit the run recorded (set_per_process_memory_fraction on its own card)
@@ -210,9 +253,12 @@ int main(int argc, char **argv)
     if (t.cfg.limit_bytes != CA_UNLIMITED)
         wi_note("the run had a memory limit of %llu bytes: each replay uses its card's room instead",
                 (unsigned long long)t.cfg.limit_bytes);
+    progress first = {.skip = 0, .total = n_jobs, .trace_path = trace_path};
+    progress prog = {.skip = 1, .total = n_jobs, .trace_path = trace_path};
+    replay_done(&first, &jobs[0], 0, n_jobs); /* the preflight's */
     ca_whatif_sweep_opts so = {.threads = o.jobs, .log_dir = wi_fmt("%s/logs", wi_work),
-                               .stop = mc_spawn_stop_signal, .done = replay_done};
-    long failed = ca_whatif_sweep(&t, jobs, n_jobs, &so);
+                               .stop = mc_spawn_stop_signal, .done = replay_done, .ctx = &prog};
+    long failed = ca_whatif_sweep(&t, jobs + 1, n_jobs - 1, &so);
     if (failed < 0) wi_die(1, "cannot open /dev/null");
     wi_stop_if_interrupted();
     if (failed > 0) wi_die(1, "a replay failed: nothing written (see the message above)");
@@ -224,7 +270,7 @@ int main(int argc, char **argv)
     wi_note("best setting: %s", sets[best].name);
     wi_note("timelines: default and %s", sets[best].name);
     uint64_t ops = ans[0].none->res.steps; /* the operations in the trace */
-    run_timelines(&t, ops, &sets[best], o.jobs);
+    run_timelines(&t, ops, &sets[best], o.jobs, trace_path);
     ca_trace_free(&t);
     unlink(trace_path);
 
@@ -232,7 +278,7 @@ int main(int argc, char **argv)
     bool drawn[WI_N_CHARTS] = {false};
     wi_draw_charts(root, ans, n_sets, jobs, n_jobs, sets[best].name, drawn);
     wi_stop_if_interrupted();
-    wi_report_info ri = {.snapshot = o.snapshot, .cards_top = cards[n_cards - 1], .context_from = context_from,
+    wi_report_info ri = {.snapshot = o.snapshot, .device = o.device, .cards_top = cards_top, .context_from = context_from,
                          .context = o.context, .ops = ops, .n_jobs = n_jobs, .seconds = mc_now_s() - t0};
     wi_write_whatif_md(&ri, ans, n_sets, best, jobs, n_jobs, drawn);
     wi_write_answer_csv(ans, n_sets);

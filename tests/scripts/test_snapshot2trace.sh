@@ -91,7 +91,7 @@ if [ -x "$build/gen_trace" ]; then
 fi
 
 # The recorded PYTORCH_CUDA_ALLOC_CONF: the modelled keys become `set conf`, the rest a comment.
-python3 -c 'import pickle,sys; pickle.dump({"segments": [], "device_traces": [[]], "allocator_settings":
+python3 -c 'import pickle,sys; pickle.dump({"segments": [], "device_traces": [[{"action": "alloc", "addr": 1 << 40, "size": 512}]], "allocator_settings":
     {"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:64, pinned_use_cuda_host_register:True,roundup_power2_divisions:[256:1,>:4]"}},
     open(sys.argv[1], "wb"))' "$tmp/conf.pickle"
 s2t "$tmp/conf.pickle" > "$tmp/conf.trace"
@@ -129,7 +129,7 @@ check_eq "  ... the ones snapshot2trace used to hard-code" \
 # keeps only that key.
 printf '#!/bin/sh\nprintf -- "-\\texpandable_segments\\tbool\\n"\n' > "$tmp/fake-replay"
 chmod +x "$tmp/fake-replay"
-python3 -c 'import pickle,sys; pickle.dump({"segments": [], "device_traces": [[]], "allocator_settings":
+python3 -c 'import pickle,sys; pickle.dump({"segments": [], "device_traces": [[{"action": "alloc", "addr": 1 << 40, "size": 512}]], "allocator_settings":
     {"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:64,expandable_segments:True"}}, open(sys.argv[1], "wb"))' "$tmp/conf2.pickle"
 "$root/scripts/snapshot2trace" --replay "$tmp/fake-replay" "$tmp/conf2.pickle" > "$tmp/conf2.trace"
 check "snapshot2trace keeps the keys replay --settings lists" grep -qx "set conf expandable_segments:True" "$tmp/conf2.trace"
@@ -216,6 +216,163 @@ for f in "$tmp/evil.pickle" "$tmp/evil.pickle.gz"; do
     check "  ... refused for the class it needs" grep -q "not a PyTorch memory snapshot: it needs the class .*system" "$tmp/e"
     check "  ... and nothing was run (no MARKER)" test ! -e "$tmp/MARKER"
 done
+
+# ------------------------------------------------------------ shapes the replay would refuse
+# Each file below is refused by snapshot2trace itself (not later by the
+# replay's parser, under a temporary name): exit 2, one line on stderr that
+# names the file and what is wrong in it, nothing on stdout.
+mkdir -p "$tmp/bad"
+python3 - "$tmp/bad" <<'EOF'
+import pickle, sys
+d = sys.argv[1]
+A = 0x7F0000000000
+MiB = 1 << 20
+def seg(addr=A, size=20 * MiB, blocks=None, **kw):
+    s = {"device": 0, "address": addr, "total_size": size, "stream": 0, "segment_type": "large",
+         "blocks": [{"address": addr, "size": size, "state": "inactive"}] if blocks is None else blocks}
+    s.update(kw)
+    return s
+def ev(action, addr=A + 64 * MiB, size=4096, stream=0):
+    return {"action": action, "addr": addr, "size": size, "stream": stream}
+one = [ev("alloc")]
+cases = {
+    "size_past_2_64": ([], [ev("alloc", size=2**64 + 5)]),
+    "size_huge_int": ([], [ev("alloc", size=10**5000)]),
+    "segment_at_0": ([seg(addr=0)], one),
+    "segment_unaligned": ([seg(addr=A + 100)], one),
+    "streams_300": ([], [ev("alloc", A + i * 2 * MiB, 1000, stream=i + 1) for i in range(300)]),
+    "block_past_segment": ([seg(size=2 * MiB, blocks=[{"address": A, "size": 40 * MiB, "state": "active_allocated"}])], one),
+    "blocks_overlap": ([seg(blocks=[{"address": A, "size": 4 * MiB, "state": "active_allocated"},
+                                     {"address": A + MiB, "size": MiB, "state": "inactive"}])], one),
+    "blocks_not_list": ([seg(blocks=5)], one),
+    "block_not_dict": ([seg(blocks=[7])], one),
+    "segments_not_list": (5, one),
+    "segment_not_dict": (["x"], one),
+    "total_size_str": ([seg(size="20")], one),
+    "total_size_negative": ([seg(size=-20)], one),
+    "total_size_bool": ([seg(size=True)], one),
+    "device_bool": ([seg(device=True)], one),
+    "segment_type_int": ([seg(segment_type=3)], one),
+    "state_none": ([seg(blocks=[{"address": A, "size": 20 * MiB, "state": None}])], one),
+    "event_not_dict": ([], [ev("alloc"), 5]),
+    "event_size_str": ([], [ev("alloc", size="5")]),
+    "event_size_float": ([], [ev("alloc", size=5.0)]),
+    "event_stream_bool": ([], [ev("alloc", stream=True)]),
+    "event_stream_huge": ([], [ev("alloc", stream=2**70)]),
+    "event_addr_negative": ([], [ev("free_completed", addr=-512)]),
+    "event_unknown_action": ([], [ev("alloc"), ev("teleport")]),
+    "oom_of_0_bytes": ([], [ev("alloc"), ev("oom", size=0)]),
+    "segments_overlap": ([seg(), seg(addr=A + 4 * MiB)], one),
+    "history_segment_overlaps": ([seg()], [ev("segment_free", addr=A + 2 * MiB, size=20 * MiB), ev("alloc")]),
+    "live_block_unaligned": ([seg()], [ev("free_requested", A + 100, 1000), ev("free_completed", A + 100, 1000), ev("alloc")]),
+    "live_block_too_big": ([seg(size=2 * MiB, segment_type="small")],
+                           [ev("free_requested", A, 4 * MiB), ev("free_completed", A, 4 * MiB), ev("alloc")]),
+    "no_allocation": ([], [ev("segment_alloc", A, 20 * MiB), ev("segment_free", A, 20 * MiB)]),
+}
+for name, (segs, hist) in cases.items():
+    with open("%s/%s.pickle" % (d, name), "wb") as f:
+        pickle.dump({"segments": segs, "device_traces": [hist]}, f)
+conf = {"bad_conf_value": "max_split_size_mb:5", "conf_with_hash": "max_split_size_mb:64#1"}
+for name, c in conf.items():
+    with open("%s/%s.pickle" % (d, name), "wb") as f:
+        pickle.dump({"segments": [], "device_traces": [one], "allocator_settings": {"PYTORCH_CUDA_ALLOC_CONF": c}}, f)
+# device 0 recorded nothing, device 1 did
+with open("%s/device1_only.pickle" % d, "wb") as f:
+    pickle.dump({"segments": [], "device_traces": [[], one]}, f)
+with open("%s/no_events.pickle" % d, "wb") as f:
+    pickle.dump({"segments": [seg()], "device_traces": [[]]}, f)
+EOF
+# refused NAME WHAT [OPTIONS]: exit 2, one line naming the file and saying WHAT (a grep -E pattern), no stdout
+refused() {
+    local name=$1 f=$tmp/bad/$1.pickle what=$2; shift 2
+    s2t "$@" "$f" > "$tmp/o" 2> "$tmp/e"
+    check_eq "$name${1:+ ($*)}: exit 2, one line, nothing on stdout" "$?:$(wc -l < "$tmp/e"):$(wc -c < "$tmp/o")" "2:1:0"
+    check "  ... naming the file and what is wrong ($what)" grep -qE "^$f: .*$what" "$tmp/e"
+}
+refused size_past_2_64 "device_traces\[0\]\[0\] \('alloc'\): 'size' is a 65-bit number"
+refused size_huge_int "'size' is a 16610-bit number"
+refused segment_at_0 "segments\[0\]: a segment of 20971520 bytes at 0x0: .*nonzero multiples of 512"
+refused segment_unaligned "segments\[0\]: a segment .* at 0x7f0000000064"
+refused streams_300 "301 streams; the model keeps pools for at most 256"
+refused block_past_segment "segments\[0\]\['blocks'\]\[0\]: 41943040 bytes at 0x7f0000000000: not inside its segment"
+refused blocks_overlap "segments\[0\]\['blocks'\]\[1\]: .*overlaps the block before it"
+refused blocks_not_list "segments\[0\]: 'blocks' is 5, not a list"
+refused block_not_dict "segments\[0\]\['blocks'\]\[0\]: 7, not a dict"
+refused segments_not_list "'segments' is 5, not a list"
+refused segment_not_dict "segments\[0\] is 'x', not a dict"
+refused total_size_str "segments\[0\]: 'total_size' is '20', not a whole number"
+refused total_size_negative "segments\[0\]: 'total_size' is -20, not a whole number"
+refused total_size_bool "segments\[0\]: 'total_size' is True, not a whole number"
+refused device_bool "segments\[0\]: 'device' is True, not a device number"
+refused segment_type_int "segments\[0\]: 'segment_type' is 3, not a string"
+refused state_none "segments\[0\]\['blocks'\]\[0\]: 'state' is None, not a string"
+refused event_not_dict "device_traces\[0\]\[1\]: 5, not a dict"
+refused event_size_str "device_traces\[0\]\[0\] \('alloc'\): 'size' is '5'"
+refused event_size_float "'size' is 5.0, not a whole number"
+refused event_stream_bool "'stream' is True, not a cudaStream_t"
+refused event_stream_huge "'stream' is a 71-bit number, not a cudaStream_t"
+refused event_addr_negative "device_traces\[0\]\[0\] \('free_completed'\): 'addr' is -512"
+refused event_unknown_action "device_traces\[0\]\[1\] \('teleport'\): unknown action 'teleport'"
+refused oom_of_0_bytes "device_traces\[0\]\[1\] \('oom'\): an oom of 0 bytes"
+refused segments_overlap "segments\[1\]: a segment .* overlaps segments\[0\]"
+refused history_segment_overlaps "device_traces\[0\]\[0\] \(segment_free\): a segment .* overlaps segments\[0\]"
+refused live_block_unaligned "device_traces\[0\]\[0\] \(free_requested\): a block of 1000 bytes live at 0x7f0000000064"
+refused live_block_too_big "does not fit before 0x7f0000200000 \(the segment's end\)"
+refused no_allocation "device 0's 2 events hold no allocation"
+refused bad_conf_value "PYTORCH_CUDA_ALLOC_CONF 'max_split_size_mb:5' is refused by the model"
+refused conf_with_hash "PYTORCH_CUDA_ALLOC_CONF 'max_split_size_mb:64#1' is refused by the model"
+refused no_events "device 0 recorded no events: nothing to replay \(no device has any"
+refused device1_only "device 0 recorded no events: nothing to replay \(devices with events: 1 \(--device N\)\)"
+refused device1_only "the snapshot has no device 2 \(device_traces has 2; devices with events: 1" --device 2
+s2t --device 1 "$tmp/bad/device1_only.pickle" > "$tmp/o" 2> "$tmp/e"
+check_eq "--device 1 picks the device that has events: exit 0, its alloc" "$?:$(grep -c '^alloc ' "$tmp/o")" "0:1"
+check "  ... and the header names it" grep -q "^# from .*, device 1: 1 events" "$tmp/o"
+for args in "--device 128" "--device x" "--device -1" "--device ²" "--device" "--max-entries 0" \
+            "--max-pickle-bytes 0" "--max-pickle-bytes 1X" "--max-pickle-bytes 99999999999999999999T"; do
+    # shellcheck disable=SC2086
+    s2t $args "$tmp/s1.pickle" > "$tmp/o" 2> "$tmp/e"
+    check_eq "snapshot2trace $args: exit 2, one line, nothing on stdout" "$?:$(wc -l < "$tmp/e"):$(wc -c < "$tmp/o")" "2:1:0"
+done
+s2t -- "$tmp/s1.pickle" > "$tmp/o" 2> /dev/null
+check_eq "-- ends the options" "$?" 0
+s2t <(gzip -c "$tmp/s1.pickle") > "$tmp/o" 2> /dev/null
+check_eq "a gzip'd snapshot through a pipe converts" "$?:$(grep -c '^alloc ' "$tmp/o")" "0:$(grep -c '^alloc ' "$tmp/s1.trace")"
+
+# ------------------------------------------------------------ the size limit (gzip bombs)
+# A gzip of zeros is no pickle: refused from its first chunk. One that starts
+# as a pickle is decompressed only up to the limit (--max-pickle-bytes, or
+# $MEMCLAIMS_MAX_PICKLE_BYTES; default 4 GiB), so memory stays bounded.
+python3 -c 'import sys, zlib
+c = zlib.compressobj(1, zlib.DEFLATED, 31)
+with open(sys.argv[1], "wb") as z, open(sys.argv[2], "wb") as p:
+    z.write(c.compress(b"\0" * (1 << 20)))
+    c2 = zlib.compressobj(1, zlib.DEFLATED, 31)
+    p.write(c2.compress(b"\x80\x04"))
+    for _ in range(256):
+        z.write(c.compress(b"\0" * (1 << 20)))
+        p.write(c2.compress(b"\0" * (1 << 20)))
+    z.write(c.flush()); p.write(c2.flush())' "$tmp/zeros.pickle.gz" "$tmp/bomb.pickle.gz"
+s2t "$tmp/zeros.pickle.gz" > "$tmp/o" 2> "$tmp/e"
+check_eq "257 MiB of gzip'd zeros: exit 2, one line, nothing on stdout" "$?:$(wc -l < "$tmp/e"):$(wc -c < "$tmp/o")" "2:1:0"
+check "  ... not a pickle, from its first byte" grep -q "zeros.pickle.gz: not a PyTorch memory snapshot: not a pickle (it starts with byte 0x00)" "$tmp/e"
+# maxrss KIB_VAR CMD...: runs CMD (stdout, stderr to $tmp/o, $tmp/e); its exit code, and its peak memory in KiB
+maxrss() {
+    python3 -c 'import resource, subprocess, sys
+rc = subprocess.call(sys.argv[3:], stdout=open(sys.argv[1], "wb"), stderr=open(sys.argv[2], "wb"))
+print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$tmp/o" "$tmp/e" "$@"
+}
+read -r rc kib < <(MEMCLAIMS_MAX_PICKLE_BYTES=32Mi maxrss "$root/scripts/snapshot2trace" --replay "$replay" "$tmp/bomb.pickle.gz")
+check_eq "a 256 MiB pickle gzip'd into $(($(wc -c < "$tmp/bomb.pickle.gz") / 1024)) KiB, limit 32Mi: exit 2, one line, nothing on stdout" \
+    "$rc:$(wc -l < "$tmp/e"):$(wc -c < "$tmp/o")" "2:1:0"
+check "  ... naming the file and the limit" grep -q "bomb.pickle.gz: the pickle is larger than the limit of 33554432 bytes (--max-pickle-bytes or \$MEMCLAIMS_MAX_PICKLE_BYTES; default 4 GiB)" "$tmp/e"
+check "  ... having taken under 160 MiB (took $((kib / 1024)) MiB)" test "$kib" -lt $((160 * 1024))
+s2t --max-pickle-bytes 1Ki "$tmp/s1.pickle" > "$tmp/o" 2> "$tmp/e"
+check_eq "--max-pickle-bytes 1Ki on a plain pickle larger than that: exit 2, one line" "$?:$(wc -l < "$tmp/e")" "2:1"
+check "  ... naming the limit" grep -q "larger than the limit of 1024 bytes" "$tmp/e"
+MEMCLAIMS_MAX_PICKLE_BYTES=1Ki s2t --max-pickle-bytes 1Mi "$tmp/s1.pickle" > /dev/null 2>&1
+check_eq "--max-pickle-bytes wins over the variable" "$?" 0
+MEMCLAIMS_MAX_PICKLE_BYTES=lots s2t "$tmp/s1.pickle" > "$tmp/o" 2> "$tmp/e"
+check_eq "a bad \$MEMCLAIMS_MAX_PICKLE_BYTES: exit 2, one line" "$?:$(wc -l < "$tmp/e")" "2:1"
 
 # ------------------------------------------------------------ build/workload --conf
 wl="$build/workload --layers 3 --in 64 --width 64 --out 8 --batch 16 --steps 2"

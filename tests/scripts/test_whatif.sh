@@ -229,4 +229,108 @@ bad "a context larger than every card" --context 200G "$tmp/train run.pickle.gz"
 bad "bad card sizes" --cards 16,x "$tmp/train run.pickle.gz"
 bad "an unknown option" --frobnicate "$tmp/train run.pickle.gz"
 
+# ------------------------------------------------------------ snapshots snapshot2trace refuses
+# Each is refused before any work: exit 2, one line naming the user's file
+# (not a temporary one) and what is wrong in it, nothing left in the results
+# folder (no .whatif.tmp.*, no run folder).
+mkdir -p "$tmp/snaps"
+python3 - "$tmp/snaps" <<'EOF'
+import gzip, pickle, sys
+d = sys.argv[1]
+A = 0x7F0000000000
+MiB = 1 << 20
+def seg(addr=A, size=20 * MiB, blocks=None):
+    return {"device": 0, "address": addr, "total_size": size, "stream": 0, "segment_type": "large",
+            "blocks": [{"address": addr, "size": size, "state": "inactive"}] if blocks is None else blocks}
+def ev(action, addr=A + 64 * MiB, size=4096, stream=0):
+    return {"action": action, "addr": addr, "size": size, "stream": stream}
+one = [ev("alloc")]
+cases = {
+    "size_past_2_64": ([], [ev("alloc", size=2**64 + 5)]),
+    "segment_at_0": ([seg(addr=0)], one),
+    "streams_300": ([], [ev("alloc", A + i * 2 * MiB, 1000, stream=i + 1) for i in range(300)]),
+    "block_past_segment": ([seg(size=2 * MiB, blocks=[{"address": A, "size": 40 * MiB, "state": "active_allocated"}])], one),
+    "blocks_not_list": ([seg(blocks=5)], one),
+}
+for name, (segs, hist) in cases.items():
+    with open("%s/%s.pickle" % (d, name), "wb") as f:
+        pickle.dump({"segments": segs, "device_traces": [hist]}, f)
+# device 0 recorded nothing (as when another device ran the model), device 1 did
+with gzip.open("%s/device1_only.pickle.gz" % d, "wb") as f:
+    pickle.dump({"segments": [], "device_traces": [[], [ev("alloc", size=3 << 30)]]}, f)
+EOF
+python3 -c 'import sys, zlib
+c = zlib.compressobj(1, zlib.DEFLATED, 31)
+with open(sys.argv[1], "wb") as f:
+    f.write(c.compress(b"\x80\x04"))
+    for _ in range(64): f.write(c.compress(b"\0" * (1 << 20)))
+    f.write(c.flush())' "$tmp/snaps/bomb.pickle.gz"
+# refused_snap NAME PATTERN [OPTIONS]: bad input naming the snapshot, its line matching PATTERN (grep -E)
+refused_snap() {
+    local name=$1 f=$tmp/snaps/$1 what=$2; shift 2
+    bad "$name${1:+ ($*)}" --context 1G --cards 16 "$@" "$f"
+    check "  ... naming the snapshot and what is wrong ($what)" grep -qE "^whatif: $f: .*$what" "$tmp/err"
+    check "  ... and no temporary file" sh -c "! grep -q 'whatif.tmp' '$tmp/err'"
+}
+refused_snap size_past_2_64.pickle "'size' is a 65-bit number"
+refused_snap segment_at_0.pickle "segments\[0\]: a segment of 20971520 bytes at 0x0"
+refused_snap streams_300.pickle "301 streams; the model keeps pools for at most 256"
+refused_snap block_past_segment.pickle "segments\[0\]\['blocks'\]\[0\]: 41943040 bytes at 0x7f0000000000: not inside its segment"
+refused_snap blocks_not_list.pickle "segments\[0\]: 'blocks' is 5, not a list"
+refused_snap device1_only.pickle.gz "device 0 recorded no events: nothing to replay \(devices with events: 1 \(--device N\)\)"
+refused_snap device1_only.pickle.gz "the snapshot has no device 2" --device 2
+MEMCLAIMS_MAX_PICKLE_BYTES=16Mi refused_snap bomb.pickle.gz "larger than the limit of 16777216 bytes"
+"$whatif" --results "$tmp/dev1" --context 1G --cards 2,8 --device 1 "$tmp/snaps/device1_only.pickle.gz" > /dev/null 2> "$tmp/err"
+check_eq "--device 1 replays the device that has events (exit 0)" "$?" 0
+check "  ... and says so" grep -q "^whatif: converted .*device1_only.pickle.gz (device 1)$" "$tmp/err"
+check_eq "  ... whose 3 GiB fit the 8 GiB card, not the 2 GiB one" \
+    "$(awk -F, '$1 == "default" { print $4 ":" $5 }' "$tmp/dev1/whatif-latest/answer.csv")" "8:2"
+check "  ... and WHATIF.md names the device" grep -q "snapshot's device 1" "$tmp/dev1/whatif-latest/WHATIF.md"
+"$whatif" --results "$tmp/new/results" --context 1G "$tmp/snaps/segment_at_0.pickle" > /dev/null 2>&1
+check_eq "a refused snapshot with a results folder not there yet: exit 2" "$?" 2
+check "  ... and the folder is not made" test ! -e "$tmp/new"
+
+# ------------------------------------------------------------ numeric options
+bad "a card past 2^64 bytes" --cards 18446744073 "$tmp/train run.pickle.gz"
+bad "a card of 0 GiB" --cards 0,16 "$tmp/train run.pickle.gz"
+bad "a card past 1024 GiB" --cards 16,1025 "$tmp/train run.pickle.gz"
+bad "a card given twice" --cards 16,16.0 "$tmp/train run.pickle.gz"
+bad "33 cards" --cards "$(seq -s, 1 33)" "$tmp/train run.pickle.gz"
+bad "an empty card list" --cards "" "$tmp/train run.pickle.gz"
+bad "a context that leaves the largest card given no room" --context 8G --cards 4,8 "$tmp/train run.pickle.gz"
+bad "a context past 2^64" --context 99999999999999999999999G "$tmp/train run.pickle.gz"
+bad "--jobs 0" --jobs 0 "$tmp/train run.pickle.gz"
+bad "--jobs 100" --jobs 100 "$tmp/train run.pickle.gz"
+bad "--device 128" --device 128 "$tmp/train run.pickle.gz"
+bad "--device -1" --device -1 "$tmp/train run.pickle.gz"
+bad "--device x" --device x "$tmp/train run.pickle.gz"
+bad "--device without a value" "$tmp/train run.pickle.gz" --device
+check "--help documents --device" sh -c "'$whatif' --help | grep -q -- '--device N'"
+
+# ------------------------------------------------------------ a trace the replay refuses anyway
+# A checkout whose snapshot2trace writes a trace build/replay refuses (here
+# a stand-in; the real one refuses such snapshots itself): exit 2, one line
+# naming the user's snapshot and the parser's or the replay's reason, with
+# the trace's line, not the temporary file's name; nothing left behind.
+mkdir -p "$tmp/fake/build" "$tmp/fake/scripts" "$tmp/fake/results"
+cp "$whatif" "$build/replay" "$tmp/fake/build/"
+fake_s2t() { printf '#!/bin/sh\n%s\n' "$1" > "$tmp/fake/scripts/snapshot2trace"; chmod +x "$tmp/fake/scripts/snapshot2trace"; }
+# fake_bad WHAT PATTERN CODE: the fake whatif on the synthetic snapshot exits CODE, one line matching PATTERN
+fake_bad() {
+    "$tmp/fake/build/whatif" --results "$tmp/fake/results" --context 1G --cards 16 "$tmp/train run.pickle.gz" \
+        > "$tmp/out" 2> "$tmp/err"
+    check_eq "$1: exit $3, one line" "$?:$(wc -l < "$tmp/err")" "$3:1"
+    check "  ... naming the snapshot and the reason ($2)" grep -qE "$2" "$tmp/err"
+    check "  ... not the temporary trace" sh -c "! grep -q 'whatif.tmp' '$tmp/err'"
+    check_eq "  ... nothing left in the results folder" "$(ls -A "$tmp/fake/results")" ""
+}
+fake_s2t 'printf "segment 0x0 2097152\nalloc 1 512\n"'
+fake_bad "a trace the parser refuses" \
+    "^whatif: '$tmp/train run.pickle.gz': the replay's parser refuses the trace snapshot2trace made of it \(line 1 of its trace: bad segment address '0x0'" 2
+fake_s2t 'printf "segment 0x7f0000000000 2097152\nlive 1 4194304 0x7f0000000000 block=4194304\nalloc 2 512\n"'
+fake_bad "a trace the parser reads but the replay cannot rebuild" \
+    "^whatif: '$tmp/train run.pickle.gz': the replay refuses the trace snapshot2trace made of it \(line 1 of its trace: live block 0x7f0000000000 of 4194304 bytes .*does not fit" 2
+fake_s2t 'echo "Traceback (most recent call last):" >&2; echo "KeyError: boom" >&2; exit 1'
+fake_bad "a snapshot2trace that fails" "^whatif: scripts/snapshot2trace failed on '$tmp/train run.pickle.gz' \(exit 1\): KeyError: boom$" 1
+
 summary

@@ -15,17 +15,24 @@
 #include "whatif.h"
 
 #define DEFAULT_CARDS "8,12,16,24,32,40,48,80,96,141"
-#define LARGEST_CARD_GIB 141 /* a context at least this large leaves no card any room */
+#define MAX_CARDS 32 /* 8 settings x (cards + 1) replays, each with a log */
+/* A card no larger than the no-card replay's device (1 TiB), which already
+ * says what a card that large would (and keeps a card's room below 2^62). */
+#define MAX_CARD_GIB ((double)CA_WHATIF_NO_CARD_BYTES / GiB)
+#define MAX_DEVICE 127 /* c10::DeviceIndex is an int8_t */
 
 static const char help_text[] =
     "whatif: replay a PyTorch memory snapshot through the allocator model under\n"
     "each allocator setting and card size, and answer which card it fits and\n"
     "which setting helps (make whatif SNAPSHOT=run.pickle [CONTEXT=BYTES]).\n"
     "\n"
-    "  build/whatif [--context BYTES] [--cards 8,12,...] [--jobs N]\n"
-    "               [--results DIR] SNAPSHOT\n"
+    "  build/whatif [--context BYTES] [--cards 8,12,...] [--device N] [--jobs N]\n"
+    "               [--results DIR] [--] SNAPSHOT\n"
     "\n"
-    "SNAPSHOT is what torch.cuda.memory._dump_snapshot() wrote (gzipped or not).\n"
+    "SNAPSHOT is what torch.cuda.memory._dump_snapshot() wrote (gzipped or not);\n"
+    "--device N picks the device whose history is replayed (default 0; 0..127).\n"
+    "Cards: GiB, comma-separated, each above 0 and at most 1024, at most 32 of\n"
+    "them; --jobs 1..99; the context must leave the largest card some room.\n"
     "It is converted once (scripts/snapshot2trace) and parsed once, then replayed\n"
     "as build/replay --summary would for each setting (default, expandable\n"
     "segments, max_split_size_mb, roundup_power2_divisions,\n"
@@ -40,7 +47,8 @@ static const char help_text[] =
     "whole or not at all; earlier ones are never touched. Context: --context,\n"
     "else the C11 figure of the latest run (RESULTS/latest/context_cost.csv),\n"
     "else the committed H100 reference's. Progress on stderr. Exit 0; 1 a tool\n"
-    "failed; 2 bad input; 130 interrupted (nothing written).\n";
+    "failed; 2 bad input (a snapshot snapshot2trace or the replay refuses: one\n"
+    "line naming it and why); 130 interrupted (nothing written).\n";
 
 /* BYTES: digits with an optional fraction, and a K/M/G suffix (KiB/MiB/GiB;
  * also written KB or KiB), rounded to whole bytes; a fraction needs a suffix.
@@ -69,20 +77,33 @@ static double parse_bytes(const char *s)
     return rint(strtod(s, NULL) * unit);
 }
 
-/* GiB, comma-separated: "16,24,80" or "12.5,16". */
-static bool cards_valid(const char *s)
+/* GiB, comma-separated: "16,24,80" or "12.5,16": each a number in
+ * (0, MAX_CARD_GIB], at most MAX_CARDS, no two equal (each replay's log is
+ * named by its card). Returns NULL and the largest in *largest, or why not. */
+static const char *cards_check(const char *s, double *largest)
 {
+    double seen[MAX_CARDS];
+    size_t n = 0;
+    *largest = 0;
     for (;;) {
+        const char *start = s;
         size_t d = strspn(s, "0123456789");
-        if (d == 0) return false;
+        if (d == 0) return "GiB, comma-separated, like 16,24,80";
         s += d;
         if (*s == '.') {
             d = strspn(s + 1, "0123456789");
-            if (d == 0) return false;
+            if (d == 0) return "GiB, comma-separated, like 16,24,80";
             s += 1 + d;
         }
-        if (*s == '\0') return true;
-        if (*s++ != ',') return false;
+        if (*s != '\0' && *s != ',') return "GiB, comma-separated, like 16,24,80";
+        double gib = strtod(start, NULL);
+        if (!(gib > 0 && gib <= MAX_CARD_GIB)) return "each card above 0 and at most 1024 GiB";
+        if (n == MAX_CARDS) return "at most 32 cards";
+        for (size_t i = 0; i < n; i++)
+            if (seen[i] == gib) return "a card given twice";
+        seen[n++] = gib;
+        if (gib > *largest) *largest = gib;
+        if (*s++ == '\0') return NULL;
     }
 }
 
@@ -97,10 +118,17 @@ static int core_count(void)
 void wi_parse_args(int argc, char **argv, wi_options *o)
 {
     *o = (wi_options){.cards = wi_fmt("%s", DEFAULT_CARDS), .jobs = core_count()};
+    (void)cards_check(o->cards, &o->largest_card);
+    bool options = true; /* until "--": a snapshot may start with '-' after it */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--context")) {
+        if (!options || a[0] != '-') {
+            if (o->snapshot && *o->snapshot) wi_die(2, "more than one snapshot given ('%s')", a);
+            o->snapshot = a;
+        } else if (!strcmp(a, "--")) {
+            options = false;
+        } else if (!strcmp(a, "--context")) {
             if (!v) wi_die(2, "--context needs a number of bytes (K/M/G suffixes allowed)");
             double b = parse_bytes(v);
             if (b < 0) wi_die(2, "bad --context '%s' (bytes, e.g. 549453824 or 524M)", v);
@@ -109,8 +137,14 @@ void wi_parse_args(int argc, char **argv, wi_options *o)
             i++;
         } else if (!strcmp(a, "--cards")) {
             if (!v) wi_die(2, "--cards needs a list of GiB like 16,24,80");
-            if (!cards_valid(v)) wi_die(2, "bad --cards '%s' (GiB, comma-separated, like 16,24,80)", v);
+            const char *why = cards_check(v, &o->largest_card);
+            if (why) wi_die(2, "bad --cards '%.80s' (%s)", v, why);
             o->cards = wi_fmt("%s", v);
+            i++;
+        } else if (!strcmp(a, "--device")) {
+            bool ok = v && v[0] && strspn(v, "0123456789") == strlen(v) && strlen(v) <= 3 && atoi(v) <= MAX_DEVICE;
+            if (!ok) wi_die(2, "--device needs a device number, 0..%d", MAX_DEVICE);
+            o->device = atoi(v);
             i++;
         } else if (!strcmp(a, "--jobs")) {
             bool ok = v && v[0] >= '1' && v[0] <= '9' &&
@@ -125,11 +159,8 @@ void wi_parse_args(int argc, char **argv, wi_options *o)
         } else if (!strcmp(a, "--help")) {
             fputs(help_text, stdout);
             exit(MC_EXIT_OK);
-        } else if (a[0] == '-') {
-            wi_die(2, "unknown option '%s' (see --help)", a);
         } else {
-            if (o->snapshot && *o->snapshot) wi_die(2, "more than one snapshot given ('%s')", a);
-            o->snapshot = a;
+            wi_die(2, "unknown option '%s' (see --help)", a);
         }
     }
 }
@@ -192,8 +223,9 @@ static char *c11_context(const char *csv)
 char *wi_find_context(wi_options *o, const char *root)
 {
     if (o->have_context) {
-        if (o->context_given >= LARGEST_CARD_GIB * GiB)
-            wi_die(2, "context %.0f bytes is larger than any card", o->context_given);
+        if (!(o->context_given <= o->largest_card * GiB - (double)MiB))
+            wi_die(2, "context %.0f bytes leaves no room on the largest card (%g GiB)", o->context_given,
+                   o->largest_card);
         o->context = (uint64_t)o->context_given;
         return wi_fmt("given with --context");
     }
@@ -211,7 +243,8 @@ char *wi_find_context(wi_options *o, const char *root)
                o->results);
     errno = 0;
     unsigned long long v = strtoull(text, NULL, 10);
-    if (errno || (double)v >= LARGEST_CARD_GIB * GiB) wi_die(2, "context %s bytes is larger than any card", text);
+    if (errno || !((double)v <= o->largest_card * GiB - (double)MiB))
+        wi_die(2, "context %s bytes (%s) leaves no room on the largest card (%g GiB)", text, from, o->largest_card);
     o->context = v;
     return from;
 }

@@ -95,13 +95,13 @@ void wi_write_whatif_md(const wi_report_info *ri, const ca_whatif_answer *ans, s
     if (!any) fprintf(f, "| (every setting fits every card tried) | | |\n");
     fprintf(f, "\n");
     wi_chart_links(f, drawn);
-    fprintf(f, "\nHow: `scripts/snapshot2trace` turned the snapshot's %llu operations into a trace;\n"
+    fprintf(f, "\nHow: `scripts/snapshot2trace` turned the %llu operations of the snapshot's device %d into a trace;\n"
                "`build/replay --summary` replayed it through the allocator model under each setting,\n"
                "with no card (1 TiB) and on each card (`--capacity`; garbage collection also with `--limit`\n"
                "at the card's capacity, since PyTorch applies it only under a memory fraction). Figures:\n"
                "`whatif.csv`; per setting: `answer.csv`; refused requests: `failed.csv`; timelines: `timeline_*.csv`.\n"
                "%zu replays in %.1f s.\n",
-            (unsigned long long)ri->ops, ri->n_jobs, ri->seconds);
+            (unsigned long long)ri->ops, ri->device, ri->n_jobs, ri->seconds);
     wi_out_close(f, "WHATIF.md");
 }
 

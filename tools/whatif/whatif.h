@@ -41,10 +41,20 @@ void wi_release_kept(void);
 char *wi_fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
 /* The first bytes of a log (kept), newlines as spaces: for a one-line message. */
 char *wi_log_head(const char *path);
+/* The first (last: the last) nonempty line of a tool's log, for a one-line
+ * message: at most 400 bytes, non-printable ones as '?' (kept; "" if none). */
+char *wi_log_line(const char *path, bool last);
+/* Each nonempty line of a tool's log as a note (its warnings). */
+void wi_relay_log(const char *path);
+/* A message of the parser or the replay about the trace at path trace,
+ * "TRACE:LINE: reason", as "line LINE of its trace: reason" (the trace is
+ * a temporary file the user never sees); any other message as it is. */
+const char *wi_trace_reason(const char *msg, const char *trace);
 
 /* rm -r. */
 void wi_remove_tree(const char *path);
-/* mkdir -p: 0, or -1 if path is not a folder after. */
+/* mkdir -p: 0, or -1 if path is not a folder after. The folders it made
+ * are removed again (where empty) if the run leaves (wi_leave). */
 int wi_mkdir_p(const char *path);
 /* A file of the temporary folder, opened for writing; exits 1 if it cannot be. */
 FILE *wi_out_open(const char *name);
@@ -58,6 +68,8 @@ typedef struct {
     double context_given; /* --context, bytes */
     uint64_t context;     /* bytes */
     char *cards;          /* GiB, comma-separated, as given */
+    double largest_card;  /* GiB */
+    int device;           /* --device: the snapshot's device to replay */
     int jobs;
     const char *results;
     const char *snapshot;
@@ -89,6 +101,7 @@ void wi_chart_links(FILE *f, const bool drawn[WI_N_CHARTS]);
 
 typedef struct {
     const char *snapshot, *cards_top, *context_from;
+    int device;
     uint64_t context, ops;
     size_t n_jobs;
     double seconds;
