@@ -192,7 +192,10 @@ const ca_stats *ca_get_stats(const ca_allocator *a);
  * cannot leave free: should_split). The caller hints the backend to place
  * the segment at addr; if it lands elsewhere the segment is given back and
  * -1 returned. The segment is counted as reserved even above the limit.
- * Returns 0, or -1 with the reason in err. */
+ * Returns 0, or -1 with the reason in err: CA_PRELOAD_NO_ROOM (-2) where the
+ * device has no room left for it (the run's memory from before does not
+ * fit this device: an answer, not a malformed state). */
+#define CA_PRELOAD_NO_ROOM (-2)
 typedef struct {
     uint64_t addr, size, requested;
 } ca_preload_block;

@@ -73,7 +73,7 @@ int ca_preload_segment(ca_allocator *a, uint64_t addr, uint64_t bytes, uint64_t 
         snprintf(err, len, "segment 0x%llx of %llu bytes does not fit the device",
                  (unsigned long long)addr, (unsigned long long)bytes);
         free(v);
-        return -1;
+        return CA_PRELOAD_NO_ROOM;
     }
     if (got != addr) {
         a->be.dev_free(a->be.ctx, got, bytes);

@@ -275,6 +275,12 @@ static int preload(run *r, char *err, size_t errlen)
         ca_host_hint_next(r->dev, s->addr);
         int rc = ca_preload_segment(r->a, s->addr, s->bytes, s->stream, s->small, v, s->n_live, why, sizeof why);
         ca_host_hint_next(r->dev, 0);
+        if (rc == CA_PRELOAD_NO_ROOM && r->what_if) { /* a smaller device than the run had: it cannot start */
+            r->res.preload_refused = true;
+            r->res.refused = r->res.ooms = r->res.unexpected_ooms = 1;
+            free(v);
+            return 1;
+        }
         if (rc != 0) {
             snprintf(err, errlen, "%s:%llu: %s", t->name, (unsigned long long)s->line, why);
             free(v);
@@ -337,7 +343,8 @@ int ca_replay_summary(FILE *out, const ca_replay_result *x, const ca_config *cfg
     else
         fprintf(out, ",\"after_first_oom\":{\"alloc_retries\":%lld,\"ooms\":%lld}",
                 (long long)x->after_oom_retries, (long long)x->after_oom_ooms);
-    fprintf(out, ",\"refused\":%llu", (unsigned long long)x->refused);
+    fprintf(out, ",\"refused\":%llu,\"preload_refused\":%s", (unsigned long long)x->refused,
+            x->preload_refused ? "true" : "false");
     json_u64_or_null(out, "first_oom_step", x->first_oom_step, x->refused == 0);
     json_u64_or_null(out, "first_oom_bytes", x->first_oom_bytes, x->refused == 0);
     fprintf(out, ",\"segments_peak\":%lld,\"largest_free_at_peak_reserved\":%llu,\"free_at_peak_reserved\":%llu",
@@ -395,8 +402,10 @@ int ca_replay(const ca_trace *t, const ca_replay_opts *o, FILE *out, ca_replay_r
         r.w->n = strlen(CA_REPLAY_HEADER "\n");
     }
     int rc = preload(&r, err, errlen);
+    bool no_room = rc == 1;
+    if (no_room) rc = 0;
     if (rc == 0) track(&r, ca_get_stats(r.a));
-    for (size_t i = 0; rc == 0 && i < t->n_ops; i++) {
+    for (size_t i = 0; rc == 0 && !no_room && i < t->n_ops; i++) {
         const ca_trace_op *op = &t->ops[i];
         bool oom;
         int bad = step(&r, op, &oom);
@@ -422,7 +431,9 @@ int ca_replay(const ca_trace *t, const ca_replay_opts *o, FILE *out, ca_replay_r
         r.res.steps++;
     }
     const ca_stats *st = ca_get_stats(r.a);
-    if (r.res.refused == 0) {
+    if (no_room) {
+        /* refused, ooms, unexpected_ooms: set by preload */
+    } else if (r.res.refused == 0) {
         r.res.alloc_retries = st->num_alloc_retries;
         r.res.ooms = st->num_ooms;
     } else { /* alloc_retries, ooms: as at the first refused request (refused) */

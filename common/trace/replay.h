@@ -77,6 +77,9 @@ typedef struct {
     uint64_t largest_free_at_peak_reserved; /* the largest cached free block when
                                              reserved first reached its peak */
     uint64_t free_at_peak_reserved;       /* reserved - allocated then */
+    bool preload_refused;                 /* what-if: the segments from before the recording do
+                                             not fit the device; nothing was replayed (refused,
+                                             ooms and unexpected_ooms count it as one request) */
     uint64_t expected_ooms;               /* alloc lines marked oom */
     uint64_t expected_ooms_granted;       /* of those, the model granted (then freed at once) */
     uint64_t unexpected_ooms;             /* refused requests not marked oom */
@@ -93,9 +96,10 @@ ca_replay_opts ca_replay_defaults(void);
  * and a row per operation to out (or, with o->summary, one JSON line).
  * Returns 0, or -1 with the reason in err: "NAME:LINE: reason" for a free of
  * an id whose request ran out of memory (malformed: no row for it), a free
- * on another stream than the alloc's, a preamble that does not fit, more
- * streams than the model keeps, invalid settings, or an output error. res
- * may be NULL.
+ * on another stream than the alloc's, a preamble that does not fit (in a
+ * what-if replay, a device too small for its segments is an answer instead:
+ * res->preload_refused, the run refused at its start), more streams than
+ * the model keeps, invalid settings, or an output error. res may be NULL.
  *
  * An alloc marked oom (PyTorch refused it) is requested all the same; if
  * the model grants it, the block is freed at once (the program never had

@@ -94,4 +94,35 @@ md=$(ls "$tmp"/res/whatif-*/WHATIF.md 2>/dev/null | head -1)
 check "whatif: WHATIF.md written" test -n "$md"
 check "whatif: no setting is said to fit the 8 GiB card" bash -c "! grep -qi 'fits the 8 GiB card' '$md'"
 check "whatif: the 16 GiB card fits" grep -q '16 GiB' "$md"
+# --- a card smaller than the memory from before the recording: an answer, not a failure
+python3 - "$tmp/pinned10.pickle" <<'EOF2'
+import pickle, sys
+GiB, MiB, base = 1 << 30, 1 << 20, 0x7f0000000000
+seg = dict(device=0, address=base, total_size=10 * GiB, allocated_size=MiB, active_size=MiB, requested_size=MiB,
+           stream=0, segment_type="large", segment_pool_id=(0, 0), is_expandable=False, frames=[],
+           blocks=[dict(address=base, size=MiB, requested_size=MiB, state="active_allocated", frames=[]),
+                   dict(address=base + MiB, size=10 * GiB - MiB, requested_size=0, state="inactive", frames=[])])
+a = base + 16 * GiB
+trace = [dict(action="segment_alloc", addr=a, size=20 * MiB, stream=0, time_us=1, frames=[]),
+         dict(action="alloc", addr=a, size=4 * MiB, stream=0, time_us=2, frames=[]),
+         dict(action="free_requested", addr=a, size=4 * MiB, stream=0, time_us=3, frames=[]),
+         dict(action="free_completed", addr=a, size=4 * MiB, stream=0, time_us=4, frames=[])]
+pickle.dump(dict(segments=[seg], device_traces=[trace], allocator_settings={}), open(sys.argv[1], "wb"))
+EOF2
+"$root/scripts/snapshot2trace" --replay "$build/replay" "$tmp/pinned10.pickle" > "$tmp/pinned10.trace" 2> /dev/null
+check_eq "replay --capacity 8Gi of a run that held 10 GiB before its recording: refused at its start" \
+    "$("$build/replay" --summary --capacity 8Gi "$tmp/pinned10.trace" 2>/dev/null |
+       python3 -c 'import json, sys; d = json.load(sys.stdin); print(d["preload_refused"], d["refused"], d["ooms"])')" \
+    "True 1 1"
+"$build/replay" --summary --capacity 16Gi "$tmp/pinned10.trace" > "$tmp/p16.json" 2>/dev/null
+check_eq "... and on 16 GiB it starts and fits" \
+    "$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d["preload_refused"], d["refused"])' "$tmp/p16.json")" \
+    "False 0"
+mkdir "$tmp/res10"
+"$build/whatif" --context 0 --cards 8,16 --jobs 2 --results "$tmp/res10" "$tmp/pinned10.pickle" > /dev/null 2> "$tmp/w10.err"
+rc=$?
+check_eq "whatif with 8 and 16 GiB cards on it: exit 0 (a replay that cannot start is an answer)" "$rc" 0
+[ "$rc" = 0 ] || tail -2 "$tmp/w10.err"
+check "whatif: the run fits the 16 GiB card, not the 8 GiB one" \
+    grep -q 'fits the 16 GiB card' "$tmp"/res10/whatif-*/WHATIF.md
 summary
