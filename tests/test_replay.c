@@ -81,7 +81,7 @@ static void summary_of_a_v2_trace(void **state)
     assert_int_equal(replay_text(v2_text, o, &out, &res, err, sizeof err), 0);
     assert_string_equal(out,
         "{\"steps\":3,\"peak_allocated\":8000512,\"peak_reserved\":41943040,\"peak_requested\":8000000,"
-        "\"alloc_retries\":1,\"ooms\":1,\"after_first_oom\":{\"alloc_retries\":0,\"ooms\":0},\"refused\":1,\"first_oom_step\":2,\"first_oom_bytes\":90000000000,"
+        "\"alloc_retries\":1,\"ooms\":1,\"after_first_oom\":{\"alloc_retries\":0,\"ooms\":0},\"refused\":1,\"preload_refused\":false,\"first_oom_step\":2,\"first_oom_bytes\":90000000000,"
         "\"segments_peak\":2,\"largest_free_at_peak_reserved\":16971264,\"free_at_peak_reserved\":33942528,"
         "\"expected_ooms\":1,\"expected_ooms_granted\":0,\"unexpected_ooms\":0,\"device_allocs\":1,"
         "\"device_frees\":0,\"addr_mismatches\":0,\"skipped_frees\":0,\"conf\":\"\",\"limit\":null,"
