@@ -21,6 +21,7 @@
  * This file is main and its steps; the program's other modules are in
  * tools/whatif/ (whatif.h): messages.c, options.c, charts.c, report.c. */
 #define _DEFAULT_SOURCE /* strtok_r, symlink */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -208,6 +209,14 @@ int main(int argc, char **argv)
 
     wi_options o;
     wi_parse_args(argc, argv, &o);
+    if (o.max_batch) {
+        char *root = wi_find_root();
+        char *convert_path = wi_fmt("%s/scripts/snapshot2trace", root);
+        if (access(convert_path, X_OK) != 0) wi_die(2, "%s is missing", convert_path);
+        int rc = wi_max_batch_main(&o, convert_path);
+        wi_release_kept();
+        return rc;
+    }
     if (!o.snapshot || !*o.snapshot) wi_die(2, "no snapshot given (make whatif SNAPSHOT=run.pickle; see --help)");
     struct stat st;
     if (stat(o.snapshot, &st) != 0 || !S_ISREG(st.st_mode) || access(o.snapshot, R_OK) != 0)
@@ -274,14 +283,26 @@ int main(int argc, char **argv)
     ca_trace_free(&t);
     unlink(trace_path);
 
+    /* ------------------------------------------------------------ the largest batch */
+    wi_batch_info bi = {.o = &o, .n_cards = n_cards, .cards = cards};
+    if (o.n_snaps >= 2) {
+        bi.room = wi_kept_calloc(n_cards, sizeof *bi.room);
+        for (size_t c = 0; c < n_cards; c++) {
+            double room = strtod(cards[c], NULL) * GiB - (double)o.context;
+            bi.room[c] = room > 0 ? floor(room) : 0;
+        }
+        wi_batch_section(&bi, root, convert_path, o.jobs);
+    }
+
     /* ------------------------------------------------------------ charts, report */
     bool drawn[WI_N_CHARTS] = {false};
     wi_draw_charts(root, ans, n_sets, jobs, n_jobs, sets[best].name, drawn);
     wi_stop_if_interrupted();
-    wi_report_info ri = {.snapshot = o.snapshot, .device = o.device, .cards_top = cards_top, .context_from = context_from,
+    wi_report_info ri = {.batch = o.n_snaps >= 2 ? &bi : NULL, .snapshot = o.snapshot, .device = o.device, .cards_top = cards_top, .context_from = context_from,
                          .context = o.context, .ops = ops, .n_jobs = n_jobs, .seconds = mc_now_s() - t0};
     wi_write_whatif_md(&ri, ans, n_sets, best, jobs, n_jobs, drawn);
     wi_write_answer_csv(ans, n_sets);
+    if (o.n_snaps >= 2) ca_batch_fit_free(&bi.fit);
     publish(o.results, final);
     wi_note("done in %.1f s", ri.seconds);
     printf("whatif: %s/WHATIF.md (results/whatif-latest)\n", final);

@@ -97,3 +97,25 @@ void wi_chart_links(FILE *f, const bool drawn[WI_N_CHARTS])
     for (size_t k = 0; k < WI_N_CHARTS; k++)
         if (drawn[k]) fprintf(f, "![%s](%s.png)\n", charts[k].alt, charts[k].key);
 }
+
+bool wi_draw_one(const char *root, const char *key, const char *vars)
+{
+    const char *env = getenv("GNUPLOT");
+    const char *gnuplot = env && *env ? env : "gnuplot";
+    char found[PATH_MAX], cwd[PATH_MAX];
+    if (mc_spawn_which(gnuplot, found, sizeof found) != 0) return false; /* noted with the others */
+    char *prog = found[0] == '/' || !getcwd(cwd, sizeof cwd) ? found : wi_fmt("%s/%s", cwd, found);
+    const char *w = wi_work;
+    char *tmp = wi_fmt("%s/.%s.png.tmp", w, key), *log = wi_fmt("%s/logs/plot-%s.log", w, key);
+    char *e = wi_fmt("%s; out='.%s.png.tmp'", vars, key);
+    char *gp = wi_fmt("%s/plots/whatif_%s.gp", root, key);
+    char *argv[] = {prog, "-e", e, gp, NULL};
+    int rc = mc_spawn_wait(mc_spawn_in(w, argv, NULL, log));
+    struct stat st;
+    bool drawn = rc == 0 && stat(tmp, &st) == 0 && st.st_size > 0 && rename(tmp, wi_fmt("%s/%s.png", w, key)) == 0;
+    if (!drawn) {
+        wi_note("gnuplot failed for %s: %s", key, wi_log_head(log));
+        unlink(tmp);
+    }
+    return drawn;
+}

@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -28,6 +29,8 @@ static const char help_text[] =
     "\n"
     "  build/whatif [--context BYTES] [--cards 8,12,...] [--device N] [--jobs N]\n"
     "               [--results DIR] [--] SNAPSHOT\n"
+    "  build/whatif [options] [--] SNAPSHOT@BATCH SNAPSHOT@BATCH ...\n"
+    "  build/whatif --max-batch --limit BYTES [--device N] [--] SNAPSHOT@BATCH SNAPSHOT@BATCH ...\n"
     "\n"
     "SNAPSHOT is what torch.cuda.memory._dump_snapshot() wrote (gzipped or not);\n"
     "--device N picks the device whose history is replayed (default 0; 0..127).\n"
@@ -48,7 +51,27 @@ static const char help_text[] =
     "else the C11 figure of the latest run (RESULTS/latest/context_cost.csv),\n"
     "else the committed H100 reference's. Progress on stderr. Exit 0; 1 a tool\n"
     "failed; 2 bad input (a snapshot snapshot2trace or the replay refuses: one\n"
-    "line naming it and why); 130 interrupted (nothing written).\n";
+    "line naming it and why); 130 interrupted (nothing written).\n"
+    "\n"
+    "The largest batch: SNAPSHOT@BATCH, two or more snapshots of one program\n"
+    "recorded from its start at different batches (or one argument\n"
+    "a.pickle@8,b.pickle@16, as make whatif SNAPSHOT= takes it; a file named\n"
+    "as given is a plain snapshot). Their requests are paired in order (the\n"
+    "same operations, ids and streams, else one line and exit 2), each fitted\n"
+    "as a + s*batch before the allocator's rounding (those that follow no such\n"
+    "rule are named on stderr, sized by the line through the smallest and\n"
+    "largest batch, rounded up), and the program's requests built at any\n"
+    "batch. WHATIF.md then adds the largest batch per card and setting (each\n"
+    "the largest whose replay refuses nothing; cards as above) and a chart of\n"
+    "peak reserved against batch with the cards as lines; the sweep above runs\n"
+    "on the snapshot at the largest batch. --max-batch --limit BYTES instead\n"
+    "searches the largest batch under one limit with PyTorch's meaning\n"
+    "(set_per_process_memory_fraction: reserved bytes under the cap, the CUDA\n"
+    "context apart) and prints the peak allocated and reserved at it and at\n"
+    "the next batch, then `max_batch N` as its last line; it writes nothing.\n"
+    "A request that only a larger batch makes (a reduction's buffer once the\n"
+    "rows are many, a workspace of another algorithm) cannot be known from\n"
+    "small runs: record the snapshots at batches near the answer to see it.\n";
 
 /* BYTES: digits with an optional fraction, and a K/M/G suffix (KiB/MiB/GiB;
  * also written KB or KiB), rounded to whole bytes; a fraction needs a suffix.
@@ -107,6 +130,61 @@ static const char *cards_check(const char *s, double *largest)
     }
 }
 
+/* A snapshot argument: a file as it is named, else a comma-separated list
+ * of SNAPSHOT@BATCH (make whatif SNAPSHOT=a.pickle@8,b.pickle@16), each
+ * split at its last '@'. */
+static void add_snapshot(wi_options *o, const char *a)
+{
+    struct stat st;
+    if (stat(a, &st) == 0 || (!strchr(a, '@'))) {
+        if ((o->snapshot && *o->snapshot) || o->n_snaps) wi_die(2, "more than one snapshot given ('%s')", a);
+        o->snapshot = a;
+        return;
+    }
+    char *list = wi_fmt("%s", a), *save = NULL;
+    for (char *item = strtok_r(list, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        char *at = strrchr(item, '@');
+        if (!at) wi_die(2, "'%s': a snapshot of the largest batch is SNAPSHOT@BATCH, like run_b8.pickle@8", item);
+        *at = '\0';
+        const char *b = at + 1;
+        if (!*b || strspn(b, "0123456789") != strlen(b) || strlen(b) > 12 || atoll(b) < 1)
+            wi_die(2, "'%s@%s': the batch after '@' must be a whole number >= 1", item, b);
+        if (o->snapshot && *o->snapshot) wi_die(2, "more than one snapshot given ('%s')", item);
+        if (o->n_snaps == CA_BATCH_MAX_POINTS) wi_die(2, "at most %d snapshots of one program", CA_BATCH_MAX_POINTS);
+        for (size_t k = 0; k < o->n_snaps; k++)
+            if (o->snaps[k].batch == atoll(b))
+                wi_die(2, "'%s' and '%s' are both at batch %s: the fit needs different batches", o->snaps[k].path,
+                       item, b);
+        o->snaps[o->n_snaps++] = (wi_snap){.path = item, .batch = atoll(b)};
+    }
+}
+
+/* The largest batch's options agree: two or more snapshots at batches, and
+ * --limit with --max-batch; each snapshot readable. In WHATIF.md's mode the
+ * sweep runs on the snapshot at the largest batch. */
+static void batches_check(wi_options *o)
+{
+    if (o->have_limit && !o->max_batch) wi_die(2, "--limit goes with --max-batch (see --help)");
+    if (o->max_batch && !o->have_limit) wi_die(2, "--max-batch needs --limit BYTES (the cap on reserved memory)");
+    if (o->max_batch && o->snapshot && *o->snapshot)
+        wi_die(2, "--max-batch needs snapshots at batches, as SNAPSHOT@BATCH, not '%s'", o->snapshot);
+    if (o->n_snaps == 1)
+        wi_die(2, "one snapshot at a batch ('%s@%lld'): the largest batch needs two or more of one program at "
+                  "different batches", o->snaps[0].path, (long long)o->snaps[0].batch);
+    if (o->max_batch && o->n_snaps == 0)
+        wi_die(2, "--max-batch needs two or more snapshots of one program, as SNAPSHOT@BATCH");
+    size_t top = 0;
+    for (size_t k = 0; k < o->n_snaps; k++) {
+        struct stat st;
+        const char *p = o->snaps[k].path;
+        if (stat(p, &st) != 0 || !S_ISREG(st.st_mode) || access(p, R_OK) != 0)
+            wi_die(2, "cannot read snapshot '%s'", p);
+        if (st.st_size == 0) wi_die(2, "snapshot '%s' is empty", p);
+        if (o->snaps[k].batch > o->snaps[top].batch) top = k;
+    }
+    if (o->n_snaps && !o->max_batch) o->snapshot = o->snaps[top].path;
+}
+
 static int core_count(void)
 {
     cpu_set_t set;
@@ -124,8 +202,7 @@ void wi_parse_args(int argc, char **argv, wi_options *o)
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!options || a[0] != '-') {
-            if (o->snapshot && *o->snapshot) wi_die(2, "more than one snapshot given ('%s')", a);
-            o->snapshot = a;
+            add_snapshot(o, a);
         } else if (!strcmp(a, "--")) {
             options = false;
         } else if (!strcmp(a, "--context")) {
@@ -156,6 +233,15 @@ void wi_parse_args(int argc, char **argv, wi_options *o)
             if (!v) wi_die(2, "--results needs a folder");
             o->results = v;
             i++;
+        } else if (!strcmp(a, "--max-batch")) {
+            o->max_batch = true;
+        } else if (!strcmp(a, "--limit")) {
+            double b = v ? parse_bytes(v) : -1;
+            if (!(b >= (double)MiB && b <= (double)(1ULL << 50)))
+                wi_die(2, "--limit needs the cap on reserved bytes, 1 MiB to 1 PiB (e.g. 5960105984 or 22G)");
+            o->have_limit = true;
+            o->limit = (uint64_t)b;
+            i++;
         } else if (!strcmp(a, "--help")) {
             fputs(help_text, stdout);
             exit(MC_EXIT_OK);
@@ -163,6 +249,7 @@ void wi_parse_args(int argc, char **argv, wi_options *o)
             wi_die(2, "unknown option '%s' (see --help)", a);
         }
     }
+    batches_check(o);
 }
 
 /* The folder this program is in (build/, build/san/), from the harness's

@@ -95,6 +95,7 @@ void wi_write_whatif_md(const wi_report_info *ri, const ca_whatif_answer *ans, s
     if (!any) fprintf(f, "| (every setting fits every card tried) | | |\n");
     fprintf(f, "\n");
     wi_chart_links(f, drawn);
+    if (ri->batch) wi_write_batch_md(f, ri->batch);
     fprintf(f, "\nHow: `scripts/snapshot2trace` turned the %llu operations of the snapshot's device %d into a trace;\n"
                "`build/replay --summary` replayed it through the allocator model under each setting,\n"
                "with no card (1 TiB) and on each card (`--capacity`; garbage collection also with `--limit`\n"

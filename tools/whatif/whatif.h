@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "trace/batch_fit.h"
 #include "trace/whatif_sweep.h"
 
 #define GiB 1073741824.0
@@ -63,6 +64,12 @@ void wi_out_close(FILE *f, const char *name);
 
 /* ------------------------------------------------ options.c: the command line, the context */
 
+/* A snapshot of the program at a batch (SNAPSHOT@BATCH). */
+typedef struct {
+    const char *path;
+    int64_t batch;
+} wi_snap;
+
 typedef struct {
     bool have_context;
     double context_given; /* --context, bytes */
@@ -73,6 +80,15 @@ typedef struct {
     int jobs;
     const char *results;
     const char *snapshot;
+    /* The largest batch: snapshots of one program at batches (two or more:
+     * WHATIF.md gets a table of the largest batch per card and setting, the
+     * sweep runs on the one at the largest batch); --max-batch --limit
+     * answers one limit on stdout instead. */
+    wi_snap snaps[CA_BATCH_MAX_POINTS];
+    size_t n_snaps;
+    bool max_batch;
+    bool have_limit;
+    uint64_t limit;        /* --limit, bytes */
 } wi_options;
 
 /* Parses argv into *o; --help prints and exits 0, bad input exits 2. */
@@ -85,6 +101,42 @@ char *wi_replay_beside(void);
  * committed H100 reference's); returns where it came from. Exits 2 if none. */
 char *wi_find_context(wi_options *o, const char *root);
 
+/* ------------------------------------------------ max_batch.c: the largest batch */
+
+/* Converts o->snaps (all at once), parses and fits them; one line and exit 2
+ * for snapshots that do not pair or cannot be fitted; notes the requests
+ * that follow no affine rule. */
+void wi_fit_batches(const wi_options *o, const char *convert_path, ca_batch_fit *f);
+/* --max-batch --limit: the search, then on stdout the peaks at the answer
+ * and the next batch and "max_batch N"; nothing written. Returns the exit code. */
+int wi_max_batch_main(const wi_options *o, const char *convert_path);
+
+typedef struct {
+    int64_t max_batch;  /* 0: not even batch 1 fits */
+    bool unbounded;     /* fits as far as the fit goes */
+    int replays;
+} wi_batch_cell;
+
+/* The largest batch per preset (ca_conf_presets) and card room (bytes,
+ * ascending), threads rows at once: cells[set * n_cards + card]. */
+void wi_batch_table(const ca_batch_fit *f, const double *room, size_t n_cards, int threads, wi_batch_cell *cells);
+/* WHATIF.md's largest-batch section and chart: the fit of o's snapshots,
+ * the table per setting and card (rooms: bytes, in the cards' order), the
+ * curve of peak reserved against batch with the cards' rooms as lines
+ * (max_batch.png, where gnuplot draws it). Called before the report. */
+typedef struct {
+    const wi_options *o;
+    ca_batch_fit fit;
+    size_t n_cards;
+    char **cards;       /* as given */
+    double *room;       /* bytes */
+    wi_batch_cell *cells;
+    bool drawn;         /* max_batch.png */
+    double seconds;
+} wi_batch_info;
+void wi_batch_section(wi_batch_info *bi, const char *root, const char *convert_path, int threads);
+void wi_write_batch_md(FILE *f, const wi_batch_info *bi);
+
 /* ------------------------------------------------ charts.c */
 
 #define WI_N_CHARTS 3
@@ -96,10 +148,15 @@ void wi_draw_charts(const char *root, const ca_whatif_answer *ans, size_t n_ans,
                     size_t n_jobs, const char *best, bool drawn[WI_N_CHARTS]);
 /* WHATIF.md's links to the charts drawn. */
 void wi_chart_links(FILE *f, const bool drawn[WI_N_CHARTS]);
+/* One chart: ROOT/plots/whatif_<key>.gp run in the temporary folder with
+ * -e vars (fixed file names only), its PNG as <key>.png there; false (and
+ * a note) where gnuplot is missing or fails. */
+bool wi_draw_one(const char *root, const char *key, const char *vars);
 
 /* ------------------------------------------------ report.c: WHATIF.md and the CSV files */
 
 typedef struct {
+    const wi_batch_info *batch; /* the largest batch's section, or NULL */
     const char *snapshot, *cards_top, *context_from;
     int device;
     uint64_t context, ops;
