@@ -10,7 +10,7 @@
  * longest common subsequence of the operations' kinds and streams, Myers'
  * difference), so that a few requests one batch makes and another does
  * not (cuDNN trying a workspace, a reduction's buffer once the rows are
- * many) pair the rest all the same. More than 5% of the operations
+ * many) pair the rest all the same. More than 15% of the operations
  * differing is another program. Each request's size is fitted as
  * bytes = a + s * batch with integers a, s (what a tensor's numel times its
  * element size gives), before the allocator's rounding, through the

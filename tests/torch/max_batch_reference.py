@@ -4,6 +4,9 @@ for three real training programs, with the small-batch memory snapshots a
 max-batch predictor reads (issue 34; tests/fixtures/max_batch/README.md).
 
     python3 tests/torch/max_batch_reference.py OUTDIR [PROGRAM ...] [--jobs N]
+    python3 tests/torch/max_batch_reference.py --child PROGRAM BATCH 0 1 OUTDIR
+                                   (one more snapshot, at BATCH, no limit:
+                                    OUTDIR/PROGRAM_bBATCH.pickle.gz)
 
 PROGRAM picks programs (default: all three):
   resnet   torchvision's resnet18 (random weights, no download), or where
