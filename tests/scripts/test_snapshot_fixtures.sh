@@ -161,6 +161,10 @@ for f in "$mid"/*.pickle.gz; do
     check_eq "$name (mid-training, $(sed -n 's/^conf: //p' "$mid/$name.meta")): the model equals PyTorch exactly" "$rc" 0
     check "$name: the trace starts with segments and live blocks from before the recording" \
         grep -q '^live ' "$tmp/$name.trace"
+    lim=$(awk -F'\t' 'NR == 2 { print $3 }' "$mid/$name.expected.tsv")
+    check_eq "$name: every block lands at the address PyTorch gave it" \
+        "$(MEMCLAIMS_MODEL_CHECKS=0 "$replay" --summary ${lim:+--limit "$lim"} "$tmp/$name.trace" 2> /dev/null |
+           python3 -c 'import json, sys; print(json.load(sys.stdin)["addr_mismatches"])')" 0
     for conf in max_split_size_mb:20 expandable_segments:True roundup_power2_divisions:4 \
                 garbage_collection_threshold:0.6,max_split_size_mb:100; do
         MEMCLAIMS_MODEL_CHECKS=1 "$replay" --summary --conf "$conf" --limit 1500Mi "$tmp/$name.trace" \
