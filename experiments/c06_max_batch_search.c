@@ -110,8 +110,8 @@ typedef struct {
 
 static uint64_t g_limit;
 
-/* A fresh workload at batch b under the cap (on_gpu: CUDA backend). */
-static trial try_batch(mc_run *run, int64_t b, bool on_gpu, uint64_t limit)
+/* The workload every trial trains, at batch b. */
+static mc_workload_config config_at(int64_t b)
 {
     mc_workload_config c = mc_workload_config_default();
     c.layers = LAYERS;
@@ -119,6 +119,13 @@ static trial try_batch(mc_run *run, int64_t b, bool on_gpu, uint64_t limit)
     c.batch = b;
     c.optimizer = MC_WL_ADAM;
     c.precision = MC_WL_FP32;
+    return c;
+}
+
+/* A fresh workload at batch b under the cap (on_gpu: CUDA backend). */
+static trial try_batch(mc_run *run, int64_t b, bool on_gpu, uint64_t limit)
+{
+    mc_workload_config c = config_at(b);
     c.alloc.limit_bytes = limit;
     char err[256];
     trial t = {.batch = b, .fits = true};
@@ -222,12 +229,7 @@ static fit prediction(mc_run *run, method *m)
  * allocator model's host backend makes the requests the GPU run makes. */
 static void trace_at(int64_t b, ca_trace *t)
 {
-    mc_workload_config c = mc_workload_config_default();
-    c.layers = LAYERS;
-    c.in = c.width = c.out = WIDTH;
-    c.batch = b;
-    c.optimizer = MC_WL_ADAM;
-    c.precision = MC_WL_FP32;
+    mc_workload_config c = config_at(b);
     c.trace_steps = TRIAL_STEPS;
     char *buf = NULL, err[256], name[32];
     size_t len = 0;

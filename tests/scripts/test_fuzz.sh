@@ -71,21 +71,28 @@ for conf in max_split_size_mb:20 max_split_size_mb:64 expandable_segments:True g
         "$(awk -F, '$3 == "2" { print $5; exit }' "$tmp/c.csv")" oom
 done
 
-# --- through whatif: the same state as a snapshot
-python3 - "$tmp/pinned.pickle" <<'EOF'
+# pinned OUT SEG_GIB REQUEST NEW_SEGMENT: a snapshot whose segment of SEG_GIB
+# GiB, from before its history, holds a live 1 MiB block; the history then
+# asks for REQUEST bytes in a new segment of NEW_SEGMENT bytes and frees them.
+pinned() {
+    python3 - "$@" <<'EOF'
 import pickle, sys
+out, seg_gib, req, new = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 GiB, MiB, base = 1 << 30, 1 << 20, 0x7f0000000000
-seg = dict(device=0, address=base, total_size=2 * GiB, allocated_size=MiB, active_size=MiB, requested_size=MiB,
-           stream=0, segment_type="large", segment_pool_id=(0, 0), is_expandable=False, frames=[],
-           blocks=[dict(address=base, size=MiB, requested_size=MiB, state="active_allocated", frames=[]),
-                   dict(address=base + MiB, size=2 * GiB - MiB, requested_size=0, state="inactive", frames=[])])
-big = base + 4 * GiB
-trace = [dict(action="segment_alloc", addr=big, size=7 * GiB, stream=0, time_us=1, frames=[]),
-         dict(action="alloc", addr=big, size=7 * GiB, stream=0, time_us=2, frames=[]),
-         dict(action="free_requested", addr=big, size=7 * GiB, stream=0, time_us=3, frames=[]),
-         dict(action="free_completed", addr=big, size=7 * GiB, stream=0, time_us=4, frames=[])]
-pickle.dump(dict(segments=[seg], device_traces=[trace], allocator_settings={}), open(sys.argv[1], "wb"))
+seg = dict(device=0, address=base, total_size=seg_gib * GiB, allocated_size=MiB, active_size=MiB,
+           requested_size=MiB, stream=0, segment_type="large", segment_pool_id=(0, 0), is_expandable=False,
+           frames=[], blocks=[dict(address=base, size=MiB, requested_size=MiB, state="active_allocated", frames=[]),
+                              dict(address=base + MiB, size=seg_gib * GiB - MiB, requested_size=0, state="inactive",
+                                   frames=[])])
+a = base + 16 * GiB
+ev = lambda action, size, t: dict(action=action, addr=a, size=size, stream=0, time_us=t, frames=[])
+trace = [ev("segment_alloc", new, 1), ev("alloc", req, 2), ev("free_requested", req, 3), ev("free_completed", req, 4)]
+pickle.dump(dict(segments=[seg], device_traces=[trace], allocator_settings={}), open(out, "wb"))
 EOF
+}
+
+# --- through whatif: the same state as a snapshot
+pinned "$tmp/pinned.pickle" 2 $((7 << 30)) $((7 << 30))
 mkdir "$tmp/res"
 "$build/whatif" --context 0 --cards 8,16 --jobs 2 --results "$tmp/res" "$tmp/pinned.pickle" > "$tmp/w.out" 2> "$tmp/w.err"; rc=$?
 check_eq "whatif on the pinned 2 GiB snapshot: exit 0" "$rc" 0
@@ -95,20 +102,7 @@ check "whatif: WHATIF.md written" test -n "$md"
 check "whatif: no setting is said to fit the 8 GiB card" bash -c "! grep -qi 'fits the 8 GiB card' '$md'"
 check "whatif: the 16 GiB card fits" grep -q '16 GiB' "$md"
 # --- a card smaller than the memory from before the recording: an answer, not a failure
-python3 - "$tmp/pinned10.pickle" <<'EOF2'
-import pickle, sys
-GiB, MiB, base = 1 << 30, 1 << 20, 0x7f0000000000
-seg = dict(device=0, address=base, total_size=10 * GiB, allocated_size=MiB, active_size=MiB, requested_size=MiB,
-           stream=0, segment_type="large", segment_pool_id=(0, 0), is_expandable=False, frames=[],
-           blocks=[dict(address=base, size=MiB, requested_size=MiB, state="active_allocated", frames=[]),
-                   dict(address=base + MiB, size=10 * GiB - MiB, requested_size=0, state="inactive", frames=[])])
-a = base + 16 * GiB
-trace = [dict(action="segment_alloc", addr=a, size=20 * MiB, stream=0, time_us=1, frames=[]),
-         dict(action="alloc", addr=a, size=4 * MiB, stream=0, time_us=2, frames=[]),
-         dict(action="free_requested", addr=a, size=4 * MiB, stream=0, time_us=3, frames=[]),
-         dict(action="free_completed", addr=a, size=4 * MiB, stream=0, time_us=4, frames=[])]
-pickle.dump(dict(segments=[seg], device_traces=[trace], allocator_settings={}), open(sys.argv[1], "wb"))
-EOF2
+pinned "$tmp/pinned10.pickle" 10 $((4 << 20)) $((20 << 20))
 "$root/scripts/snapshot2trace" --replay "$build/replay" "$tmp/pinned10.pickle" > "$tmp/pinned10.trace" 2> /dev/null
 check_eq "replay --capacity 8Gi of a run that held 10 GiB before its recording: refused at its start" \
     "$("$build/replay" --summary --capacity 8Gi "$tmp/pinned10.trace" 2>/dev/null |
