@@ -10,12 +10,14 @@ CUDA_HOME ?= /usr/local/cuda
 NVCC      ?= $(CUDA_HOME)/bin/nvcc
 CC        ?= gcc
 CXX       ?= g++
-# CUDA_ARCH: what `make test` and single targets build for, Hopper (sm_90)
-# machine code plus compute_90 PTX (nvcc needs no GPU; make test runs no
-# kernel). `make`, `make all`, `make run-all` and `make test-gpu` build for
-# the GPU this machine has, or for every architecture when it has none
-# (scripts/cuda-arch); CUDA_ARCH given on the command line or in the
-# environment overrides both.
+# CUDA_ARCH: what `make test` and single targets build for where the build
+# folder has no CUDA objects yet, Hopper (sm_90) machine code plus
+# compute_90 PTX (nvcc needs no GPU; make test runs no kernel); where it
+# has, the flags they were built with (BUILD/.cuda-arch), so that no goal
+# recompiles what another built. `make`, `make all`, `make run-all` and
+# `make test-gpu` build for the GPU this machine has, or for sm_90 when it
+# has none (scripts/cuda-arch); CUDA_ARCH given on the command line or in
+# the environment overrides both (CUDA_ARCH=fat: every architecture).
 CUDA_ARCH ?= sm_90
 SAN       ?= 0
 V         ?= 0
@@ -33,17 +35,20 @@ SANFLAGS :=
 OPT      := -O2 -g
 endif
 
-ARCH_GOALS := all run-all test-gpu
-ifneq ($(filter command line environment,$(origin CUDA_ARCH)),)
-CUDA_ARCH_FLAGS := -arch=$(CUDA_ARCH)
-else ifneq ($(filter $(ARCH_GOALS),$(or $(MAKECMDGOALS),all)),)
-CUDA_ARCH_FLAGS := $(shell NVCC="$(NVCC)" scripts/cuda-arch)
-else
-CUDA_ARCH_FLAGS := -arch=$(CUDA_ARCH)
-endif
 # The flags CUDA objects were built with; rewritten only when they change,
 # so a change of architecture rebuilds them.
 ARCH_STAMP := $(BUILD)/.cuda-arch
+ARCH_GOALS := all run-all test-gpu
+ifneq ($(filter command line environment,$(origin CUDA_ARCH)),)
+CUDA_ARCH_FLAGS := $(if $(filter fat,$(CUDA_ARCH)),$(shell NVCC="$(NVCC)" scripts/cuda-arch fat),-arch=$(CUDA_ARCH))
+else ifneq ($(filter $(ARCH_GOALS),$(or $(MAKECMDGOALS),all)),)
+CUDA_ARCH_FLAGS := $(shell NVCC="$(NVCC)" scripts/cuda-arch)
+else
+# Any other goal (make compare, make whatif, a single file) takes the flags
+# this build folder was built with, so that it recompiles nothing; sm_90
+# where nothing was built yet.
+CUDA_ARCH_FLAGS := $(or $(shell cat $(ARCH_STAMP) 2>/dev/null),-arch=$(CUDA_ARCH))
+endif
 ifeq ($(filter-out clean help deps,$(or $(MAKECMDGOALS),all)),)
 else
 $(shell mkdir -p $(BUILD) && { [ "$$(cat $(ARCH_STAMP) 2>/dev/null)" = "$(CUDA_ARCH_FLAGS)" ] || echo "$(CUDA_ARCH_FLAGS)" > $(ARCH_STAMP); })

@@ -44,14 +44,15 @@ check_eq "mixed GPUs: machine code for each, PTX of the newest" "$(arch '8.6\n7.
     "-gencode arch=compute_75,code=sm_75 -gencode arch=compute_86,code=sm_86 -gencode arch=compute_86,code=compute_86"
 check_eq "a GPU newer than nvcc knows (sm_130): PTX of nvcc's newest" "$(arch '13.0\n')" \
     "-gencode arch=compute_121,code=compute_121"
-check_eq "no GPU (nvidia-smi fails): fat build up to sm_90 with compute_90 PTX" "$(arch fail)" "$FAT"
-check_eq "nvidia-smi prints nothing: fat build" "$(arch '')" "$FAT"
-check_eq "a GPU older than CUDA 13 supports (sm_70): fat build" "$(arch '7.0\n')" "$FAT"
+check_eq "no GPU (nvidia-smi fails): sm_90 only, as make test (a fresh clone builds in minutes)" "$(arch fail)" "-arch=sm_90"
+check_eq "nvidia-smi prints nothing: sm_90" "$(arch '')" "-arch=sm_90"
+check_eq "a GPU older than CUDA 13 supports (sm_70): sm_90" "$(arch '7.0\n')" "-arch=sm_90"
 check "... and it says why on stderr" grep -q "sm_70 is older than this nvcc supports" "$tmp/err"
+check_eq "fat asked for: machine code up to sm_90 with compute_90 PTX" "$(arch '8.6\n' fat)" "$FAT"
 check_that() { if [ "$2" -eq 0 ]; then pass "$1"; else failure "$1"; fi; }
-if arch fail | tr ' ' '\n' | grep -q 'sm_1[0-9][0-9]'; then failure "fat build has no machine code past sm_90"
+if arch fail fat | tr ' ' '\n' | grep -q 'sm_1[0-9][0-9]'; then failure "fat build has no machine code past sm_90"
 else pass "fat build has no machine code past sm_90"; fi
-FAKE_CAPS=fail NVCC=/nonexistent "$root/scripts/cuda-arch" > "$tmp/out" 2>&1
+FAKE_CAPS=fail NVCC=/nonexistent "$root/scripts/cuda-arch" fat > "$tmp/out" 2>&1
 check "an nvcc that cannot list falls back to a known list" grep -q "code=sm_75 .*compute_90,code=compute_90" "$tmp/out"
 
 # ---------------------------------------------------------- the Makefile
@@ -62,7 +63,15 @@ out=$(mk '8.6\n' -n all BUILD="$b")
 check "make all builds for the GPU it finds (sm_86)" grep -q "nvcc -arch=sm_86 " <<<"$out"
 check_eq "... and records the flags in BUILD/.cuda-arch" "$(cat "$b/.cuda-arch")" "-arch=sm_86"
 out=$(mk fail -n all BUILD="$tmp/fat")
-check "make all without a GPU: fat build" grep -qF "nvcc $FAT " <<<"$out"
+check "make all without a GPU: sm_90 only" grep -qF "nvcc -arch=sm_90 " <<<"$out"
+out=$(mk fail -n all BUILD="$tmp/fat2" CUDA_ARCH=fat)
+check "CUDA_ARCH=fat: every architecture" grep -qF "nvcc $FAT " <<<"$out"
+# Goals other than all, run-all and test-gpu take the folder's flags: after
+# make all for an sm_86 GPU, make compare or whatif recompile nothing.
+mk '8.6\n' -n all BUILD="$tmp/k" > /dev/null
+out=$(mk '8.6\n' -n test-build BUILD="$tmp/k")
+check "after make all (sm_86), another goal builds with the folder's flags" grep -q "nvcc -arch=sm_86 " <<<"$out"
+check_eq "... and leaves its stamp" "$(cat "$tmp/k/.cuda-arch")" "-arch=sm_86"
 out=$(mk '8.6\n' -n run-all BUILD="$tmp/r" DEPS_CHECK=:)
 check_eq "make run-all chooses the same way" "$(cat "$tmp/r/.cuda-arch")" "-arch=sm_86"
 out=$(mk '8.6\n' -n test-build BUILD="$tmp/t")
