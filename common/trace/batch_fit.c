@@ -98,6 +98,27 @@ static long *align(const uint32_t *a, size_t n, const uint32_t *b, size_t m, siz
 
 #define ALIGN_MAX_DIFF 4096 /* operations that may differ between two snapshots */
 
+/* Bytes at batch x on the line through (x0, y0) and (x1, y1), rounded up
+ * where it falls between bytes, at least 1 (below the fitted range). */
+static uint64_t on_line(int64_t x0, uint64_t y0, int64_t x1, uint64_t y1, int64_t x)
+{
+    __int128 dy = (__int128)y1 - (__int128)y0, dx = (__int128)x1 - x0, num = dy * ((__int128)x - x0);
+    __int128 v = (__int128)y0 + num / dx + (num % dx > 0);
+    return v < 1 ? 1 : (uint64_t)v;
+}
+
+/* A copy of t's operations, name and settings (no segments or live blocks). */
+static void copy_ops(ca_trace *dst, const ca_trace *t)
+{
+    *dst = *t;
+    dst->name = mc_xmalloc(strlen(t->name) + 1);
+    strcpy(dst->name, t->name);
+    dst->ops = mc_xmalloc((t->n_ops + 1) * sizeof *dst->ops);
+    memcpy(dst->ops, t->ops, t->n_ops * sizeof *t->ops);
+    dst->segs = NULL;
+    dst->lives = NULL;
+}
+
 static bool same_keys(const uint32_t *a, size_t n, const uint32_t *b, size_t m)
 {
     return n == m && memcmp(a, b, n * sizeof *a) == 0;
@@ -123,45 +144,22 @@ static long *align_sized(const ca_trace *a, size_t na, int64_t ba, const ca_trac
     uint32_t *ka = mc_xmalloc((na + 1) * sizeof *ka), *kg = mc_xmalloc((ng + 1) * sizeof *kg);
     stream_order sa = {0}, sg = {0};
     for (size_t k = 0; k < na; k++) ka[k] = sized_key(&a->ops[k], &sa, a->ops[k].bytes);
-    for (size_t k = 0; k < ng; k++) {
-        __int128 y0 = (__int128)g_lo->ops[k].bytes, dy = (__int128)g_hi->ops[k].bytes - y0, db = (__int128)bh - bl;
-        __int128 num = dy * ((__int128)ba - bl), v = y0 + num / db + (num % db > 0);
-        kg[k] = sized_key(&g_hi->ops[k], &sg, v < 1 ? 1 : (uint64_t)v);
-    }
+    for (size_t k = 0; k < ng; k++)
+        kg[k] = sized_key(&g_hi->ops[k], &sg, on_line(bl, g_lo->ops[k].bytes, bh, g_hi->ops[k].bytes, ba));
     long *map = align(ka, na, kg, ng, most);
     free(ka);
     free(kg);
     return map;
 }
 
-int ca_batch_fit_build(ca_batch_fit *f, const ca_trace *const *traces, const int64_t *batches,
-                       const char *const *names, size_t n, char *err, size_t errlen)
+/* Pairs every run with the template, traces[hi] (the largest batch's):
+ * map[i][k] = the index in run i of the template's operation k, or -1 (map[hi]
+ * stays NULL); *dropped counts the other runs' operations the template does
+ * not make. 0, or -1 with the reason in err (more differ than one program's
+ * runs do). */
+static int pair_runs(const ca_trace *const *traces, const int64_t *batches, const char *const *names, size_t n,
+                     size_t hi, long **map, size_t *dropped, char *err, size_t errlen)
 {
-    memset(f, 0, sizeof *f);
-    if (n < 2 || n > CA_BATCH_MAX_POINTS)
-        return fail(err, errlen, "the largest batch needs 2 to %d snapshots of one program at different "
-                                 "batches, not %zu", CA_BATCH_MAX_POINTS, n);
-    size_t lo = 0, hi = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (batches[i] < 1) return fail(err, errlen, "%s: batch %lld: a batch is a whole number >= 1",
-                                        names[i], (long long)batches[i]);
-        for (size_t j = 0; j < i; j++)
-            if (batches[j] == batches[i])
-                return fail(err, errlen, "%s and %s: both at batch %lld: the fit needs different batches",
-                            names[j], names[i], (long long)batches[i]);
-        if (batches[i] < batches[lo]) lo = i;
-        if (batches[i] > batches[hi]) hi = i;
-        const ca_trace *t = traces[i];
-        if (t->n_segs)
-            return fail(err, errlen, "%s:%llu: segments from before the recording: record the snapshot from "
-                                     "the program's start (_record_memory_history before the model is built)",
-                        names[i], (unsigned long long)t->segs[0].line);
-        if (i && !ca_config_equal(&t->cfg, &traces[0]->cfg))
-            return fail(err, errlen, "%s: other allocator settings than %s: not one program", names[i], names[0]);
-    }
-    /* The template is the largest batch's run: the requests a larger batch
-     * makes (a reduction's buffer once the rows are many) are likelier
-     * there. Every other run is aligned to it operation by operation. */
     const ca_trace *t0 = traces[hi];
     size_t nt = t0->n_ops;
     int rc0 = 0;
@@ -188,7 +186,6 @@ int ca_batch_fit_build(ca_batch_fit *f, const ca_trace *const *traces, const int
             }
         if (cnt > g_n || (cnt == g_n && batches[hi_i] > batches[g_hi])) g_n = cnt, g_lo = lo_i, g_hi = hi_i;
     }
-    long *map[CA_BATCH_MAX_POINTS] = {NULL};
     long *t_to_g = NULL; /* the template's ops to the group's representative's, where the template is not in it */
     for (size_t i = 0; i < n && rc0 == 0; i++) {
         if (i == hi) continue;
@@ -231,14 +228,48 @@ int ca_batch_fit_build(ca_batch_fit *f, const ca_trace *const *traces, const int
         }
         size_t shared = 0;
         for (size_t k = 0; k < nt; k++) shared += map[i][k] >= 0;
-        f->n_dropped += t->n_ops - shared;
+        *dropped += t->n_ops - shared;
     }
     free(t_to_g);
     for (size_t i = 0; i < n; i++) free(keys[i]);
-    if (rc0) {
-        for (size_t j = 0; j < n; j++) free(map[j]);
-        return rc0;
+    if (rc0)
+        for (size_t j = 0; j < n; j++) free(map[j]), map[j] = NULL;
+    return rc0;
+}
+
+int ca_batch_fit_build(ca_batch_fit *f, const ca_trace *const *traces, const int64_t *batches,
+                       const char *const *names, size_t n, char *err, size_t errlen)
+{
+    memset(f, 0, sizeof *f);
+    if (n < 2 || n > CA_BATCH_MAX_POINTS)
+        return fail(err, errlen, "the largest batch needs 2 to %d snapshots of one program at different "
+                                 "batches, not %zu", CA_BATCH_MAX_POINTS, n);
+    size_t lo = 0, hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (batches[i] < 1) return fail(err, errlen, "%s: batch %lld: a batch is a whole number >= 1",
+                                        names[i], (long long)batches[i]);
+        for (size_t j = 0; j < i; j++)
+            if (batches[j] == batches[i])
+                return fail(err, errlen, "%s and %s: both at batch %lld: the fit needs different batches",
+                            names[j], names[i], (long long)batches[i]);
+        if (batches[i] < batches[lo]) lo = i;
+        if (batches[i] > batches[hi]) hi = i;
+        const ca_trace *t = traces[i];
+        if (t->n_segs)
+            return fail(err, errlen, "%s:%llu: segments from before the recording: record the snapshot from "
+                                     "the program's start (_record_memory_history before the model is built)",
+                        names[i], (unsigned long long)t->segs[0].line);
+        if (i && !ca_config_equal(&t->cfg, &traces[0]->cfg))
+            return fail(err, errlen, "%s: other allocator settings than %s: not one program", names[i], names[0]);
     }
+    /* The template is the largest batch's run: the requests a larger batch
+     * makes (a reduction's buffer once the rows are many) are likelier
+     * there. Every other run is aligned to it operation by operation. */
+    const ca_trace *t0 = traces[hi];
+    size_t nt = t0->n_ops;
+    long *map[CA_BATCH_MAX_POINTS] = {NULL};
+    int rc0 = pair_runs(traces, batches, names, n, hi, map, &f->n_dropped, err, errlen);
+    if (rc0) return rc0;
     f->n_points = n;
     memcpy(f->batches, batches, n * sizeof *batches);
     f->lo = batches[lo];
@@ -307,14 +338,8 @@ int ca_batch_fit_build(ca_batch_fit *f, const ca_trace *const *traces, const int
                                  "batch (the batch never reached the GPU?)",
                     names[lo], names[hi], (long long)batches[lo], (long long)batches[hi]);
     }
-    f->tmpl = *t0;
-    f->tmpl.name = mc_xmalloc(strlen(t0->name) + 1);
-    strcpy(f->tmpl.name, t0->name);
-    f->tmpl.ops = mc_xmalloc((nt + 1) * sizeof *f->tmpl.ops);
-    memcpy(f->tmpl.ops, t0->ops, nt * sizeof *t0->ops);
+    copy_ops(&f->tmpl, t0);
     for (size_t k = 0; k < nt; k++) f->tmpl.ops[k].addr = 0; /* the recorded batch's addresses */
-    f->tmpl.segs = NULL;
-    f->tmpl.lives = NULL;
     return 0;
 }
 
@@ -329,11 +354,7 @@ void ca_batch_fit_free(ca_batch_fit *f)
 
 void ca_batch_work(const ca_batch_fit *f, ca_trace *work)
 {
-    *work = f->tmpl;
-    work->name = mc_xmalloc(strlen(f->tmpl.name) + 1);
-    strcpy(work->name, f->tmpl.name);
-    work->ops = mc_xmalloc((f->tmpl.n_ops + 1) * sizeof *work->ops);
-    memcpy(work->ops, f->tmpl.ops, f->tmpl.n_ops * sizeof *work->ops);
+    copy_ops(work, &f->tmpl);
 }
 
 void ca_batch_at(const ca_batch_fit *f, ca_trace *work, int64_t b)
@@ -344,12 +365,8 @@ void ca_batch_at(const ca_batch_fit *f, ca_trace *work, int64_t b)
             work->ops[k].bytes = (uint64_t)f->hi_bytes[k];
             continue;
         }
-        __int128 a = f->lo_bytes[k], dy = (__int128)f->hi_bytes[k] - a, db = (__int128)f->hi - f->lo_batch[k];
-        __int128 num = dy * ((__int128)b - f->lo_batch[k]);
-        /* the line through its smallest and the largest batch; rounded up where it falls between bytes */
-        __int128 q = num / db, r = num % db;
-        __int128 v = a + q + (r > 0);
-        work->ops[k].bytes = v < 1 ? 1 : (uint64_t)v; /* below the fitted range: at least a byte */
+        /* the line through its smallest and the largest batch */
+        work->ops[k].bytes = on_line(f->lo_batch[k], (uint64_t)f->lo_bytes[k], f->hi, (uint64_t)f->hi_bytes[k], b);
     }
 }
 
