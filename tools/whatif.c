@@ -19,7 +19,8 @@
  * 0 nothing is left behind: no temporary folder, no results folder made.
  *
  * This file is main and its steps; the program's other modules are in
- * tools/whatif/ (whatif.h): messages.c, options.c, charts.c, report.c. */
+ * tools/whatif/ (whatif.h): messages.c, options.c, convert.c, max_batch.c,
+ * charts.c, report.c. */
 #define _DEFAULT_SOURCE /* strtok_r, symlink */
 #include <math.h>
 #include <stdlib.h>
@@ -51,29 +52,6 @@ static char *folder_name(const char *snapshot)
         if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-", *p)) *p = '_';
     if (strlen(name) > 60) name[60] = '\0';
     return name;
-}
-
-/* The snapshot as a trace in WORK/run.trace: snapshot2trace reads it, gzipped
- * or not, within its size limit (not gzip -dc here, which would write a
- * bomb out whole). Its refusal (exit 2) names the user's snapshot and says
- * why in one line: that line, exit 2; any other failure is the tool's, exit
- * 1 with its last line. Returns its log: what it said is warnings. */
-static char *convert(const wi_options *o, const char *convert_path)
-{
-    char *trace = wi_fmt("%s/run.trace", wi_work), *log = wi_fmt("%s/logs/snapshot2trace.log", wi_work);
-    char *device = wi_fmt("%d", o->device);
-    char *argv[] = {(char *)convert_path, "--replay", wi_replay_beside(), "--device", device, "--",
-                    (char *)o->snapshot, NULL};
-    int rc = mc_spawn_run(argv, trace, log);
-    wi_stop_if_interrupted();
-    if (rc == 2) {
-        const char *why = wi_log_line(log, false);
-        if (*why) wi_die(2, "%s", why);
-        wi_die(2, "'%s': snapshot2trace refused it without a message", o->snapshot);
-    }
-    if (rc != 0)
-        wi_die(1, "scripts/snapshot2trace failed on '%s' (exit %d): %s", o->snapshot, rc, wi_log_line(log, true));
-    return log;
 }
 
 /* Why replay j failed: the first line of its log, the trace (a temporary
@@ -230,13 +208,18 @@ int main(int argc, char **argv)
     char *final = make_folders(&o);
 
     double t0 = mc_now_s();
-    char *convert_log = convert(&o, convert_path);
-    ca_trace t;
-    char err[512];
-    char *trace_path = wi_fmt("%s/run.trace", wi_work); /* its name is in the replays' messages */
-    if (ca_trace_load(&t, trace_path, err, sizeof err) != 0)
-        wi_die(2, "'%s': the replay's parser refuses the trace snapshot2trace made of it (%s)", o.snapshot,
-               wi_trace_reason(err, trace_path));
+    /* The snapshot; for the largest batch every snapshot of the program, all
+     * converted at once, the sweep on the one at the largest batch. */
+    size_t n_conv = o.n_snaps >= 2 ? o.n_snaps : 1, top = 0;
+    const char *paths[CA_BATCH_MAX_POINTS] = {o.snapshot};
+    for (size_t k = 0; k < o.n_snaps; k++) {
+        paths[k] = o.snaps[k].path;
+        if (paths[k] == o.snapshot) top = k;
+    }
+    ca_trace *convs = wi_kept_calloc(n_conv, sizeof *convs), *t = &convs[top];
+    char *trace_paths[CA_BATCH_MAX_POINTS], *logs[CA_BATCH_MAX_POINTS];
+    wi_convert(&o, convert_path, paths, n_conv, convs, trace_paths, logs);
+    const char *trace_path = trace_paths[top];
 
     /* ------------------------------------------------------------ the sweep */
     size_t n_sets, n_cards = 1, n_jobs;
@@ -249,25 +232,27 @@ int main(int argc, char **argv)
     for (size_t c = 1; c < n_cards; c++)
         if (strtod(cards[c], NULL) > strtod(cards_top, NULL)) cards_top = cards[c];
     ca_whatif_job *jobs = wi_keep(ca_whatif_jobs(cards, n_cards, o.context, &n_jobs));
-    preflight(&t, &jobs[0], o.snapshot, trace_path);
+    preflight(t, &jobs[0], o.snapshot, trace_path);
     /* Progress starts only now: bad input above gets its one line and nothing else. */
-    wi_note("converted %s (device %d)", o.snapshot, o.device);
-    wi_relay_log(convert_log);
+    for (size_t k = 0; k < n_conv; k++) {
+        wi_note("converted %s (device %d)", paths[k], o.device);
+        wi_relay_log(logs[k]);
+    }
     wi_note("context: %llu MiB (%llu bytes), %s", (unsigned long long)(o.context / MiB),
             (unsigned long long)o.context, context_from);
     wi_note("%zu replays (%zu settings, each with no card and on %zu cards), %d at a time", n_jobs, n_sets, n_cards,
             o.jobs);
     /* A limit the run recorded (set_per_process_memory_fraction on its own card)
      * says nothing about other cards: each replay's limit is then its capacity. */
-    if (t.cfg.limit_bytes != CA_UNLIMITED)
+    if (t->cfg.limit_bytes != CA_UNLIMITED)
         wi_note("the run had a memory limit of %llu bytes: each replay uses its card's room instead",
-                (unsigned long long)t.cfg.limit_bytes);
+                (unsigned long long)t->cfg.limit_bytes);
     progress first = {.skip = 0, .total = n_jobs, .trace_path = trace_path};
     progress prog = {.skip = 1, .total = n_jobs, .trace_path = trace_path};
     replay_done(&first, &jobs[0], 0, n_jobs); /* the preflight's */
     ca_whatif_sweep_opts so = {.threads = o.jobs, .log_dir = wi_fmt("%s/logs", wi_work),
                                .stop = mc_spawn_stop_signal, .done = replay_done, .ctx = &prog};
-    long failed = ca_whatif_sweep(&t, jobs + 1, n_jobs - 1, &so);
+    long failed = ca_whatif_sweep(t, jobs + 1, n_jobs - 1, &so);
     if (failed < 0) wi_die(1, "cannot open /dev/null");
     wi_stop_if_interrupted();
     if (failed > 0) wi_die(1, "a replay failed: nothing written (see the message above)");
@@ -279,9 +264,7 @@ int main(int argc, char **argv)
     wi_note("best setting: %s", sets[best].name);
     wi_note("timelines: default and %s", sets[best].name);
     uint64_t ops = ans[0].none->res.steps; /* the operations in the trace */
-    run_timelines(&t, ops, &sets[best], o.jobs, trace_path);
-    ca_trace_free(&t);
-    unlink(trace_path);
+    run_timelines(t, ops, &sets[best], o.jobs, trace_path);
 
     /* ------------------------------------------------------------ the largest batch */
     wi_batch_info bi = {.o = &o, .n_cards = n_cards, .cards = cards};
@@ -291,7 +274,11 @@ int main(int argc, char **argv)
             double room = strtod(cards[c], NULL) * GiB - (double)o.context;
             bi.room[c] = room > 0 ? floor(room) : 0;
         }
-        wi_batch_section(&bi, root, convert_path, o.jobs);
+        wi_batch_section(&bi, root, convs, o.jobs);
+    }
+    for (size_t k = 0; k < n_conv; k++) {
+        ca_trace_free(&convs[k]);
+        unlink(trace_paths[k]);
     }
 
     /* ------------------------------------------------------------ charts, report */

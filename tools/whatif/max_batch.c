@@ -21,45 +21,8 @@
 
 /* ------------------------------------------------------------ the snapshots */
 
-/* Each snapshot as WORK/batch-K.trace, every snapshot2trace at once; a
- * refusal names the user's file (snapshot2trace's line, exit 2). */
-static void convert_all(const wi_options *o, const char *convert_path, ca_trace *t)
+void wi_fit_batches(const wi_options *o, const ca_trace *t, ca_batch_fit *f)
 {
-    pid_t pid[CA_BATCH_MAX_POINTS];
-    char *trace[CA_BATCH_MAX_POINTS], *log[CA_BATCH_MAX_POINTS];
-    char *device = wi_fmt("%d", o->device);
-    for (size_t k = 0; k < o->n_snaps; k++) {
-        trace[k] = wi_fmt("%s/batch-%zu.trace", wi_work, k);
-        log[k] = wi_fmt("%s/logs/snapshot2trace-%zu.log", wi_work, k);
-        char *argv[] = {(char *)convert_path, "--replay", wi_replay_beside(), "--device", device, "--",
-                        (char *)o->snaps[k].path, NULL};
-        pid[k] = mc_spawn(argv, trace[k], log[k]);
-    }
-    int rc[CA_BATCH_MAX_POINTS];
-    for (size_t k = 0; k < o->n_snaps; k++) rc[k] = mc_spawn_wait(pid[k]);
-    wi_stop_if_interrupted();
-    for (size_t k = 0; k < o->n_snaps; k++) {
-        const char *path = o->snaps[k].path;
-        if (rc[k] == 2) {
-            const char *why = wi_log_line(log[k], false);
-            if (*why) wi_die(2, "%s", why);
-            wi_die(2, "'%s': snapshot2trace refused it without a message", path);
-        }
-        if (rc[k] != 0)
-            wi_die(1, "scripts/snapshot2trace failed on '%s' (exit %d): %s", path, rc[k], wi_log_line(log[k], true));
-        char err[512];
-        if (ca_trace_load(&t[k], trace[k], err, sizeof err) != 0)
-            wi_die(2, "'%s': the replay's parser refuses the trace snapshot2trace made of it (%s)", path,
-                   wi_trace_reason(err, trace[k]));
-        unlink(trace[k]);
-    }
-}
-
-void wi_fit_batches(const wi_options *o, const char *convert_path, ca_batch_fit *f)
-{
-    ca_trace t[CA_BATCH_MAX_POINTS];
-    memset(t, 0, sizeof t);
-    convert_all(o, convert_path, t);
     const ca_trace *tp[CA_BATCH_MAX_POINTS];
     int64_t batches[CA_BATCH_MAX_POINTS];
     const char *names[CA_BATCH_MAX_POINTS];
@@ -69,9 +32,7 @@ void wi_fit_batches(const wi_options *o, const char *convert_path, ca_batch_fit 
         names[k] = wi_fmt("'%s'", o->snaps[k].path);
     }
     char err[768];
-    int rc = ca_batch_fit_build(f, tp, batches, names, o->n_snaps, err, sizeof err);
-    for (size_t k = 0; k < o->n_snaps; k++) ca_trace_free(&t[k]);
-    if (rc != 0) wi_die(2, "%s", err);
+    if (ca_batch_fit_build(f, tp, batches, names, o->n_snaps, err, sizeof err) != 0) wi_die(2, "%s", err);
     wi_note("fitted %zu snapshots at batches %lld..%lld: %zu operations (the largest batch's), %zu requests grow "
             "with the batch, %zu follow no rule a + s*batch, %zu only the largest batch makes (held at their size), "
             "%zu operations of the smaller batches left out", o->n_snaps, (long long)f->lo, (long long)f->hi,
@@ -98,14 +59,19 @@ void wi_fit_batches(const wi_options *o, const char *convert_path, ca_batch_fit 
 
 int wi_max_batch_main(const wi_options *o, const char *convert_path)
 {
-    char tmpl[] = "/tmp/memclaims-whatif.XXXXXX";
     const char *tmpdir = getenv("TMPDIR");
-    char *work = tmpdir && *tmpdir ? wi_fmt("%s/memclaims-whatif.XXXXXX", tmpdir) : wi_fmt("%s", tmpl);
+    char *work = wi_fmt("%s/memclaims-whatif.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
     if (!mkdtemp(work)) wi_die(2, "cannot make a temporary folder (%s)", work);
     wi_work = work;
     if (mkdir(wi_fmt("%s/logs", work), 0777) != 0) wi_die(1, "cannot write in %s", work);
+    const char *paths[CA_BATCH_MAX_POINTS];
+    char *trace_path[CA_BATCH_MAX_POINTS], *log[CA_BATCH_MAX_POINTS];
+    for (size_t k = 0; k < o->n_snaps; k++) paths[k] = o->snaps[k].path;
+    ca_trace *t = wi_kept_calloc(o->n_snaps, sizeof *t);
+    wi_convert(o, convert_path, paths, o->n_snaps, t, trace_path, log);
     ca_batch_fit f;
-    wi_fit_batches(o, convert_path, &f);
+    wi_fit_batches(o, t, &f);
+    for (size_t k = 0; k < o->n_snaps; k++) ca_trace_free(&t[k]);
     ca_config cfg = f.tmpl.cfg;
     cfg.limit_bytes = o->limit;
     ca_trace work_trace;
@@ -215,11 +181,10 @@ static void batch_curve(const ca_batch_fit *f, int64_t top, size_t n, int64_t *b
 
 #define CURVE_POINTS 40
 
-void wi_batch_section(wi_batch_info *bi, const char *root, const char *convert_path, int threads)
+void wi_batch_section(wi_batch_info *bi, const char *root, const ca_trace *t, int threads)
 {
-    const wi_options *o = bi->o;
     double t0 = mc_now_s();
-    wi_fit_batches(o, convert_path, &bi->fit);
+    wi_fit_batches(bi->o, t, &bi->fit);
     /* the cards by room, ascending (each search starts from the last answer) */
     size_t n = bi->n_cards, order[64];
     for (size_t k = 0; k < n; k++) order[k] = k;

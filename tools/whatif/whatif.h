@@ -1,8 +1,9 @@
 /* whatif.h: the modules of build/whatif, the .c files of tools/whatif/
  * (linked into build/whatif only) beside tools/whatif.c (main and its
  * steps): messages and the temporary folder, options and the context,
- * charts, the report. The sweep itself is library code:
- * common/trace/whatif_sweep.h. */
+ * the snapshots made traces, the largest batch, charts, the report. The
+ * sweep and the batch fit are library code: common/trace/whatif_sweep.h,
+ * common/trace/batch_fit.h. */
 #ifndef WI_WHATIF_H
 #define WI_WHATIF_H
 
@@ -101,12 +102,22 @@ char *wi_replay_beside(void);
  * committed H100 reference's); returns where it came from. Exits 2 if none. */
 char *wi_find_context(wi_options *o, const char *root);
 
+/* ------------------------------------------------ convert.c: snapshots to traces */
+
+/* The snapshots paths[0..n) as traces, every scripts/snapshot2trace at once:
+ * each in WORK/run-K.trace (trace_path[K]: its name is in the replays'
+ * messages; the caller removes it) with its log (log[K]: what it said is
+ * warnings), parsed into t[K]. A snapshot it or the parser refuses: one
+ * line naming it, exit 2; a failure of the tool: exit 1. */
+void wi_convert(const wi_options *o, const char *convert_path, const char *const *paths, size_t n, ca_trace *t,
+                char **trace_path, char **log);
+
 /* ------------------------------------------------ max_batch.c: the largest batch */
 
-/* Converts o->snaps (all at once), parses and fits them; one line and exit 2
- * for snapshots that do not pair or cannot be fitted; notes the requests
- * that follow no affine rule. */
-void wi_fit_batches(const wi_options *o, const char *convert_path, ca_batch_fit *f);
+/* Fits the traces of o->snaps (t[k] of snapshot k); one line and exit 2 for
+ * snapshots that do not pair or cannot be fitted; notes the requests that
+ * follow no affine rule. */
+void wi_fit_batches(const wi_options *o, const ca_trace *t, ca_batch_fit *f);
 /* --max-batch --limit: the search, then on stdout the peaks at the answer
  * and the next batch and "max_batch N"; nothing written. Returns the exit code. */
 int wi_max_batch_main(const wi_options *o, const char *convert_path);
@@ -134,7 +145,7 @@ typedef struct {
     bool drawn;         /* max_batch.png */
     double seconds;
 } wi_batch_info;
-void wi_batch_section(wi_batch_info *bi, const char *root, const char *convert_path, int threads);
+void wi_batch_section(wi_batch_info *bi, const char *root, const ca_trace *t, int threads);
 void wi_write_batch_md(FILE *f, const wi_batch_info *bi);
 
 /* ------------------------------------------------ charts.c */
