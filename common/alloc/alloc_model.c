@@ -265,18 +265,23 @@ void ca_empty_cache(ca_allocator *a)
     check_or_abort(a, "ca_empty_cache");
 }
 
-/* Whether release_available_cached_blocks may give b back to the device:
- * a whole segment, not expandable (the reference's release_block asserts
- * on those). Under one setting for the whole run every free block >=
- * max_split_size is a whole segment (max_split_size is a whole number of
- * MiB >= 20, and an oversize block is never split), so the reference never
- * meets any other. A segment from before the recording (ca_preload_segment)
- * replayed under a what-if max_split_size can hold a split free block that
- * large; the reference would cudaFree the middle of a segment there, so the
- * model leaves such blocks alone, as release_cached_blocks does. */
-static bool releasable(const ca_allocator *a, const ca_block *b)
+/* b lies in an expandable segment (the reference's release_block asserts
+ * on those). */
+static bool in_es(const ca_allocator *a, const ca_block *b)
 {
-    return !b->prev && !b->next && !(a->cfg.expandable_segments && b->seg->expandable);
+    return a->cfg.expandable_segments && b->seg->expandable;
+}
+
+/* Under one setting for the whole run every free block >= max_split_size is
+ * a whole segment (max_split_size is a whole number of MiB >= 20, and an
+ * oversize block is never split), so the reference never meets a split one
+ * in release_available_cached_blocks. A segment from before the recording
+ * (ca_preload_segment) replayed under a what-if max_split_size can hold one;
+ * the reference would cudaFree the middle of a segment there, so the model
+ * leaves such blocks alone, as release_cached_blocks does. */
+static bool is_split(const ca_block *b)
+{
+    return b->prev || b->next;
 }
 
 /* release_available_cached_blocks: frees one oversize block of at least
@@ -292,19 +297,18 @@ static bool release_available_cached_blocks(ca_allocator *a, ca_pool *p, uint64_
     if (m == CA_UNLIMITED) return false;
     uint64_t key = size < m ? m : size;
     ca_block *b = ca_pool_lower_bound(p, key, 0);
-    while (b && (b->prev || b->next) && !(a->cfg.expandable_segments && b->seg->expandable))
-        b = ca_pool_next(p, b);
+    while (b && is_split(b) && !in_es(a, b)) b = ca_pool_next(p, b);
     if (b) {
-        if (!releasable(a, b)) return false; /* expandable: release_block would assert */
+        if (in_es(a, b)) return false;
         release_block(a, b);
         return true;
     }
     b = ca_pool_last(p);
     uint64_t released = 0;
-    while (b && released < key && b->size >= m && !(a->cfg.expandable_segments && b->seg->expandable)) {
+    while (b && released < key && b->size >= m && !in_es(a, b)) {
         ca_block *cur = b;
         b = ca_pool_before(p, cur->size, cur->addr);
-        if (releasable(a, cur)) {
+        if (!is_split(cur)) {
             released += cur->size;
             release_block(a, cur);
         }
@@ -323,7 +327,7 @@ static ca_block *get_free_block(ca_allocator *a, ca_pool *p, uint64_t size)
         a->gc_calls[p->small]++; /* get_free_blocks_call_count: ages for the garbage collection */
     ca_block *b = ca_pool_lower_bound(p, size, 0);
     if (!b) return NULL;
-    if (a->cfg.expandable_segments && b->seg->expandable) b = ca_es_best(a, p, b);
+    if (in_es(a, b)) b = ca_es_best(a, p, b);
     uint64_t m = a->cfg.max_split_size;
     if (size < m && b->size >= m) return NULL;
     if (size >= m && b->size >= size + a->cfg.max_non_split_rounding_size) return NULL;
@@ -344,7 +348,7 @@ static ca_block *alloc_found_block(ca_allocator *a, ca_block *b, uint64_t size, 
                                    bool split, bool in_pool)
 {
     bool already_split = b->prev || b->next;
-    bool es = a->cfg.expandable_segments && b->seg->expandable; /* not in inactive_split */
+    bool es = in_es(a, b); /* not in inactive_split */
     if (split) {
         ca_block *rest = b;
         b = ca_block_new(a);
