@@ -75,7 +75,8 @@ LDLIBS    := -lcjson -lcudart_static -lm -lpthread -ldl -lrt
 # NCCL, for C24's GPU run (common/workload/sharded/sharded_gpu.cu). NCCL_HOME is a
 # folder with include/nccl.h and lib/libnccl.so*; unset, the pip package
 # PyTorch ships it in is looked for under python3's `nvidia` namespace
-# (nvidia/nccl/, or nvidia/<cuXX>/ in newer wheels). Without nccl.h
+# (nvidia/nccl/, or nvidia/<cuXX>/ in newer wheels), then the CUDA toolkit's
+# own (CUDA_HOME/include/nccl.h, lib/libnccl.so), where it ships one. Without nccl.h
 # everything still builds and C24 waives its GPU part.
 # $(call pip_nvidia,DIR,HEADER): the folder above include/HEADER in python3's
 # nvidia namespace package (PyTorch's pip libraries; DIR may be a glob), or
@@ -83,6 +84,9 @@ LDLIBS    := -lcjson -lcudart_static -lm -lpthread -ldl -lrt
 pip_nvidia = $(shell python3 -c 'import glob, os, nvidia; print(next((os.path.dirname(os.path.dirname(h)) for p in nvidia.__path__ for h in sorted(glob.glob(os.path.join(p, "$(1)", "include", "$(2)")))), ""))' 2>/dev/null)
 ifeq ($(origin NCCL_HOME),undefined)
 NCCL_HOME := $(call pip_nvidia,*,nccl.h)
+ifeq ($(NCCL_HOME),)
+NCCL_HOME := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(CUDA_HOME))
+endif
 endif
 NCCL_LIB  := $(if $(NCCL_HOME),$(firstword $(notdir $(wildcard $(NCCL_HOME)/lib/libnccl.so $(NCCL_HOME)/lib/libnccl.so.2))))
 ifneq ($(and $(NCCL_LIB),$(wildcard $(NCCL_HOME)/include/nccl.h)),)

@@ -13,7 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda_runtime_api.h>
+
 #include "check.h"
+#include "check_cuda.h"
 #include "experiment.h"
 #include "workload/sharded/sharded_gpu.h"
 #include "workload/sharded/sharded_seq.h"
@@ -65,19 +68,21 @@ static const mc_experiment EXP = {
               "before use and freed after, gradients reduce-scattered). Model: rank 0's largest step "
               "peak allocated over 3 steps, for N = 1, 2, 4 .. 64 (--max-ranks) and N = the width "
               "(one row of each parameter a rank: what stays unsharded), host backend, no capacity limit. GPU (--gpus 2, width 4096 or "
-              "--width; --quick 1024): one thread per GPU, each rank's allocator model over the CUDA "
-              "backend, real NCCL collectives (NCCL_NVLS_ENABLE=0) on the blocks the allocator gave "
-              "(seeded values, each result checked: all-reduce = the sum over ranks, all-gather = "
-              "the owners' values, reduce-scatter = the sum of the ranks' rows), 1 + --warmup + "
-              "--repeats steps; per rank: max_memory_allocated per step, and CUDA-event device time "
-              "of the step's collectives and their copies. The network's arithmetic is not run on "
-              "the GPU: it is the same in every wrapper.",
+              "--width; --quick 1024): the whole training step on each GPU, one thread a rank, each "
+              "rank's allocator model over the CUDA backend: forward, loss, backward and optimizer "
+              "with the workload's kernels, NCCL's collectives (NCCL_NVLS_ENABLE=0) on their own "
+              "streams where PyTorch issues them (DDP's bucket all-reduces during the backward; "
+              "FSDP2's all-gathers ahead of each layer, its reduce-scatters during the backward), "
+              "1 + max(--warmup, 1) + --repeats steps; per rank: max_memory_allocated and "
+              "memory_allocated at each step's end, and the step's time (CUDA events). Checked: "
+              "after the steps every rank's parameters equal one GPU trained on all ranks' batches "
+              "(relative 1e-5) and each rank's loss falls.",
     .verdict_rule = "R(W, N) = peak(DDP, N=1) / peak(FSDP, N) from the model, per width W. holds if "
                     "R >= 10 at some N <= --max-ranks for the largest width; holds-partly if not, "
                     "but R >= 2 there (the unsharded activations, workspaces and one gathered "
                     "layer's parameters, gradient and communication buffers bound it); "
-                    "does-not-hold if R < 2. On GPUs: inconclusive if a rank's measured peak "
-                    "differs from the model's by more than 5%.",
+                    "does-not-hold if R < 2. On GPUs: inconclusive if a rank's measured peak or "
+                    "end-of-step allocated differs from the model's at any step.",
     .flags = MC_EXP_MODEL_ONLY,
     .default_repeats = 5,
     .default_warmup = 1,
@@ -91,7 +96,6 @@ static const int64_t WIDTHS_QUICK[] = {256, 1024};
 #define MODEL_STEPS 3
 #define GOAL 10.0
 #define SOME 2.0
-#define MODEL_TOL 0.05
 static const mc_sh_mode MODES[3] = {MC_SH_DDP, MC_SH_ZERO2, MC_SH_FSDP};
 
 static mc_sh_config config(int64_t width, mc_sh_mode mode, int world)
@@ -126,59 +130,91 @@ static double gib(uint64_t b) { return (double)b / (double)(1ULL << 30); }
 
 /* ------------------------------------------------------------ GPU run */
 
-/* Runs each wrapper on the GPUs; returns false when the model misses a
- * measured peak by more than MODEL_TOL. */
+/* Each rank's figures over the measured steps [first, steps). */
+static mc_stats over_steps(const uint64_t *u, const double *d, int first, int steps)
+{
+    double v[MC_SH_MAX_STEPS];
+    for (int s = first; s < steps; s++) v[s - first] = u ? (double)u[s] : d[s];
+    return mc_stats_of(v, (size_t)(steps - first));
+}
+
+/* Runs each wrapper's whole training step on the GPUs (sharded_gpu.h),
+ * checked against one GPU; returns false when a rank's measured peak or
+ * end-of-step allocated differs from its host model's at any step. */
 static bool gpu_part(mc_run *run, int64_t width)
 {
-    const int steps = 1 + run->opt.warmup + run->opt.repeats, first = 1 + run->opt.warmup;
+    const int first = 1 + (run->opt.warmup > 1 ? run->opt.warmup : 1); /* step 1 makes Adam's state, 2 rebuilds DDP's buckets */
+    const int steps = first + run->opt.repeats;
     static mc_sh_gpu_result res[3];
-    char err[256], note[256], variant[32];
+    char err[256], note[320], variant[32];
     bool model_ok = true;
-    double comm_med[3] = {0, 0, 0}, peak_med[3] = {0, 0, 0};
+    double time_med[3] = {0, 0, 0}, peak_med[3] = {0, 0, 0};
+    int sms = 0;
+    CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    if (steps > MC_SH_MAX_STEPS) {
+        mc_log(run, "--warmup + --repeats: at most %d steps on the GPUs", MC_SH_MAX_STEPS - 2);
+        exit(MC_EXIT_USAGE);
+    }
     for (int m = 0; m < 3; m++) {
+        const char *name = mc_sh_mode_name(MODES[m]);
         mc_sh_config c = config(width, MODES[m], gpus_opt);
         c.wl.host_capacity = mc_sh_net_default().host_capacity;
-        if (mc_sh_gpu_run(&c, steps, &res[m], err, sizeof err) != 0) mc_run_waive(run, "%s", err);
-        mc_sh_gpu_result *r = &res[m];
-        if (r->oom) {
-            mc_emit(run, mc_sh_mode_name(MODES[m]), "ranks", gpus_opt, "peak_allocated", "bytes",
-                    mc_stats_of(NULL, 0), "oom", "a rank ran out of device memory");
+        c.wl.sm_count = sms; /* the reduction scratch is sized for this GPU's SMs, as PyTorch's */
+        mc_sh_gpu_opts o = {.steps = steps, .verify = true, .deadline_s = 0};
+        mc_log(run, "%s on %d GPUs, width %lld: %d steps and the one-GPU check", name, gpus_opt,
+               (long long)width, steps);
+        if (mc_sh_gpu_run(&c, &o, &res[m], err, sizeof err) != 0) {
+            mc_emit(run, name, "ranks", gpus_opt, "peak_allocated", "bytes", mc_stats_of(NULL, 0), "failed", err);
+            model_ok = false;
             continue;
         }
-        if (r->bad_values)
-            mc_verify_failed(run, mc_sh_mode_name(MODES[m]), "%llu values wrong after %llu collectives",
-                             (unsigned long long)r->bad_values, (unsigned long long)r->collectives);
+        mc_sh_gpu_result *r = &res[m];
+        if (r->oom_rank >= 0) {
+            snprintf(note, sizeof note, "rank %d ran out of device memory at step %d (width %lld, %d GPUs)",
+                     r->oom_rank, r->oom_step, (long long)width, gpus_opt);
+            mc_emit(run, name, "ranks", gpus_opt, "peak_allocated", "bytes", mc_stats_of(NULL, 0), "oom", note);
+            continue;
+        }
+        if (!r->passed)
+            mc_verify_failed(run, name, "%s", r->check_oom ? "the check ran out of memory"
+                             : "after the check's steps a rank's parameters are off one GPU's, or its loss "
+                               "did not fall (see the step_time rows' note)");
         for (int q = 0; q < gpus_opt; q++) {
-            double pk[MC_SH_MAX_STEPS], cs[MC_SH_MAX_STEPS];
-            for (int s = first; s < steps; s++) {
-                pk[s - first] = (double)r->peak[q][s];
-                cs[s - first] = r->comm_s[q][s];
-            }
-            mc_stats sp = mc_stats_of(pk, (size_t)(steps - first)), sc = mc_stats_of(cs, (size_t)(steps - first));
-            snprintf(variant, sizeof variant, "%s_rank%d", mc_sh_mode_name(MODES[m]), q);
-            double model = (double)r->model[q][steps - 1];
-            snprintf(note, sizeof note, "width %lld, %d GPUs; max_memory_allocated per step, "
-                     "allocator model over the CUDA backend; model says %.0f", (long long)width,
-                     gpus_opt, model);
+            mc_stats sp = over_steps(r->peak[q], NULL, first, steps), se = over_steps(r->end[q], NULL, first, steps),
+                     st = over_steps(NULL, r->time_s[q], first, steps);
+            int off = 0;
+            for (int s = 0; s < steps; s++)
+                off += r->peak[q][s] != r->model_peak[q][s] || r->end[q][s] != r->model_end[q][s];
+            if (off) model_ok = false;
+            snprintf(variant, sizeof variant, "%s_rank%d", name, q);
+            snprintf(note, sizeof note, "width %lld, %d GPUs; rank %d, steps %d-%d of %d: max_memory_allocated "
+                     "per step, the allocator model over the CUDA backend; the host model %s at %s",
+                     (long long)width, gpus_opt, q, first + 1, steps, steps,
+                     off ? "DIFFERS" : "equals it", off ? "some steps" : "every step");
             mc_emit(run, variant, "ranks", gpus_opt, "peak_allocated", "bytes", sp, "ok", note);
-            mc_emit(run, variant, "ranks", gpus_opt, "comm_time", "s", sc, "ok",
-                    "CUDA events around each collective and its copies, summed per step");
-            if (fabs(sp.median - model) > MODEL_TOL * model) model_ok = false;
+            mc_emit(run, variant, "ranks", gpus_opt, "allocated_end", "bytes", se, "ok",
+                    "memory_allocated after zero_grad");
+            snprintf(note, sizeof note, "CUDA events around the whole step on the default stream (forward, "
+                     "backward, optimizer, every collective on its own stream); the check: after %d steps%s "
+                     "every rank's parameters within %.1e of one GPU's (rank %d's parameter %d the worst; "
+                     "1e-5 allowed), the loss %s", steps,
+                     c.wl.optimizer == MC_WL_ADAM ? " with momentum in Adam's place" : "", r->max_rel,
+                     r->worst_rank, r->worst_param, r->loss_falls ? "falling" : "NOT falling");
+            mc_emit(run, variant, "ranks", gpus_opt, "step_time", "s", st, "ok", note);
             if (q == 0) {
-                comm_med[m] = sc.median;
+                time_med[m] = st.median;
                 peak_med[m] = sp.median;
             }
         }
     }
-    if (peak_med[0] > 0 && peak_med[2] > 0)
-        mc_emit_finding(run, "On %d GPUs at width %lld (measured, rank 0): per-rank peak DDP %.2f GiB, "
-                        "ZeRO-2 %.2f GiB, FSDP %.2f GiB (%.2fx less than DDP); device time of the "
-                        "step's collectives and copies DDP %.3f ms, ZeRO-2 %.3f ms, FSDP %.3f ms "
-                        "(%.2fx DDP's; computation, the same for all three, not run).",
-                        gpus_opt, (long long)width, peak_med[0] / (1ULL << 30),
-                        peak_med[1] / (1ULL << 30), peak_med[2] / (1ULL << 30),
-                        peak_med[0] / peak_med[2], comm_med[0] * 1e3, comm_med[1] * 1e3,
-                        comm_med[2] * 1e3, comm_med[0] > 0 ? comm_med[2] / comm_med[0] : NAN);
+    if (peak_med[0] > 0 && peak_med[1] > 0 && peak_med[2] > 0)
+        mc_emit_finding(run, "On %d GPUs at width %lld (measured, rank 0, the whole step): DDP %.2f GiB a "
+                        "rank in %.2f ms; ZeRO-2 %.2f GiB (%.2fx less) in %.2f ms (%.2fx DDP's time); FSDP "
+                        "%.2f GiB (%.2fx less) in %.2f ms (%.2fx DDP's time).",
+                        gpus_opt, (long long)width, gib((uint64_t)peak_med[0]), time_med[0] * 1e3,
+                        gib((uint64_t)peak_med[1]), peak_med[0] / peak_med[1], time_med[1] * 1e3,
+                        time_med[1] / time_med[0], gib((uint64_t)peak_med[2]), peak_med[0] / peak_med[2],
+                        time_med[2] * 1e3, time_med[2] / time_med[0]);
     return model_ok;
 }
 
@@ -264,6 +300,6 @@ int main(int argc, char **argv)
     mc_emit_verdict(&run, v, "model: peak(DDP, N=1)/peak(FSDP, N) reaches %.1fx at N=%d for the largest "
                     "width %lld (goal %.0fx); 10x reached for widths: %s%s",
                     best_r[L], max_ranks_opt, (long long)widths[L], GOAL, off ? which : "none",
-                    !model_ok ? "; a measured per-rank peak differs from the model by more than 5%" : "");
+                    !model_ok ? "; on the GPUs a rank's figures differ from the model's (or a run failed)" : "");
     return mc_run_end(&run);
 }

@@ -13,14 +13,85 @@
  * one row per step; --trace FILE also writes the rank's requests of set-up
  * and every step (memclaims-trace v1, as build/workload --trace), to set
  * beside a PyTorch memory snapshot (tests/torch/fsdp_reference.py --trace).
- * Exit: 0, or 2 for bad input (one line on stderr). */
+ *
+ * --gpu runs the same step for real on GPUs 0..N-1 (sharded_gpu.h: the
+ * workload's kernels, NCCL's collectives on their own streams) and prints
+ * every rank's figures beside its host model's:
+ * `rank,step,peak_allocated,allocated_end,model_peak,model_end,step_time_s,loss,status`;
+ * --verify also trains the one-GPU reference and checks every rank's
+ * parameters against it, and the loss's fall (a line on stderr says how close).
+ * Exit: 0; 1 when a GPU figure differs from the model or the check fails;
+ * 2 for bad input (one line on stderr); 3 a CUDA or NCCL error (a rank past
+ * its deadline included); 77 fewer GPUs than N, or built without NCCL. */
 #include <stdio.h>
 #include <string.h>
 
+#include <cuda_runtime_api.h>
+
 #include "check.h"
+#include "check_cuda.h"
 #include "options.h"
+#include "workload/sharded/sharded_gpu.h"
 #include "workload/sharded/sharded_seq.h"
 #include "workload/workload_args.h"
+
+/* --gpu: every rank on its GPU, its figures beside its model's. */
+static int run_gpu(mc_sh_config *c, mc_sh_gpu_opts o, bool sms_given)
+{
+    const int steps = o.steps;
+    const bool verify = o.verify;
+    char err[256];
+    if (c->trace) {
+        fprintf(stderr, "sharded_model: --gpu writes no --trace\n");
+        return MC_EXIT_USAGE;
+    }
+    if (steps > MC_SH_MAX_STEPS || c->world > MC_SH_MAX_GPUS) {
+        fprintf(stderr, "sharded_model: --gpu runs at most %d steps on %d GPUs\n", MC_SH_MAX_STEPS,
+                MC_SH_MAX_GPUS);
+        return MC_EXIT_USAGE;
+    }
+    if (!mc_sh_gpu_available(c->world, err, sizeof err)) {
+        fprintf(stderr, "sharded_model: %s\n", err);
+        return MC_EXIT_WAIVED;
+    }
+    if (!sms_given) /* the reduction scratch is sized for this GPU's SMs, as PyTorch's */
+        CHECK_CUDA(cudaDeviceGetAttribute(&c->wl.sm_count, cudaDevAttrMultiProcessorCount, 0));
+    if (o.fault != MC_SH_FAULT_NONE && (o.fault_rank >= c->world || o.fault_step > steps)) {
+        fprintf(stderr, "sharded_model: --inject names rank %d and step %d: past --world %d or --steps %d\n",
+                o.fault_rank, o.fault_step, c->world, steps);
+        return MC_EXIT_USAGE;
+    }
+    static mc_sh_gpu_result res;
+    if (mc_sh_gpu_run(c, &o, &res, err, sizeof err) != 0) {
+        fprintf(stderr, "sharded_model: %s\n", err);
+        return MC_EXIT_CUDA;
+    }
+    int rc = MC_EXIT_OK;
+    printf("rank,step,peak_allocated,allocated_end,model_peak,model_end,step_time_s,loss,status\n");
+    for (int q = 0; q < c->world; q++)
+        for (int s = 0; s < steps; s++) {
+            bool oom = q == res.oom_rank && s + 1 == res.oom_step;
+            if (s >= res.done[q] && !oom) break; /* stopped: a rank ran out of memory */
+            printf("%d,%d,%llu,%llu,%llu,%llu,%.9f,%.9g,%s\n", q, s + 1, (unsigned long long)res.peak[q][s],
+                   (unsigned long long)res.end[q][s], (unsigned long long)res.model_peak[q][s],
+                   (unsigned long long)res.model_end[q][s], oom ? 0.0 : res.time_s[q][s],
+                   oom ? 0.0 : res.loss[q][s], oom ? "oom" : "ok");
+            if (oom) break;
+            if (res.peak[q][s] != res.model_peak[q][s] || res.end[q][s] != res.model_end[q][s]) rc = MC_EXIT_VERIFY;
+        }
+    if (rc != MC_EXIT_OK) fprintf(stderr, "sharded_model: a GPU figure differs from the model's\n");
+    if (verify) {
+        bool ok = res.verified && res.passed;
+        fprintf(stderr, "sharded_model: --verify %s: parameters within %.2e of one GPU's (relative; "
+                "worst: rank %d, parameter %d; %llu of %llu elements beyond %.0e, largest difference "
+                "%.2e); loss %s on every rank%s\n", ok ? "passed" : "FAILED", res.max_rel, res.worst_rank,
+                res.worst_param, (unsigned long long)res.elems_off, (unsigned long long)res.elems,
+                MC_SH_VERIFY_TOL, res.max_abs, res.loss_falls ? "falls" : "does NOT fall",
+                c->wl.optimizer == MC_WL_ADAM ? " (the check trains with momentum in Adam's place)" : "");
+        if (!ok) rc = MC_EXIT_VERIFY;
+    }
+    return rc;
+}
 
 int main(int argc, char **argv)
 {
@@ -30,14 +101,21 @@ int main(int argc, char **argv)
     c.world = 0;
     c.rank = 0;
     const char *trace_path = NULL;
+    bool gpu = false, verify = false;
+    mc_sh_gpu_opts go = {.steps = 0, .verify = false, .deadline_s = 0, .fault = MC_SH_FAULT_NONE};
     /* Our three flags out; the rest to build/workload's parser. */
     char *rest[argc + 2]; /* argc is small: a command line */
     int n = 0;
     rest[n++] = argv[0];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        if (!strcmp(a, "--gpu") || !strcmp(a, "--verify")) {
+            *(!strcmp(a, "--gpu") ? &gpu : &verify) = true;
+            continue;
+        }
         bool ours = !strcmp(a, "--mode") || !strcmp(a, "--world") || !strcmp(a, "--rank") ||
-                    !strcmp(a, "--trace");
+                    !strcmp(a, "--trace") || !strcmp(a, "--deadline") || !strcmp(a, "--inject") ||
+                    !strcmp(a, "--pause-ms");
         if (!ours) {
             rest[n++] = argv[i];
             continue;
@@ -49,6 +127,36 @@ int main(int argc, char **argv)
         const char *v = argv[++i];
         if (!strcmp(a, "--trace")) {
             trace_path = v;
+            continue;
+        }
+        if (!strcmp(a, "--deadline")) {
+            int secs = 0;
+            if (mc_parse_int(v, 1, 86400, &secs) != 0) {
+                fprintf(stderr, "sharded_model: --deadline must be 1 to 86400 seconds, not '%s'\n", v);
+                return MC_EXIT_USAGE;
+            }
+            go.deadline_s = secs;
+            continue;
+        }
+        if (!strcmp(a, "--pause-ms")) {
+            int ms = 0;
+            if (mc_parse_int(v, 0, 60000, &ms) != 0) {
+                fprintf(stderr, "sharded_model: --pause-ms must be 0 to 60000, not '%s'\n", v);
+                return MC_EXIT_USAGE;
+            }
+            go.pause_s = ms * 1e-3;
+            continue;
+        }
+        if (!strcmp(a, "--inject")) {
+            char kind[8] = "";
+            int used = 0;
+            if (sscanf(v, "%5[a-z]:%d:%d%n", kind, &go.fault_rank, &go.fault_step, &used) != 3 ||
+                v[used] != '\0' || (strcmp(kind, "oom") && strcmp(kind, "hang")) || go.fault_rank < 0 ||
+                go.fault_step < 1) {
+                fprintf(stderr, "sharded_model: --inject must be oom:RANK:STEP or hang:RANK:STEP, not '%s'\n", v);
+                return MC_EXIT_USAGE;
+            }
+            go.fault = strcmp(kind, "oom") ? MC_SH_FAULT_HANG : MC_SH_FAULT_OOM;
             continue;
         }
         if (!strcmp(a, "--mode") ? mc_sh_mode_parse(v, &c.mode) != 0
@@ -69,7 +177,21 @@ int main(int argc, char **argv)
         printf("usage: sharded_model --mode plain|ddp|zero2|fsdp --world N [--rank R] and build/workload's\n"
                "network flags (fp32, accum 1, no checkpointing) [--trace FILE: the requests]; one rank's\n"
                "figures per step, no GPU.\n"
-               "Output: step,peak_allocated,allocated_end,peak_reserved,status\n");
+               "Output: step,peak_allocated,allocated_end,peak_reserved,status\n"
+               "  --gpu      run every rank on GPUs 0..N-1 (one thread each, NCCL) and print each rank's\n"
+               "             figures beside its model's: rank,step,peak_allocated,allocated_end,model_peak,\n"
+               "             model_end,step_time_s,loss,status (at most %d GPUs and %d steps)\n"
+               "  --verify   with --gpu: check every rank's parameters against one GPU trained on the\n"
+               "             whole batch (relative %.0e) and that each rank's loss falls\n"
+               "  --deadline S  with --gpu: a step not done within S seconds (default 300) stops every\n"
+               "             rank (exit 3, one line naming the rank that stopped queueing and its call)\n"
+               "  --pause-ms N  with --gpu: every rank idles N ms after each step (as\n"
+               "             tests/torch/fsdp_reference.py pauses 300 ms), default 0\n"
+               "  --inject oom:R:S | hang:R:S  with --gpu: rank R runs out of memory (a result: its row\n"
+               "             says oom, the others stop) or hangs at the start of step S (the tests' fault)\n"
+               "Exit: 0; 1 a GPU figure differs from the model or the check failed; 2 bad input;\n"
+               "3 CUDA or NCCL error; 77 not enough GPUs or no NCCL.\n",
+               MC_SH_MAX_GPUS, MC_SH_MAX_STEPS, MC_SH_VERIFY_TOL);
         return MC_EXIT_OK;
     }
     if (c.mode == MC_SH_NMODE || c.world == 0) {
@@ -80,6 +202,17 @@ int main(int argc, char **argv)
     if (mc_workload_sharded_net(&cli.cfg, &c.wl, err, sizeof err) != 0 ||
         mc_sh_config_check(&c, err, sizeof err) != 0) {
         fprintf(stderr, "sharded_model: %s\n", err);
+        return MC_EXIT_USAGE;
+    }
+    if (gpu && trace_path) {
+        fprintf(stderr, "sharded_model: --gpu writes no --trace\n");
+        return MC_EXIT_USAGE;
+    }
+    go.steps = cli.steps;
+    go.verify = verify;
+    if (gpu) return run_gpu(&c, go, cli.sms_given);
+    if (verify || go.deadline_s > 0 || go.fault != MC_SH_FAULT_NONE || go.pause_s > 0) {
+        fprintf(stderr, "sharded_model: --verify, --deadline, --pause-ms and --inject need --gpu\n");
         return MC_EXIT_USAGE;
     }
     if (trace_path) {

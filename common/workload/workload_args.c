@@ -245,5 +245,6 @@ int mc_workload_sharded_net(const mc_workload_config *c, mc_sh_net *net, char *e
     net->alloc = c->alloc;
     net->host_capacity = c->host_capacity;
     net->sm_count = c->sm_count;
+    net->seed = c->seed;
     return 0;
 }

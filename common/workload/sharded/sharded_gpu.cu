@@ -1,8 +1,11 @@
-/* sharded_gpu.cu: sharded_gpu.h's runner. Compiled with NCCL only when the
- * Makefile found nccl.h (-DMC_HAVE_NCCL); otherwise the two entry points
- * say why they cannot run. */
+/* sharded_gpu.cu: sharded_gpu.h's runner: a thread per rank, its streams and
+ * events, the hooks that carry out the step's collectives and copies, the
+ * waits that give up when any rank fails, the one-GPU check. Compiled with
+ * NCCL only when the Makefile found nccl.h (-DMC_HAVE_NCCL); otherwise the
+ * two entry points say why they cannot run. */
 #include "sharded_gpu.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +24,11 @@ extern "C" int mc_sh_gpu_available(int ranks, char *why, size_t len)
     return 0;
 }
 
-extern "C" int mc_sh_gpu_run(const mc_sh_config *c, int steps, mc_sh_gpu_result *res, char *err,
-                             size_t len)
+extern "C" int mc_sh_gpu_run(const mc_sh_config *c, const mc_sh_gpu_opts *o, mc_sh_gpu_result *res,
+                             char *err, size_t len)
 {
     (void)c;
-    (void)steps;
+    (void)o;
     (void)res;
     snprintf(err, len, "built without NCCL (set NCCL_HOME)");
     return -1;
@@ -34,13 +37,50 @@ extern "C" int mc_sh_gpu_run(const mc_sh_config *c, int steps, mc_sh_gpu_result 
 #else /* MC_HAVE_NCCL */
 
 #include <pthread.h>
+#include <sched.h>
+#include <time.h>
 
 #include <nccl.h>
 
-#include "alloc/alloc_cuda.h"
-#include "pattern.h"
 #include "sharded_internal.h"
 #include "sharded_plan.h"
+
+#define DEFAULT_DEADLINE_S 300.0
+#define FAIL_GRACE_S 1.0 /* after another rank failed, how long a step may still take to finish */
+
+/* What the ranks share: the first failure, which every rank's wait sees. */
+typedef struct {
+    pthread_mutex_t mu;
+    volatile int failed;   /* set once, under mu */
+    int fatal;             /* the failure is an error (past the deadline, NCCL), not an OOM */
+    char why[320];
+    const struct rank_ctx *ranks; /* every rank's, to say which one is behind */
+    int nranks;
+} shared;
+
+typedef struct rank_ctx {
+    int rank, world;
+    mc_sh_config c;
+    const mc_sh_gpu_opts *o;
+    const ncclUniqueId *id;  /* NULL: the one-GPU reference, no communicator */
+    ncclComm_t comm;
+    bool aborted;
+    cudaStream_t def, s_ag, s_rs, s_ar;
+    cudaEvent_t ev_start, ev_stop, ev_dep, ev_ag_dep, ev_rs, ev_side[3];
+    cudaEvent_t *ev_ag;      /* per layer: its all-gather is done */
+    int step;                /* the step running (1-based) */
+    volatile const char *at; /* the last call queued (a static string), for the deadline's line */
+    double time_s;           /* the last step's, from ev_start to ev_stop */
+    bool step_ok;            /* the last step finished (not aborted) */
+    bool skipped;            /* a call of this step was not queued: a rank had failed */
+    uint64_t ncoll;
+    shared *sh;
+    mc_sh_gpu_result *res;
+    float *const *ref;       /* verify: the reference's parameters (whole), or NULL */
+    double max_rel, max_abs;
+    int worst_param;
+    uint64_t elems, elems_off;
+} rank_ctx;
 
 #define CHECK_NCCL(call)                                                                  \
     do {                                                                                  \
@@ -52,253 +92,344 @@ extern "C" int mc_sh_gpu_run(const mc_sh_config *c, int steps, mc_sh_gpu_result 
         }                                                                                 \
     } while (0)
 
-#define SEED_PARAM 0xC24000000000ull /* + 2 * layer + bias: the unsharded parameter's values */
-#define SEED_GRAD 0xC24100000000ull  /* + event * 8192 (+ 4096 for a bias) + rank */
-#define MAX_PENDING 256               /* DDP: bucket regions waiting for their all-reduce */
-
-/* A small integer, so that sums over ranks are exact in fp32. */
-static __host__ __device__ float sh_val(uint64_t seed, uint64_t i)
+static double now_s(void)
 {
-    return (float)((int)(mc_pattern_word(seed, i) & 1023u) - 512);
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static __global__ void fill_kernel(float *p, uint64_t n, uint64_t seed, uint64_t base)
+/* The first failure wins: "rank R: " and msg. */
+static void fail(rank_ctx *k, int fatal, const char *msg)
 {
-    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
-         i += (uint64_t)gridDim.x * blockDim.x)
-        p[i] = sh_val(seed, base + i);
+    pthread_mutex_lock(&k->sh->mu);
+    if (!k->sh->failed) {
+        snprintf(k->sh->why, sizeof k->sh->why, "rank %d: %s", k->rank, msg);
+        k->sh->fatal = fatal;
+        k->sh->failed = 1;
+    }
+    pthread_mutex_unlock(&k->sh->mu);
 }
 
-/* Counts p[i] != sum over r < nranks of sh_val(seed0 + r, base + i). */
-static __global__ void check_sum_kernel(const float *p, uint64_t n, uint64_t seed0, int nranks,
-                                        uint64_t base, unsigned long long *count)
+static bool failed(const rank_ctx *k) { return __atomic_load_n(&k->sh->failed, __ATOMIC_ACQUIRE) != 0; }
+
+/* Stops this rank's collectives: its kernels that wait for a peer return. */
+static void abort_comm(rank_ctx *k)
 {
-    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
-         i += (uint64_t)gridDim.x * blockDim.x) {
-        float want = 0.0f;
-        for (int r = 0; r < nranks; r++) want += sh_val(seed0 + (uint64_t)r, base + i);
-        if (p[i] != want) atomicAdd(count, 1ull);
+    if (k->id && !k->aborted) ncclCommAbort(k->comm);
+    k->aborted = true;
+}
+
+/* Waits for e while no rank has failed (or for FAIL_GRACE_S after one
+ * did), NCCL reports no error and the deadline has not passed; otherwise
+ * aborts this rank's communicator. */
+static bool wait_event(rank_ctx *k, cudaEvent_t e, const char *what)
+{
+    const double t0 = now_s(), limit = k->o->deadline_s > 0 ? k->o->deadline_s : DEFAULT_DEADLINE_S;
+    double t_fail = 0;
+    for (;;) {
+        cudaError_t q = cudaEventQuery(e);
+        if (q == cudaSuccess) return true;
+        if (q != cudaErrorNotReady) CHECK_CUDA(q);
+        if (k->id) {
+            ncclResult_t a = ncclSuccess;
+            if (ncclCommGetAsyncError(k->comm, &a) == ncclSuccess && a != ncclSuccess && a != ncclInProgress) {
+                char m[160];
+                snprintf(m, sizeof m, "%s: NCCL: %s", what, ncclGetErrorString(a));
+                fail(k, 1, m);
+            }
+        }
+        if (now_s() - t0 > limit) {
+            char m[256];
+            int n = snprintf(m, sizeof m, "%s not done after %.0f s", what, limit);
+            for (int q = 0; q < k->sh->nranks && n < (int)sizeof m; q++) { /* who is behind */
+                const rank_ctx *o = &k->sh->ranks[q];
+                if (o->step < k->step || strcmp((const char *)o->at, "the step's end") != 0)
+                    n += snprintf(m + n, sizeof m - (size_t)n, " (rank %d stopped queueing at %s of step %d)",
+                                  q, (const char *)o->at, o->step);
+            }
+            fail(k, 1, m);
+        }
+        if (failed(k)) { /* this step's collectives may still all have been matched: a grace */
+            if (t_fail == 0) t_fail = now_s();
+            if (now_s() - t_fail > FAIL_GRACE_S) {
+                abort_comm(k);
+                return false;
+            }
+        }
+        sched_yield();
     }
 }
-
-static unsigned grid(uint64_t n)
-{
-    uint64_t b = (n + 255) / 256;
-    return (unsigned)(b < 1 ? 1 : b > 4096 ? 4096 : b);
-}
-
-typedef struct {
-    uint64_t addr, n, seed0;
-} pending;
-
-typedef struct {
-    int rank, world;
-    mc_sh_config c;
-    const ncclUniqueId *id;
-    ncclComm_t comm;
-    cudaStream_t s;
-    cudaEvent_t e0, e1;
-    unsigned long long *count;
-    double comm_acc;      /* seconds of collectives and copies this step */
-    uint64_t events;      /* hook calls so far: the same sequence on every rank */
-    uint64_t ncoll, bad;
-    uint64_t rs_seed;     /* the reduce-scatter whose input was just made */
-    pending pend[MAX_PENDING];
-    int npend;
-    mc_sh_gpu_result *res;
-    int steps;
-    char err[256];
-} rank_ctx;
 
 static float *fp(uint64_t a) { return (float *)(uintptr_t)a; }
+static void *vp(uint64_t a) { return (void *)(uintptr_t)a; }
 
-static void fill(rank_ctx *k, uint64_t addr, uint64_t n, uint64_t seed, uint64_t base)
+static void d2d(uint64_t dst, uint64_t src, uint64_t bytes, cudaStream_t s)
 {
-    if (!n) return;
-    fill_kernel<<<grid(n), 256, 0, k->s>>>(fp(addr), n, seed, base);
-    CHECK_LAUNCH();
+    if (bytes) CHECK_CUDA(cudaMemcpyAsync(vp(dst), vp(src), bytes, cudaMemcpyDeviceToDevice, s));
 }
 
-static void check_sum(rank_ctx *k, uint64_t addr, uint64_t n, uint64_t seed0, int nranks, uint64_t base)
+/* Stream `s` waits for what the default stream has queued so far. */
+static void after_default(rank_ctx *k, cudaStream_t s)
 {
-    if (!n) return;
-    check_sum_kernel<<<grid(n), 256, 0, k->s>>>(fp(addr), n, seed0, nranks, base, k->count);
-    CHECK_LAUNCH();
-    k->bad += mc_pattern_counter_take(k->count, k->s);
+    CHECK_CUDA(cudaEventRecord(k->ev_dep, k->def));
+    CHECK_CUDA(cudaStreamWaitEvent(s, k->ev_dep, 0));
 }
 
-static void time_begin(rank_ctx *k) { CHECK_CUDA(cudaEventRecord(k->e0, k->s)); }
+/* ------------------------------------------------------------ FSDP2 copies */
 
-static void time_end(rank_ctx *k)
-{
-    float ms = 0;
-    CHECK_CUDA(cudaEventRecord(k->e1, k->s));
-    CHECK_CUDA(cudaEventSynchronize(k->e1));
-    CHECK_CUDA(cudaEventElapsedTime(&ms, k->e0, k->e1));
-    k->comm_acc += ms * 1e-3;
-}
-
-static void d2d(rank_ctx *k, uint64_t dst, uint64_t src, uint64_t bytes)
-{
-    if (bytes)
-        CHECK_CUDA(cudaMemcpyAsync((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes,
-                                   cudaMemcpyDeviceToDevice, k->s));
-}
-
-/* ------------------------------------------------------------ DDP */
-
-static void ddp_copy_in(rank_ctx *k, const mc_sh_comm *c)
-{
-    uint64_t n = c->src_bytes[0] / 4, seed0 = SEED_GRAD + k->events * 8192;
-    fill(k, c->src[0], n, seed0 + (uint64_t)k->rank, 0); /* this rank's gradient */
-    time_begin(k);
-    d2d(k, c->dst, c->src[0], c->src_bytes[0]);
-    time_end(k);
-    CHECK(k->npend < MAX_PENDING, "too many gradients waiting for their bucket");
-    k->pend[k->npend++] = (pending){c->dst, n, seed0};
-}
-
-static void ddp_allreduce(rank_ctx *k, const mc_sh_comm *c)
-{
-    time_begin(k);
-    CHECK_NCCL(ncclAllReduce(fp(c->dst), fp(c->dst), c->dst_bytes / 4, ncclFloat, ncclSum, k->comm, k->s));
-    time_end(k);
-    k->ncoll++;
-    for (int i = 0; i < k->npend; i++)
-        if (k->pend[i].addr >= c->dst && k->pend[i].addr < c->dst + c->dst_bytes)
-            check_sum(k, k->pend[i].addr, k->pend[i].n, k->pend[i].seed0, k->world, 0);
-}
-
-static void ddp_copy_out(rank_ctx *k, const mc_sh_comm *c)
-{
-    time_begin(k);
-    d2d(k, c->dst, c->src[0], c->src_bytes[0]);
-    time_end(k);
-    for (int i = 0; i < k->npend; i++)
-        if (k->pend[i].addr == c->src[0]) {
-            check_sum(k, c->dst, k->pend[i].n, k->pend[i].seed0, k->world, 0);
-            k->pend[i] = k->pend[--k->npend];
-            break;
-        }
-}
-
-/* ------------------------------------------------------------ FSDP */
-
-/* The all-gather buffer holds, for each rank q, [W shard, b shard] (padded);
- * the unsharded W is the ranks' W shards one after the other. */
-static void fsdp_allgather(rank_ctx *k, const mc_sh_comm *c)
+/* split_with_sizes_copy: the all-gather output holds, rank after rank,
+ * [weight shard (p rows), bias shard (p)]; the unsharded weight is the
+ * ranks' weight shards one after the other, the bias likewise. */
+static void copy_out(rank_ctx *k, const mc_sh_comm *c)
 {
     const uint64_t sw = c->src_bytes[0], sb = c->src_bytes[1], chunk = sw + sb;
-    time_begin(k);
-    if (k->world == 1) {
-        d2d(k, c->out[0], c->src[0], sw);
-        d2d(k, c->out[1], c->src[1], sb);
-    } else {
-        uint64_t mine = c->dst + (uint64_t)k->rank * chunk;
-        d2d(k, mine, c->src[0], sw);
-        d2d(k, mine + sw, c->src[1], sb);
-        CHECK_NCCL(ncclAllGather(fp(mine), fp(c->dst), chunk / 4, ncclFloat, k->comm, k->s));
-        for (int q = 0; q < k->world; q++) {
-            d2d(k, c->out[0] + (uint64_t)q * sw, c->dst + (uint64_t)q * chunk, sw);
-            d2d(k, c->out[1] + (uint64_t)q * sb, c->dst + (uint64_t)q * chunk + sw, sb);
-        }
-        k->ncoll++;
-    }
-    time_end(k);
-    for (int b = 0; b < 2; b++) /* every owner's values, in place */
-        check_sum(k, c->out[b], (uint64_t)(c->rows[b] * c->cols[b]), SEED_PARAM + 2 * (uint64_t)c->layer + b, 1, 0);
-}
-
-/* First call (src set): this rank's gradients, chunk_cat into the input.
- * Second call (out set): the reduce-scatter into the sharded grads. */
-static void fsdp_reduce_scatter(rank_ctx *k, const mc_sh_comm *c)
-{
-    const int64_t p = mc_fsdp_padded_rows(c->rows[0], k->world);
-    const uint64_t sw = (uint64_t)(p * c->cols[0]) * 4, sb = (uint64_t)(p * c->cols[1]) * 4, chunk = sw + sb;
-    if (c->src[0]) {
-        k->rs_seed = SEED_GRAD + k->events * 8192;
-        for (int b = 0; b < 2; b++)
-            fill(k, c->src[b], (uint64_t)(c->rows[b] * c->cols[b]), k->rs_seed + 4096 * (uint64_t)b + (uint64_t)k->rank, 0);
-        time_begin(k);
-        CHECK_CUDA(cudaMemsetAsync((void *)(uintptr_t)c->dst, 0, c->dst_bytes, k->s));
-        for (int q = 0; q < k->world; q++)
-            for (int b = 0; b < 2; b++) {
-                int64_t rows = mc_fsdp_local_rows(c->rows[b], k->world, q);
-                uint64_t row_bytes = (uint64_t)c->cols[b] * 4;
-                d2d(k, c->dst + (uint64_t)q * chunk + (b ? sw : 0), c->src[b] + (uint64_t)(q * p) * row_bytes,
-                    (uint64_t)rows * row_bytes);
-            }
-        time_end(k);
+    if (!c->dst) { /* N = 1: the shard is the whole */
+        d2d(c->out[0], c->src[0], sw, k->def);
+        d2d(c->out[1], c->src[1], sb, k->def);
         return;
     }
-    time_begin(k);
-    if (k->world == 1) d2d(k, c->out[0], c->dst, chunk);
-    else CHECK_NCCL(ncclReduceScatter(fp(c->dst), fp(c->out[0]), chunk / 4, ncclFloat, ncclSum, k->comm, k->s));
-    time_end(k);
-    k->ncoll += k->world > 1;
+    CHECK_CUDA(cudaStreamWaitEvent(k->def, k->ev_ag[c->layer], 0));
+    CHECK_CUDA(cudaMemcpy2DAsync(vp(c->out[0]), sw, vp(c->dst), chunk, sw, (size_t)k->world,
+                                 cudaMemcpyDeviceToDevice, k->def));
+    CHECK_CUDA(cudaMemcpy2DAsync(vp(c->out[1]), sb, vp(c->dst + sw), chunk, sb, (size_t)k->world,
+                                 cudaMemcpyDeviceToDevice, k->def));
+}
+
+/* chunk_cat: for each rank q, its rows of the weight's gradient, then of
+ * the bias's, each padded with zeros to the shard. */
+static void chunk_cat(rank_ctx *k, const mc_sh_comm *c)
+{
+    const int64_t rows = c->rows[0], p = mc_fsdp_padded_rows(rows, k->world);
+    const uint64_t chunk = (uint64_t)(p * (c->cols[0] + 1)) * 4;
+    const int64_t full = rows / p, part = rows - full * p; /* ranks with p rows; the next one's rows */
+    if (full < k->world) CHECK_CUDA(cudaMemsetAsync(vp(c->dst), 0, c->dst_bytes, k->def));
+    uint64_t off = 0;
     for (int b = 0; b < 2; b++) {
-        int64_t rows = mc_fsdp_local_rows(c->rows[b], k->world, k->rank);
-        check_sum(k, c->out[0] + (b ? sw : 0), (uint64_t)(rows * c->cols[b]), k->rs_seed + 4096 * (uint64_t)b,
-                  k->world, (uint64_t)(k->rank * p * c->cols[b]));
+        const uint64_t row = (uint64_t)c->cols[b] * 4, w = (uint64_t)p * row;
+        if (full > 0)
+            CHECK_CUDA(cudaMemcpy2DAsync(vp(c->dst + off), chunk, vp(c->src[b]), w, w, (size_t)full,
+                                         cudaMemcpyDeviceToDevice, k->def));
+        if (part > 0) d2d(c->dst + (uint64_t)full * chunk + off, c->src[b] + (uint64_t)full * w, (uint64_t)part * row, k->def);
+        off += w;
     }
 }
+
+/* ------------------------------------------------------------ the hooks */
 
 static void on_comm(void *ctx, const mc_sh_comm *c)
 {
     rank_ctx *k = (rank_ctx *)ctx;
-    switch (c->kind) {
-    case MC_SH_COPY_TO_BUCKET: ddp_copy_in(k, c); break;
-    case MC_SH_ALLREDUCE: ddp_allreduce(k, c); break;
-    case MC_SH_COPY_FROM_BUCKET: ddp_copy_out(k, c); break;
-    case MC_SH_ALLGATHER: fsdp_allgather(k, c); break;
-    case MC_SH_REDUCE_SCATTER: fsdp_reduce_scatter(k, c); break;
+    if (failed(k) && c->kind != MC_SH_STEP_END) { /* the run is over: queue nothing more */
+        k->skipped = true;
+        return;
     }
-    k->events++;
+    static const char *const AT[] = {"the start", "a copy into a bucket", "an all-reduce", "a copy out of a bucket",
+                                     "an all-gather", "a copy-out", "a chunk_cat", "a reduce-scatter",
+                                     "a wait for a reduce-scatter", "the backward's end", "the step's end"};
+    k->at = AT[c->kind];
+    const size_t nf = c->dst_bytes / 4;
+    switch (c->kind) {
+    case MC_SH_STEP_BEGIN:
+        k->skipped = false;
+        CHECK_CUDA(cudaEventRecord(k->ev_start, k->def));
+        CHECK_CUDA(cudaEventRecord(k->ev_ag_dep, k->def)); /* after the optimizer */
+        break;
+    case MC_SH_COPY_TO_BUCKET:
+    case MC_SH_COPY_FROM_BUCKET:
+        d2d(c->dst, c->src[0], c->src_bytes[0], k->def);
+        break;
+    case MC_SH_ALLREDUCE:
+        after_default(k, k->s_ar);
+        CHECK_NCCL(ncclAllReduce(fp(c->dst), fp(c->dst), nf, ncclFloat, ncclAvg, k->comm, k->s_ar));
+        k->ncoll++;
+        break;
+    case MC_SH_ALLGATHER: { /* copy-in and all-gather on the all-gather stream */
+        const uint64_t chunk = c->src_bytes[0] + c->src_bytes[1], mine = c->dst + (uint64_t)k->rank * chunk;
+        CHECK_CUDA(cudaStreamWaitEvent(k->s_ag, k->ev_ag_dep, 0));
+        d2d(mine, c->src[0], c->src_bytes[0], k->s_ag);
+        d2d(mine + c->src_bytes[0], c->src[1], c->src_bytes[1], k->s_ag);
+        CHECK_NCCL(ncclAllGather(fp(mine), fp(c->dst), chunk / 4, ncclFloat, k->comm, k->s_ag));
+        CHECK_CUDA(cudaEventRecord(k->ev_ag[c->layer], k->s_ag));
+        k->ncoll++;
+        break;
+    }
+    case MC_SH_COPY_OUT:
+        copy_out(k, c);
+        CHECK_CUDA(cudaEventRecord(k->ev_ag_dep, k->def)); /* its output may be reused from here */
+        break;
+    case MC_SH_CHUNK_CAT:
+        chunk_cat(k, c);
+        break;
+    case MC_SH_REDUCE_SCATTER:
+        after_default(k, k->s_rs);
+        if (k->world == 1) d2d(c->out[0], c->dst, c->out_bytes[0], k->s_rs);
+        else CHECK_NCCL(ncclReduceScatter(fp(c->dst), fp(c->out[0]), c->out_bytes[0] / 4, ncclFloat, ncclAvg,
+                                          k->comm, k->s_rs));
+        CHECK_CUDA(cudaEventRecord(k->ev_rs, k->s_rs));
+        k->ncoll += k->world > 1;
+        break;
+    case MC_SH_INPUT_FREED:
+        CHECK_CUDA(cudaStreamWaitEvent(k->def, k->ev_rs, 0));
+        break;
+    case MC_SH_BACKWARD_END: {
+        cudaStream_t side[3] = {k->s_ag, k->s_rs, k->s_ar};
+        for (int i = 0; i < 3; i++) {
+            CHECK_CUDA(cudaEventRecord(k->ev_side[i], side[i]));
+            CHECK_CUDA(cudaStreamWaitEvent(k->def, k->ev_side[i], 0));
+        }
+        break;
+    }
+    case MC_SH_STEP_END: {
+        k->step_ok = false;
+        if (k->skipped) { /* part of the step was never queued: it stands for nothing */
+            abort_comm(k);
+            break;
+        }
+        CHECK_CUDA(cudaEventRecord(k->ev_stop, k->def)); /* a failure elsewhere: this step may still finish */
+        char what[32];
+        snprintf(what, sizeof what, "step %d", k->step);
+        if (!wait_event(k, k->ev_stop, what)) break;
+        float ms = 0;
+        CHECK_CUDA(cudaEventElapsedTime(&ms, k->ev_start, k->ev_stop));
+        k->time_s = (double)ms * 1e-3;
+        k->step_ok = true;
+        break;
+    }
+    }
 }
 
-/* ------------------------------------------------------------ ranks */
+/* ------------------------------------------------------------ a rank */
+
+static void ctx_open(rank_ctx *k)
+{
+    CHECK_CUDA(cudaSetDevice(k->id ? k->rank : 0));
+    cudaStream_t *s[3] = {&k->s_ag, &k->s_rs, &k->s_ar};
+    for (int i = 0; i < 3; i++) CHECK_CUDA(cudaStreamCreateWithFlags(s[i], cudaStreamNonBlocking));
+    cudaEvent_t *e[8] = {&k->ev_start, &k->ev_stop, &k->ev_dep, &k->ev_ag_dep, &k->ev_rs,
+                         &k->ev_side[0], &k->ev_side[1], &k->ev_side[2]};
+    for (int i = 0; i < 8; i++) CHECK_CUDA(cudaEventCreateWithFlags(e[i], i < 2 ? 0 : cudaEventDisableTiming));
+    k->ev_ag = (cudaEvent_t *)calloc((size_t)k->c.wl.layers, sizeof *k->ev_ag);
+    CHECK(k->ev_ag != NULL, "out of host memory");
+    for (int l = 0; l < k->c.wl.layers; l++)
+        CHECK_CUDA(cudaEventCreateWithFlags(&k->ev_ag[l], cudaEventDisableTiming));
+}
+
+static void ctx_close(rank_ctx *k)
+{
+    for (int l = 0; l < k->c.wl.layers; l++) cudaEventDestroy(k->ev_ag[l]);
+    free(k->ev_ag);
+    cudaEvent_t e[8] = {k->ev_start, k->ev_stop, k->ev_dep, k->ev_ag_dep, k->ev_rs,
+                        k->ev_side[0], k->ev_side[1], k->ev_side[2]};
+    for (int i = 0; i < 8; i++) cudaEventDestroy(e[i]);
+    cudaStream_t s[3] = {k->s_ag, k->s_rs, k->s_ar};
+    for (int i = 0; i < 3; i++) cudaStreamDestroy(s[i]);
+}
+
+/* This rank's parameters against the reference's (its rows of them). */
+static void compare(rank_ctx *k, mc_sh_run *r)
+{
+    k->max_rel = k->max_abs = 0;
+    k->worst_param = 0;
+    k->elems = k->elems_off = 0;
+    for (int i = 0; i < mc_sh_param_count(r); i++) {
+        const int64_t whole = mc_sh_param_numel(r, i);
+        const int64_t row = i % 2 ? 1 : i == 0 ? k->c.wl.in : k->c.wl.width; /* elements of a row */
+        float *mine = (float *)malloc((size_t)whole * sizeof(float));
+        CHECK(mine != NULL, "out of host memory");
+        int64_t first_row = 0;
+        const int64_t n = mc_sh_read_param(r, i, mine, &first_row);
+        const float *ref = k->ref[i] + first_row * row;
+        double diff = 0, scale = 0;
+        for (int64_t j = 0; j < whole; j++) scale = fmax(scale, fabs((double)k->ref[i][j]));
+        for (int64_t j = 0; j < n; j++) {
+            const double d = fabs((double)mine[j] - (double)ref[j]);
+            if (!(d <= MC_SH_VERIFY_TOL * scale)) k->elems_off++;
+            diff = d > diff || d != d ? d : diff;
+        }
+        k->elems += (uint64_t)n;
+        k->max_abs = fmax(k->max_abs, diff);
+        const double rel = scale > 0 ? diff / scale : diff;
+        if (rel > k->max_rel || !(rel == rel)) {
+            k->max_rel = rel;
+            k->worst_param = i;
+        }
+        free(mine);
+    }
+}
 
 static void *rank_main(void *arg)
 {
     rank_ctx *k = (rank_ctx *)arg;
-    CHECK_CUDA(cudaSetDevice(k->rank));
-    CHECK_CUDA(cudaStreamCreateWithFlags(&k->s, cudaStreamNonBlocking));
-    CHECK_CUDA(cudaEventCreate(&k->e0));
-    CHECK_CUDA(cudaEventCreate(&k->e1));
-    k->count = mc_pattern_counter_new();
-    CHECK_NCCL(ncclCommInitRank(&k->comm, k->world, *k->id, k->rank));
+    ctx_open(k);
+    if (k->id) CHECK_NCCL(ncclCommInitRank(&k->comm, k->world, *k->id, k->rank));
     mc_sh_config c = k->c;
-    c.rank = k->rank;
-    ca_backend be = ca_cuda_backend();
+    c.rank = k->id ? k->rank : 0;
     mc_sh_hooks hooks = {k, on_comm};
-    mc_sh_run *r = mc_sh_create(&c, &be, &hooks, k->err, sizeof k->err);
-    if (r && mc_sh_setup_status(r) == MC_WL_OK && sh_sharded(r)) {
-        for (int l = 0; l < r->L; l++) { /* each rank's rows of the unsharded values */
-            int64_t p = mc_fsdp_padded_rows(r->ly[l].out, k->world);
-            fill(k, r->ly[l].W.addr, r->ly[l].W.bytes / 4, SEED_PARAM + 2 * (uint64_t)l,
-                 (uint64_t)(k->rank * p * r->ly[l].in));
-            fill(k, r->ly[l].b.addr, r->ly[l].b.bytes / 4, SEED_PARAM + 2 * (uint64_t)l + 1,
-                 (uint64_t)(k->rank * p));
-        }
+    char err[256];
+    mc_sh_run *r = mc_sh_create_gpu(&c, &hooks, err, sizeof err);
+    CHECK(r != NULL, "sharded GPU run: %s", err); /* the configuration was checked */
+    k->def = (cudaStream_t)mc_sh_stream(r);
+    mc_sh_gpu_result *res = k->res;
+    if (mc_sh_setup_status(r) != MC_WL_OK) {
+        res->oom_rank = k->rank;
+        res->oom_step = 0;
+        fail(k, 0, "out of memory in set-up");
     }
-    for (int s = 0; r && s < k->steps; s++) {
+    for (int s = 0; s < k->o->steps && !failed(k); s++) {
         mc_sh_step_result sr;
-        k->comm_acc = 0;
-        if (mc_sh_step(r, &sr) != MC_WL_OK) {
-            k->res->oom = 1;
+        k->step = s + 1;
+        k->at = "the start";
+        if (k->id && k->o->fault != MC_SH_FAULT_NONE && k->o->fault_rank == k->rank && k->o->fault_step == s + 1) {
+            if (k->o->fault == MC_SH_FAULT_HANG) { /* silent: the others' deadline finds it */
+                while (!failed(k)) sched_yield();
+                break;
+            }
+            pthread_mutex_lock(&k->sh->mu);
+            if (res->oom_rank < 0) {
+                res->oom_rank = k->rank;
+                res->oom_step = s + 1;
+            }
+            pthread_mutex_unlock(&k->sh->mu);
+            fail(k, 0, "out of memory (injected)");
             break;
         }
-        CHECK_CUDA(cudaStreamSynchronize(k->s));
-        k->res->peak[k->rank][s] = sr.peak_allocated;
-        k->res->comm_s[k->rank][s] = k->comm_acc;
+        mc_wl_status st = mc_sh_step(r, &sr);
+        if (st == MC_WL_OOM) {
+            pthread_mutex_lock(&k->sh->mu);
+            if (res->oom_rank < 0) {
+                res->oom_rank = k->rank;
+                res->oom_step = s + 1;
+            }
+            pthread_mutex_unlock(&k->sh->mu);
+            char m[64];
+            snprintf(m, sizeof m, "out of memory at step %d", s + 1);
+            fail(k, 0, m);
+            break;
+        }
+        if (!k->step_ok) break;
+        if (k->o->pause_s > 0) { /* as the reference pauses, the GPU idle as long */
+            struct timespec ts = {(time_t)k->o->pause_s, (long)((k->o->pause_s - (double)(time_t)k->o->pause_s) * 1e9)};
+            nanosleep(&ts, NULL);
+        }
+        if (k->id) {
+            res->done[k->rank] = s + 1;
+            res->peak[k->rank][s] = sr.peak_allocated;
+            res->end[k->rank][s] = sr.allocated_end;
+            res->time_s[k->rank][s] = k->time_s;
+            res->loss[k->rank][s] = sr.loss;
+        }
     }
-    CHECK_CUDA(cudaStreamSynchronize(k->s));
+    if (failed(k)) abort_comm(k);
+    if (k->id && k->ref && !failed(k)) compare(k, r);
+    if (!k->id && !failed(k)) /* the reference: its parameters, whole */
+        for (int i = 0; i < mc_sh_param_count(r); i++) {
+            int64_t first_row;
+            mc_sh_read_param(r, i, k->ref[i], &first_row);
+        }
     mc_sh_destroy(r);
-    CHECK_NCCL(ncclCommDestroy(k->comm));
-    mc_pattern_counter_free(k->count);
-    CHECK_CUDA(cudaEventDestroy(k->e0));
-    CHECK_CUDA(cudaEventDestroy(k->e1));
-    CHECK_CUDA(cudaStreamDestroy(k->s));
+    if (k->id && !k->aborted) CHECK_NCCL(ncclCommDestroy(k->comm));
+    ctx_close(k);
     return NULL;
 }
 
@@ -313,58 +444,165 @@ extern "C" int mc_sh_gpu_available(int ranks, char *why, size_t len)
     return 1;
 }
 
-extern "C" int mc_sh_gpu_run(const mc_sh_config *c, int steps, mc_sh_gpu_result *res, char *err,
-                             size_t len)
+/* The one-GPU reference of verify: plain, the N ranks' batches as one, on
+ * device 0, its parameters into ref (2L arrays, whole). */
+static int reference(const mc_sh_config *c, const mc_sh_gpu_opts *o, float **ref, char *err, size_t len)
 {
-    const int world = c->world;
-    if (world < 1 || world > MC_SH_MAX_GPUS || steps < 1 || steps > MC_SH_MAX_STEPS) {
+    shared sh;
+    memset(&sh, 0, sizeof sh);
+    pthread_mutex_init(&sh.mu, NULL);
+    static mc_sh_gpu_result scratch;
+    memset(&scratch, 0, sizeof scratch);
+    scratch.oom_rank = -1;
+    rank_ctx k;
+    memset(&k, 0, sizeof k);
+    k.world = 1;
+    k.c = *c;
+    k.c.mode = MC_SH_PLAIN;
+    k.c.world = 1;
+    k.c.wl.batch = c->wl.batch * c->world;
+    k.c.data_chunks = c->world;
+    k.o = o;
+    k.sh = &sh;
+    k.res = &scratch;
+    k.ref = ref;
+    k.rank = 0;
+    rank_main(&k);
+    pthread_mutex_destroy(&sh.mu);
+    if (sh.failed) {
+        snprintf(err, len, "the one-GPU reference: %s", sh.why);
+        return -1;
+    }
+    return 0;
+}
+
+/* One run of o->steps steps over the ranks (with the one-GPU reference
+ * first where o->verify). */
+static int run_once(const mc_sh_config *c0, const mc_sh_gpu_opts *o, mc_sh_gpu_result *res, char *err,
+                    size_t len)
+{
+    mc_sh_config c = *c0;
+    const int world = c.world;
+    c.rank = 0;
+    c.trace = NULL;
+    c.data_chunks = 1;
+    c.wl.fixed_data = o->verify;
+    if (world < 1 || world > MC_SH_MAX_GPUS || o->steps < 1 || o->steps > MC_SH_MAX_STEPS) {
         snprintf(err, len, "ranks 1..%d and steps 1..%d", MC_SH_MAX_GPUS, MC_SH_MAX_STEPS);
         return -1;
     }
+    if (mc_sh_config_check(&c, err, len) != 0) return -1;
     if (!mc_sh_gpu_available(world, err, len)) return -1;
     memset(res, 0, sizeof *res);
     res->ranks = world;
-    res->steps = steps;
-    for (int q = 0; q < world; q++) { /* the model's own figures for each rank */
-        mc_sh_config m = *c;
+    res->steps = o->steps;
+    res->oom_rank = -1;
+    for (int q = 0; q < world; q++) { /* the host model of each rank */
+        mc_sh_config m = c;
         m.rank = q;
         mc_sh_run *r = mc_sh_create(&m, NULL, NULL, err, len);
         if (!r) return -1;
-        for (int s = 0; s < steps; s++) {
+        for (int s = 0; s < o->steps; s++) {
             mc_sh_step_result sr;
             mc_sh_step(r, &sr);
-            res->model[q][s] = sr.peak_allocated;
+            res->model_peak[q][s] = sr.peak_allocated;
+            res->model_end[q][s] = sr.allocated_end;
         }
         mc_sh_destroy(r);
+    }
+    float **ref = NULL;
+    if (o->verify) {
+        ref = (float **)calloc((size_t)(2 * c.wl.layers), sizeof *ref);
+        CHECK(ref != NULL, "out of host memory");
+        for (int l = 0; l < c.wl.layers; l++) {
+            int64_t in = l ? c.wl.width : c.wl.in, out = l == c.wl.layers - 1 ? c.wl.out : c.wl.width;
+            ref[2 * l] = (float *)malloc((size_t)(in * out) * sizeof(float));
+            ref[2 * l + 1] = (float *)malloc((size_t)out * sizeof(float));
+            CHECK(ref[2 * l] && ref[2 * l + 1], "out of host memory");
+        }
+        if (reference(&c, o, ref, err, len) != 0) return -1;
     }
     setenv("NCCL_NVLS_ENABLE", "0", 1); /* NVLink multicast off, whatever was set: it can take shared GPUs out of service */
     ncclUniqueId id;
     CHECK_NCCL(ncclGetUniqueId(&id));
+    shared sh;
+    memset(&sh, 0, sizeof sh);
+    pthread_mutex_init(&sh.mu, NULL);
     rank_ctx *k = (rank_ctx *)calloc((size_t)world, sizeof *k);
     pthread_t *t = (pthread_t *)calloc((size_t)world, sizeof *t);
     CHECK(k && t, "out of host memory");
+    sh.ranks = k;
+    sh.nranks = world;
+    for (int q = 0; q < world; q++) k[q].at = "set-up";
     for (int q = 0; q < world; q++) {
         k[q].rank = q;
         k[q].world = world;
-        k[q].c = *c;
+        k[q].c = c;
+        k[q].o = o;
         k[q].id = &id;
+        k[q].sh = &sh;
         k[q].res = res;
-        k[q].steps = steps;
+        k[q].ref = ref;
         CHECK(pthread_create(&t[q], NULL, rank_main, &k[q]) == 0, "pthread_create");
     }
+    for (int q = 0; q < world; q++) pthread_join(t[q], NULL);
     int rc = 0;
-    for (int q = 0; q < world; q++) {
-        pthread_join(t[q], NULL);
-        res->collectives += k[q].ncoll;
-        res->bad_values += k[q].bad;
-        if (k[q].err[0]) {
-            snprintf(err, len, "rank %d: %s", q, k[q].err);
-            rc = -1;
-        }
+    if (sh.failed && sh.fatal) {
+        snprintf(err, len, "%s", sh.why);
+        rc = -1;
     }
+    res->verified = o->verify && !sh.failed;
+    res->loss_falls = res->verified;
+    for (int q = 0; q < world; q++) {
+        res->collectives += k[q].ncoll;
+        if (!res->verified) continue;
+        if (k[q].max_rel > res->max_rel || q == 0 || k[q].max_rel != k[q].max_rel) {
+            res->max_rel = k[q].max_rel;
+            res->worst_rank = q;
+            res->worst_param = k[q].worst_param;
+        }
+        res->max_abs = fmax(res->max_abs, k[q].max_abs);
+        res->elems += k[q].elems;
+        res->elems_off += k[q].elems_off;
+        if (!(res->loss[q][o->steps - 1] < res->loss[q][0])) res->loss_falls = false;
+    }
+    res->passed = res->verified && res->max_rel <= MC_SH_VERIFY_TOL && res->loss_falls;
+    if (ref)
+        for (int i = 0; i < 2 * c.wl.layers; i++) free(ref[i]);
+    free(ref);
     free(k);
     free(t);
+    pthread_mutex_destroy(&sh.mu);
     return rc;
+}
+
+extern "C" int mc_sh_gpu_run(const mc_sh_config *c, const mc_sh_gpu_opts *o, mc_sh_gpu_result *res,
+                             char *err, size_t len)
+{
+    if (o->verify) { /* the check first, in a run of its own (sharded_gpu.h) */
+        mc_sh_config cc = *c;
+        if (cc.wl.optimizer == MC_WL_ADAM) {
+            cc.wl.optimizer = MC_WL_MOMENTUM;
+            cc.wl.lr = 0; /* momentum's default */
+        }
+        static mc_sh_gpu_result check;
+        if (run_once(&cc, o, &check, err, len) != 0) return -1;
+        mc_sh_gpu_opts timed = *o;
+        timed.verify = false;
+        if (run_once(c, &timed, res, err, len) != 0) return -1;
+        res->verified = check.verified;
+        res->passed = check.passed;
+        res->max_rel = check.max_rel;
+        res->max_abs = check.max_abs;
+        res->worst_rank = check.worst_rank;
+        res->worst_param = check.worst_param;
+        res->elems = check.elems;
+        res->elems_off = check.elems_off;
+        res->loss_falls = check.loss_falls;
+        res->check_oom = check.oom_rank >= 0;
+        return 0;
+    }
+    return run_once(c, o, res, err, len);
 }
 
 #endif /* MC_HAVE_NCCL */

@@ -1,30 +1,53 @@
-/* sharded_gpu.h: the data-parallel step of sharded_seq.h on real GPUs, one
- * thread per GPU (rank r on device r), each with its own caching-allocator
- * model over the CUDA backend and its own NCCL communicator
- * (ncclCommInitRank with one unique id). Every collective the step needs
- * (sharded_seq.h mc_sh_comm) runs for real on the blocks the rank's
- * allocator handed out: DDP's bucket all-reduce, FSDP's all-gather and
- * reduce-scatter, with the copies around them. The network's arithmetic is
- * not run (it is the same in every mode); the gradients and shards hold
- * seeded values instead, so that every collective is verified: an
- * all-reduced bucket must equal the sum of every rank's values, a gathered
- * parameter the values its owners hold, a reduce-scattered shard the sum of
- * the ranks' gradient rows. The 1/N averaging PyTorch applies (DDP while
- * copying into the bucket, FSDP2 around the reduce-scatter) is left out:
- * it moves no byte and allocates nothing, and sums of small integers stay
- * exact. Device time of the collectives and their copies is taken with
- * CUDA events around each; every rank issues its work on one stream of
- * its own (PyTorch overlaps the collectives with compute on side streams;
- * with no compute here there is nothing to overlap).
+/* sharded_gpu.h: the data-parallel training step of sharded_seq.h run for
+ * real on N GPUs, one thread per GPU (rank r on device r), each with its
+ * own caching-allocator model over the CUDA backend (so its figures are
+ * the allocator's, request for request the host model's), its own NCCL
+ * communicator (ncclCommInitRank over one unique id) and its own streams:
  *
- * NCCL_NVLS_ENABLE=0 is set (setenv, unless already set) before the
- * communicators are made: NVLink multicast stays off.
+ *   default       the forward, the loss, the backward, the optimizer step
+ *                 (the workload's kernels, core/wl_gpu.h), and the copies
+ *                 PyTorch makes there (DDP's into and out of the buckets,
+ *                 FSDP2's copy-out and chunk_cat);
+ *   all-reduce    DDP: each bucket's all-reduce, launched when its last
+ *                 gradient is in, overlapping the rest of the backward;
+ *   all-gather    FSDP2: the copy-in and all-gather of each layer, which
+ *                 run ahead of the forward (PyTorch's implicit prefetch)
+ *                 and one layer ahead in the backward (explicit prefetch);
+ *   reduce-scatter FSDP2: each layer's gradients, overlapping the backward
+ *                 of the layers below.
+ *
+ * Every cross-stream use is ordered by events as PyTorch orders it: an
+ * all-gather waits for the copy-out before it (whose all-gather output it
+ * may reuse) and, at the step's start, for the optimizer; the default
+ * stream waits for an all-gather before its copy-out, for a reduce-scatter
+ * before its input is freed, and for every collective at the end of the
+ * backward. Reductions average (ncclAvg), as DDP's 1/N and FSDP2's divide.
+ *
+ * The check (verify), a run of its own before the timed one: the ranks
+ * and a one-GPU run of the same global batch (plain, the N ranks' batches
+ * drawn on one GPU, fixed from step to step, on device 0) train the same
+ * steps; then every rank's parameters (its shard under zero2/fsdp) must
+ * equal the one GPU's within a relative 1e-5 (|a - b| over max |b| of each
+ * parameter), and each rank's loss must fall. Where the run trains with
+ * Adam the check trains with SGD with momentum instead: Adam divides each
+ * element's step by its gradient's size, so fp32's rounding of the sum
+ * over the batch (which the GPU count changes) moves elements of tiny
+ * gradient by about lr either way: after 8 steps at width 1024, 24% of the
+ * elements were beyond 1e-5 on two H100s, the largest 1.3e-3, while
+ * momentum stayed within 1.2e-7. The optimizer's kernels are the
+ * workload's, checked against float64 by build/workload --verify.
+ *
+ * NCCL_NVLS_ENABLE=0 is set before the communicators are made: NVLink
+ * multicast stays off. A rank that runs out of memory, or a step that does
+ * not finish within the deadline, makes the runner abort every
+ * communicator (ncclCommAbort from the watchdog), so every rank stops.
  *
  * Built without NCCL (no -DMC_HAVE_NCCL), mc_sh_gpu_available says so and
  * mc_sh_gpu_run refuses. */
 #ifndef MC_SHARDED_GPU_H
 #define MC_SHARDED_GPU_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,24 +59,56 @@ extern "C" {
 
 #define MC_SH_MAX_GPUS 16
 #define MC_SH_MAX_STEPS 64
+#define MC_SH_VERIFY_TOL 1e-5 /* relative: max |a - b| / max |b| of a parameter */
 
 typedef struct {
     int ranks, steps;
-    uint64_t peak[MC_SH_MAX_GPUS][MC_SH_MAX_STEPS];   /* each rank's max_memory_allocated per step */
-    uint64_t model[MC_SH_MAX_GPUS][MC_SH_MAX_STEPS];  /* the same rank's host-backend prediction */
-    double comm_s[MC_SH_MAX_GPUS][MC_SH_MAX_STEPS];   /* events: the step's collectives and copies */
-    uint64_t collectives;                             /* collectives run, all ranks */
-    uint64_t bad_values;                              /* verification mismatches, all ranks */
-    int oom;                                          /* a rank ran out of memory */
+    int done[MC_SH_MAX_GPUS];                             /* steps each rank finished whole (their figures stand) */
+    uint64_t peak[MC_SH_MAX_GPUS][MC_SH_MAX_STEPS];       /* max_memory_allocated, each step */
+    uint64_t end[MC_SH_MAX_GPUS][MC_SH_MAX_STEPS];        /* memory_allocated after zero_grad */
+    uint64_t model_peak[MC_SH_MAX_GPUS][MC_SH_MAX_STEPS]; /* the same rank's host model */
+    uint64_t model_end[MC_SH_MAX_GPUS][MC_SH_MAX_STEPS];
+    double time_s[MC_SH_MAX_GPUS][MC_SH_MAX_STEPS];       /* CUDA events around the step, s */
+    double loss[MC_SH_MAX_GPUS][MC_SH_MAX_STEPS];         /* the rank's loss on its batch */
+    uint64_t collectives;                                 /* collectives run, all ranks */
+    int oom_rank;                                         /* the rank that ran out of memory, or -1 */
+    int oom_step;                                         /* and its step (0: set-up) */
+    bool verified;                                        /* the check ran */
+    bool passed;                                          /* and passed (the rule above) */
+    double max_rel;                                       /* its worst element, relative */
+    double max_abs;                                       /* and absolute */
+    int worst_rank, worst_param;
+    uint64_t elems, elems_off;                            /* compared; beyond MC_SH_VERIFY_TOL */
+    bool loss_falls;                                      /* every rank's last loss < its first */
+    bool check_oom;                                       /* the check ran out of memory */
 } mc_sh_gpu_result;
+
+/* A rank that fails on purpose at the start of a step (the tests of the
+ * stopping): it reports running out of memory, or it hangs, queueing
+ * nothing more and saying nothing, until the others give up. */
+typedef enum { MC_SH_FAULT_NONE, MC_SH_FAULT_OOM, MC_SH_FAULT_HANG } mc_sh_fault;
+
+typedef struct {
+    int steps;             /* 1 .. MC_SH_MAX_STEPS */
+    bool verify;           /* the one-GPU check first, a run of its own */
+    double deadline_s;     /* a step (or set-up) that takes longer aborts the run; 0: 300 s */
+    double pause_s;        /* idle time after each step (tests/torch/fsdp_reference.py pauses
+                              0.3 s so that NCCL's watchdog lets go of the step's tensors) */
+    mc_sh_fault fault;     /* and where: rank fault_rank at the start of step fault_step */
+    int fault_rank, fault_step;
+} mc_sh_gpu_opts;
 
 /* 1 if this build has NCCL and `ranks` CUDA devices exist; else 0 with the
  * reason ("built without NCCL (set NCCL_HOME)", "needs 2 GPUs, found 1"). */
 int mc_sh_gpu_available(int ranks, char *why, size_t len);
 
-/* Runs `steps` steps of c->mode over c->world GPUs (c->rank is ignored).
- * Returns 0, or -1 with the reason in err. */
-int mc_sh_gpu_run(const mc_sh_config *c, int steps, mc_sh_gpu_result *res, char *err, size_t len);
+/* Runs o->steps steps of c->mode over c->world GPUs (c->rank is ignored).
+ * An out-of-memory rank is a result (oom_rank, the steps before it kept).
+ * Returns 0, or -1 with one line in err (a bad configuration, too few GPUs,
+ * a rank past the deadline: "rank 0: step 3 not done after 300 s (rank 1
+ * stopped queueing at the start of step 3)"). */
+int mc_sh_gpu_run(const mc_sh_config *c, const mc_sh_gpu_opts *o, mc_sh_gpu_result *res, char *err,
+                  size_t len);
 
 #ifdef __cplusplus
 }

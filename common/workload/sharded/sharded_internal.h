@@ -23,6 +23,8 @@ typedef struct {
     wl_t ag;               /* zero2, fsdp: this layer's all-gather output */
     wl_t rs_in;            /* zero2, fsdp: this layer's reduce-scatter input */
     wl_t rs_out;           /* zero2, fsdp: the flat sharded grads (.grad are views of it) */
+    wl_t gWs, gbs;         /* zero2, fsdp: those views (addresses into rs_out, no block of
+                              their own), what the optimizer reads on the GPU */
     wl_t gW, gb;           /* plain, ddp: .grad; zero2, fsdp: the unsharded param's .grad */
     wl_t mW, mb, vW, vb;   /* momentum_buffer or exp_avg; exp_avg_sq (local shard sizes) */
     wl_t sW, sb;           /* Adam's _foreach_sqrt temporaries */
@@ -57,6 +59,10 @@ struct mc_sh_run {
 /* The context core/wl_ctx.h's shorthands (A, AK, F) act on, in functions
  * with a `mc_sh_run *r`. */
 #define WL_CTX (&r->ctx)
+/* On the GPU (NULL in a model-only run): the arithmetic's context, a tensor's pointer. */
+#define G (r->ctx.gpu)
+#define P(t) WL_PTR(t)
+#define FP(t) ((float *)WL_PTR(t))
 
 /* sharded_layout.c: what a rank holds of each parameter, and DDP's buckets. */
 bool sh_sharded(const mc_sh_run *r);                 /* zero2 or fsdp */

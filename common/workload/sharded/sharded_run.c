@@ -2,6 +2,7 @@
  * configuration, set-up as the wrapper leaves the model (DDP's bucket,
  * FSDP2's shards), steps, and the model-only prediction. The step's
  * requests are sharded_seq.c's; shard sizes and buckets sharded_layout.c's. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,11 @@ static int setup(mc_sh_run *r)
         sh_layer *y = &r->ly[l];
         AK(y->W, (uint64_t)(y->out * y->in) * 4, MC_WL_WEIGHTS, "weight");
         AK(y->b, (uint64_t)y->out * 4, MC_WL_WEIGHTS, "bias");
+        if (G) { /* build/workload's init (mlp_seq.c): the same on every rank */
+            float bound = (float)(1.0 / sqrt((double)y->in));
+            mc_gpu_uniform(G, FP(y->W), y->out * y->in, bound, r->c.wl.seed, 2 * (uint64_t)l);
+            mc_gpu_uniform(G, FP(y->b), y->out, bound, r->c.wl.seed, 2 * (uint64_t)l + 1);
+        }
     }
     if (r->c.mode == MC_SH_PLAIN) return 0;
     if (r->c.mode == MC_SH_DDP) {
@@ -106,6 +112,13 @@ static int setup(mc_sh_run *r)
         wl_t w = {0}, b = {0};
         AK(w, sh_shard_bytes(r, l, false), MC_WL_WEIGHTS, "padded shard (weight)");
         AK(b, sh_shard_bytes(r, l, true), MC_WL_WEIGHTS, "padded shard (bias)");
+        if (G) { /* this rank's rows, zeros past the parameter's end */
+            const uint64_t first = (uint64_t)(mc_fsdp_padded_rows(y->out, r->c.world) * r->c.rank);
+            mc_gpu_zero(G, P(w), w.bytes);
+            mc_gpu_zero(G, P(b), b.bytes);
+            mc_gpu_copy(G, P(w), FP(y->W) + first * (uint64_t)y->in, sh_local_bytes(r, l, false));
+            mc_gpu_copy(G, P(b), FP(y->b) + first, sh_local_bytes(r, l, true));
+        }
         F(y->W);
         F(y->b);
         wl_move(&r->ctx, &y->W, &w);
@@ -114,8 +127,8 @@ static int setup(mc_sh_run *r)
     return barrier(r);
 }
 
-mc_sh_run *mc_sh_create(const mc_sh_config *c, const ca_backend *backend, const mc_sh_hooks *hooks,
-                        char *err, size_t len)
+static mc_sh_run *create(const mc_sh_config *c, const ca_backend *backend, bool on_gpu,
+                         const mc_sh_hooks *hooks, char *err, size_t len)
 {
     if (mc_sh_config_check(c, err, len) != 0) return NULL;
     mc_sh_run *r = calloc(1, sizeof *r);
@@ -123,7 +136,7 @@ mc_sh_run *mc_sh_create(const mc_sh_config *c, const ca_backend *backend, const 
     r->c = *c;
     if (hooks) r->hooks = *hooks;
     if (backend) wl_ctx_open_backend(&r->ctx, &c->wl.alloc, *backend);
-    else wl_ctx_open(&r->ctx, &c->wl.alloc, false, c->wl.host_capacity, 1, c->trace, c->trace_steps);
+    else wl_ctx_open(&r->ctx, &c->wl.alloc, on_gpu, c->wl.host_capacity, 1, c->trace, c->trace_steps);
     r->L = c->wl.layers;
     r->ly = calloc((size_t)r->L, sizeof *r->ly);
     r->bucket = calloc((size_t)(2 * r->L), sizeof *r->bucket);
@@ -136,16 +149,53 @@ mc_sh_run *mc_sh_create(const mc_sh_config *c, const ca_backend *backend, const 
     wl_optim_init(&r->opt, c->wl.optimizer, c->wl.lr, false);
     r->params = calloc((size_t)(2 * r->L), sizeof *r->params);
     CHECK(r->params != NULL, "out of host memory");
-    for (int l = 0; l < r->L; l++) {
+    const bool sh = sh_sharded(r);
+    for (int l = 0; l < r->L; l++) { /* the optimizer's tensors: local shards and sharded grads */
         sh_layer *y = &r->ly[l];
-        r->params[2 * l] = (wl_opt_param){&y->W, &y->gW, &y->mW, &y->vW, &y->sW, y->out * y->in,
-                                          sh_local_bytes(r, l, false), " (weight)"};
-        r->params[2 * l + 1] = (wl_opt_param){&y->b, &y->gb, &y->mb, &y->vb, &y->sb, y->out,
-                                              sh_local_bytes(r, l, true), " (bias)"};
+        const uint64_t wb = sh_local_bytes(r, l, false), bb = sh_local_bytes(r, l, true);
+        r->params[2 * l] = (wl_opt_param){&y->W, sh ? &y->gWs : &y->gW, &y->mW, &y->vW, &y->sW,
+                                          (int64_t)(wb / 4), wb, " (weight)"};
+        r->params[2 * l + 1] = (wl_opt_param){&y->b, sh ? &y->gbs : &y->gb, &y->mb, &y->vb, &y->sb,
+                                              (int64_t)(bb / 4), bb, " (bias)"};
     }
     r->status = MC_WL_OK;
     if (setup(r) != 0) r->status = MC_WL_OOM;
     return r;
+}
+
+mc_sh_run *mc_sh_create(const mc_sh_config *c, const ca_backend *backend, const mc_sh_hooks *hooks,
+                        char *err, size_t len)
+{
+    return create(c, backend, false, hooks, err, len);
+}
+
+mc_sh_run *mc_sh_create_gpu(const mc_sh_config *c, const mc_sh_hooks *hooks, char *err, size_t len)
+{
+    if (c->data_chunks > 1 && c->wl.batch % c->data_chunks != 0) {
+        snprintf(err, len, "the batch (%lld rows) is not %d chunks", (long long)c->wl.batch, c->data_chunks);
+        return NULL;
+    }
+    return create(c, NULL, true, hooks, err, len);
+}
+
+void *mc_sh_stream(const mc_sh_run *r) { return r->ctx.gpu ? mc_gpu_stream_ptr(r->ctx.gpu) : NULL; }
+
+int mc_sh_param_count(const mc_sh_run *r) { return 2 * r->L; }
+
+int64_t mc_sh_param_numel(const mc_sh_run *r, int i)
+{
+    const sh_layer *y = &r->ly[i / 2];
+    return i % 2 ? y->out : y->out * y->in;
+}
+
+int64_t mc_sh_read_param(mc_sh_run *r, int i, float *host, int64_t *first_row)
+{
+    CHECK(G != NULL && i >= 0 && i < 2 * r->L, "mc_sh_read_param: on a GPU, 0 <= i < 2L");
+    const sh_layer *y = &r->ly[i / 2];
+    const int64_t n = r->params[i].n;
+    *first_row = sh_sharded(r) ? mc_fsdp_padded_rows(y->out, r->c.world) * r->c.rank : 0;
+    if (n > 0) mc_gpu_to_host(G, host, P(*r->params[i].p), n, MC_DT_F32);
+    return n;
 }
 
 mc_wl_status mc_sh_setup_status(const mc_sh_run *r) { return r->status; }
@@ -155,6 +205,7 @@ mc_wl_status mc_sh_step(mc_sh_run *r, mc_sh_step_result *out)
 {
     memset(out, 0, sizeof *out);
     out->step = ++r->step;
+    out->loss = NAN;
     r->ctx.step = r->step;
     if (r->status == MC_WL_OK) {
         wl_reset_peak(&r->ctx);
@@ -162,6 +213,12 @@ mc_wl_status mc_sh_step(mc_sh_run *r, mc_sh_step_result *out)
         int rc = sh_seq_micro_step(r);
         if (rc == 0) rc = sh_seq_optimizer(r);
         if (rc == 0) sh_seq_zero_grad(r);
+        if (G && rc == 0) { /* the runner times the step and waits for it */
+            mc_sh_comm end = {.kind = MC_SH_STEP_END};
+            if (r->hooks.comm) r->hooks.comm(r->hooks.ctx, &end);
+            mc_gpu_sync(G);
+            out->loss = mc_gpu_slot_loss(G, 0);
+        }
         /* An OOM ends the run: the figures so far stand, no further step runs. */
         if (rc != 0 || r->ctx.oom) r->status = MC_WL_OOM;
     }

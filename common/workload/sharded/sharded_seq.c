@@ -12,7 +12,12 @@
  *   after the parameters' AccumulateGrad nodes): reshard, reduce-scatter.
  * - DDP: AccumulateGrad's post hook copies each gradient into its bucket and
  *   launches the bucket's all-reduce when the bucket is complete; the final
- *   callback copies the buckets back into .grad. No request is made. */
+ *   callback copies the buckets back into .grad. No request is made.
+ *
+ * On a GPU (G set) each request is followed by the arithmetic that fills the
+ * tensor, with the workload's kernels (core/wl_gpu.h) on the rank's stream,
+ * as mlp_seq.c runs them for the same fp32 step; the collectives and their
+ * copies are the runner's (the hooks, sharded_gpu.cu). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,8 +56,14 @@ static int fsdp_unshard(mc_sh_run *r, int l)
     sh_layer *y = &r->ly[l];
     if (r->c.world == 1 || y->ag.addr || y->uW.addr) return 0; /* N=1, prefetched, or unsharded */
     const uint64_t shard = sh_shard_bytes(r, l, false) + sh_shard_bytes(r, l, true);
-    return wl_alloc_on(WL_CTX, SH_STREAM_ALL_GATHER, &y->ag, (uint64_t)r->c.world * shard, MC_WL_WEIGHTS,
-                       false, "all_gather_output");
+    if (wl_alloc_on(WL_CTX, SH_STREAM_ALL_GATHER, &y->ag, (uint64_t)r->c.world * shard, MC_WL_WEIGHTS,
+                    false, "all_gather_output"))
+        return -1;
+    mc_sh_comm c = {.kind = MC_SH_ALLGATHER, .dst = y->ag.addr, .dst_bytes = y->ag.bytes,
+                    .src = {y->W.addr, y->b.addr}, .src_bytes = {y->W.bytes, y->b.bytes}};
+    fill_shapes(r, l, &c);
+    comm(r, &c);
+    return 0;
 }
 
 /* wait_for_unshard: copy-out into each parameter's unsharded storage (W,
@@ -67,7 +78,7 @@ static int fsdp_wait_unshard(mc_sh_run *r, int l, bool forward)
     A(y->ub, (uint64_t)r->c.world * sh_shard_bytes(r, l, true), MC_WL_WEIGHTS, "unsharded bias");
     A(r->copy_meta, sh_split_copy_scratch_bytes(r, l), MC_WL_OTHER, "split_with_sizes_copy metadata");
     F(r->copy_meta);
-    mc_sh_comm c = {.kind = MC_SH_ALLGATHER, .dst = y->ag.addr, .dst_bytes = y->ag.bytes,
+    mc_sh_comm c = {.kind = MC_SH_COPY_OUT, .dst = y->ag.addr, .dst_bytes = y->ag.bytes,
                     .src = {y->W.addr, y->b.addr}, .src_bytes = {y->W.bytes, y->b.bytes},
                     .out = {y->uW.addr, y->ub.addr}, .out_bytes = {y->uW.bytes, y->ub.bytes}};
     fill_shapes(r, l, &c);
@@ -87,6 +98,17 @@ static void fsdp_reshard(mc_sh_run *r, int l)
     F(r->ly[l].ub);
 }
 
+/* The previous reduce-scatter's input goes once that reduce-scatter is done
+ * (the default stream waits for it, as FSDP2's post_backward does). */
+static void free_rs_input(mc_sh_run *r)
+{
+    if (!r->rs_state) return;
+    mc_sh_comm c = {.kind = MC_SH_INPUT_FREED, .dst = r->rs_state->addr, .dst_bytes = r->rs_state->bytes};
+    comm(r, &c);
+    F(*r->rs_state);
+    r->rs_state = NULL;
+}
+
 /* post_backward: reshard, the previous reduce-scatter input freed, this
  * layer's made, the unsharded grads freed after chunk_cat, reduce_output
  * made (it holds the sharded grads). */
@@ -94,27 +116,27 @@ static int fsdp_post_backward(mc_sh_run *r, int l)
 {
     sh_layer *y = &r->ly[l];
     fsdp_reshard(r, l);
-    if (r->rs_state) {
-        F(*r->rs_state);
-        r->rs_state = NULL;
-    }
+    free_rs_input(r);
     const uint64_t shard = sh_shard_bytes(r, l, false) + sh_shard_bytes(r, l, true);
     A(y->rs_in, (uint64_t)r->c.world * shard, MC_WL_GRADS, "reduce_scatter_input");
-    mc_sh_comm c = {.kind = MC_SH_REDUCE_SCATTER, .dst = y->rs_in.addr, .dst_bytes = y->rs_in.bytes,
+    mc_sh_comm c = {.kind = MC_SH_CHUNK_CAT, .dst = y->rs_in.addr, .dst_bytes = y->rs_in.bytes,
                     .src = {y->gW.addr, y->gb.addr}, .src_bytes = {y->gW.bytes, y->gb.bytes}};
     fill_shapes(r, l, &c);
     A(r->copy_meta, sh_chunk_cat_scratch_bytes(r, l), MC_WL_OTHER, "chunk_cat metadata");
     F(r->copy_meta);
-    comm(r, &c); /* the copy-in (chunk_cat) only reads the grads */
+    comm(r, &c); /* the copy-in only reads the grads */
     F(y->gW); /* foreach_reduce drops the weight's; the bias's goes after reduce_output */
     if (wl_alloc_on(WL_CTX, SH_STREAM_REDUCE_SCATTER, &y->rs_out, shard, MC_WL_GRADS, false,
                     "reduce_output (sharded grads)"))
         return -1;
     F(y->gb);
+    c.kind = MC_SH_REDUCE_SCATTER;
     c.out[0] = y->rs_out.addr;
     c.out_bytes[0] = y->rs_out.bytes;
-    c.src[0] = c.src[1] = 0; /* second call: the reduce-scatter itself */
+    c.src[0] = c.src[1] = 0;
     comm(r, &c);
+    y->gWs.addr = y->rs_out.addr; /* the sharded .grad: views of reduce_output */
+    y->gbs.addr = y->rs_out.addr + sh_shard_bytes(r, l, false);
     r->rs_state = &y->rs_in;
     return 0;
 }
@@ -198,13 +220,20 @@ static int ddp_step_begin(mc_sh_run *r)
 
 /* ------------------------------------------------------------ the step */
 
-static int reduce_scratch(mc_sh_run *r, int64_t outputs, int64_t inputs, bool along_rows)
+/* gpu_reduce_kernel's scratch (none where it needs no global reduce),
+ * allocated around the reduction; on the GPU the bias gradient gb of
+ * layer l (NULL: the loss's mean, whose kernel takes none) uses it. */
+static int reduce_scratch(mc_sh_run *r, int64_t outputs, int64_t inputs, bool along_rows, int l)
 {
     uint64_t buf = 0, sem = 0;
     wl_reduce_scratch(outputs, inputs, along_rows, 4, 4, r->c.wl.sm_count, &buf, &sem);
-    if (!buf) return 0;
-    A(r->red_buf, buf, MC_WL_OTHER, "reduction buffer");
-    A(r->red_sem, sem, MC_WL_OTHER, "reduction semaphores");
+    if (buf) {
+        A(r->red_buf, buf, MC_WL_OTHER, "reduction buffer");
+        A(r->red_sem, sem, MC_WL_OTHER, "reduction semaphores");
+    }
+    if (G && l >= 0)
+        mc_gpu_bias_grad(G, P(r->ly[l].gbt), P(r->ly[l].gh), r->c.wl.batch, r->ly[l].out, MC_DT_F32,
+                         P(r->red_buf), r->red_buf.bytes);
     F(r->red_sem);
     F(r->red_buf);
     return 0;
@@ -215,12 +244,17 @@ static int reduce_scratch(mc_sh_run *r, int64_t outputs, int64_t inputs, bool al
 static int workspaces(mc_sh_run *r, bool backward, bool lt)
 {
     if (!backward) {
-        if (!r->ws_fwd.addr)
+        if (!r->ws_fwd.addr) {
             AK(r->ws_fwd, MC_PT_CUBLAS_WS_BYTES, MC_WL_WORKSPACE, "cuBLAS workspace, forward thread");
-        if (lt && !r->lt_fwd.addr)
+            if (G) mc_gpu_set_workspace(G, 0, P(r->ws_fwd), r->ws_fwd.bytes);
+        }
+        if (lt && !r->lt_fwd.addr) {
             AK(r->lt_fwd, MC_PT_CUBLASLT_WS_BYTES, MC_WL_WORKSPACE, "cuBLASLt workspace, forward thread");
+            if (G) mc_gpu_set_lt_workspace(G, 0, P(r->lt_fwd), r->lt_fwd.bytes);
+        }
     } else if (!r->ws_bwd.addr) {
         AK(r->ws_bwd, MC_PT_CUBLAS_WS_BYTES, MC_WL_WORKSPACE, "cuBLAS workspace, backward thread");
+        if (G) mc_gpu_set_workspace(G, 1, P(r->ws_bwd), r->ws_bwd.bytes);
     }
     return 0;
 }
@@ -234,9 +268,12 @@ static int forward(mc_sh_run *r)
         if (sh && (fsdp_unshard(r, l) || fsdp_wait_unshard(r, l, true))) return -1;
         A(y->h, mb * y->out * 4, MC_WL_ACTIVATIONS, "addmm output of Linear");
         if (workspaces(r, false, MC_PT_ADDMM_USES_LT(y->in, y->out))) return -1;
+        if (G) mc_gpu_linear(G, 0, P(y->h), l ? P(r->ly[l - 1].r) : P(r->x), sh ? P(y->uW) : P(y->W),
+                             sh ? P(y->ub) : P(y->b), mb, y->in, y->out, MC_DT_F32);
         if (sh && r->c.mode == MC_SH_FSDP) fsdp_reshard(r, l);
         if (l < r->L - 1) {
             A(y->r, mb * y->out * 4, MC_WL_ACTIVATIONS, "relu output");
+            if (G) mc_gpu_relu(G, P(y->r), P(y->h), mb * y->out, MC_DT_F32);
             F(y->h);
         }
     }
@@ -252,9 +289,11 @@ static int loss_fwd(mc_sh_run *r)
     const int64_t n = r->c.wl.batch * r->c.wl.out;
     A(r->mse, n * 4, MC_WL_ACTIVATIONS, "mse_loss elementwise");
     A(r->mse_tmp, n * 4, MC_WL_ACTIVATIONS, "mse_loss second [n]");
-    if (reduce_scratch(r, 1, n, false)) return -1;
+    if (reduce_scratch(r, 1, n, false, -1)) return -1;
+    if (G) mc_gpu_mse(G, FP(r->mse), FP(r->mse_tmp), FP(r->ly[r->L - 1].h), FP(r->y), n, 1.0f);
     F(r->mse_tmp);
     A(r->loss, 4, MC_WL_OTHER, "loss");
+    if (G) mc_gpu_scalar(G, FP(r->loss), FP(r->mse), NULL, 1.0f);
     F(r->mse);
     return 0;
 }
@@ -263,14 +302,18 @@ static int addmm_bwd(mc_sh_run *r, int l)
 {
     sh_layer *y = &r->ly[l];
     const int64_t mb = r->c.wl.batch;
+    const void *W = sh_sharded(r) ? P(y->uW) : P(y->W);
     if (l > 0) {
         A(r->ly[l - 1].gr, mb * y->in * 4, MC_WL_ACTIVATIONS, "mm grad of the input");
         if (workspaces(r, true, false)) return -1;
+        if (G) mc_gpu_gemm_dx(G, 1, P(r->ly[l - 1].gr), P(y->gh), W, mb, y->in, y->out, MC_DT_F32);
     }
     A(y->gWt, y->out * y->in * 4, MC_WL_GRADS, "mm grad of the weight");
     if (workspaces(r, true, false)) return -1;
+    if (G) mc_gpu_gemm_dw(G, 1, P(y->gWt), P(y->gh), l ? P(r->ly[l - 1].r) : P(r->x), mb, y->in, y->out,
+                          MC_DT_F32);
     A(y->gbt, y->out * 4, MC_WL_GRADS, "sum grad of the bias");
-    if (reduce_scratch(r, y->out, mb, true)) return -1;
+    if (reduce_scratch(r, y->out, mb, true, l)) return -1;
     F(y->gh);
     /* AccumulateGrad, bias first (the younger node): .grad steals the block. */
     wl_move(WL_CTX, &y->gb, &y->gbt);
@@ -284,9 +327,13 @@ static int backward(mc_sh_run *r)
 {
     const int L = r->L;
     const bool sh = sh_sharded(r);
+    const int64_t n = r->c.wl.batch * r->c.wl.out;
     A(r->ones, 4, MC_WL_OTHER, "backward's ones_like");
+    if (G) mc_gpu_fill(G, FP(r->ones), 1.0f, 1);
     A(r->gdiv, 4, MC_WL_OTHER, "DivBackward0");
-    A(r->ly[L - 1].gh, r->c.wl.batch * r->c.wl.out * 4, MC_WL_ACTIVATIONS, "MseLossBackward0");
+    if (G) mc_gpu_scalar(G, FP(r->gdiv), FP(r->ones), NULL, 1.0f);
+    A(r->ly[L - 1].gh, n * 4, MC_WL_ACTIVATIONS, "MseLossBackward0");
+    if (G) mc_gpu_mse_bwd(G, FP(r->ly[L - 1].gh), FP(r->ly[L - 1].h), FP(r->y), FP(r->gdiv), n);
     F(r->gdiv);
     for (int l = L - 1; l >= 0; l--) {
         if (sh) { /* pre-backward: gather (unless prefetched), then prefetch layer l-1 */
@@ -298,26 +345,47 @@ static int backward(mc_sh_run *r)
         if (l > 0) { /* ReluBackward0 of layer l-1 */
             sh_layer *p = &r->ly[l - 1];
             A(p->gh, r->c.wl.batch * p->out * 4, MC_WL_ACTIVATIONS, "grad of the Linear output");
+            if (G) mc_gpu_relu_bwd(G, P(p->gh), P(p->gr), P(p->r), r->c.wl.batch * p->out, MC_DT_F32);
             F(p->gr);
             F(p->r);
         }
     }
     if (sh) { /* the root's final callback: layer 0's post-backward, the last input */
         if (fsdp_post_backward(r, 0)) return -1;
-        F(*r->rs_state);
-        r->rs_state = NULL;
+        free_rs_input(r);
     }
+    mc_sh_comm end = {.kind = MC_SH_BACKWARD_END};
+    comm(r, &end);
     ddp_finalize(r);
     F(r->ones);
     return 0;
 }
 
+/* x and y: data_chunks chunks of rows, chunk q drawn as rank
+ * rank * data_chunks + q draws its one, from the step's numbers (the same
+ * every step with fixed_data), so that one GPU can draw N ranks' batches. */
+static void draw_batch(mc_sh_run *r)
+{
+    const int chunks = r->c.data_chunks > 1 ? r->c.data_chunks : 1;
+    const int64_t rows = r->c.wl.batch / chunks, in = r->c.wl.in, out = r->c.wl.out;
+    const uint64_t step = r->c.wl.fixed_data ? 0 : (uint64_t)(r->step - 1);
+    for (int q = 0; q < chunks; q++) {
+        const uint64_t id = step * 65536 * 65536 + (uint64_t)r->c.rank * (uint64_t)chunks + (uint64_t)q;
+        mc_gpu_randn(G, FP(r->x) + q * rows * in, rows * in, r->c.wl.seed, (1ULL << 40) + 2 * id);
+        mc_gpu_randn(G, FP(r->y) + q * rows * out, rows * out, r->c.wl.seed, (1ULL << 40) + 2 * id + 1);
+    }
+}
+
 int sh_seq_micro_step(mc_sh_run *r)
 {
     const int64_t mb = r->c.wl.batch;
+    mc_sh_comm begin = {.kind = MC_SH_STEP_BEGIN};
+    comm(r, &begin);
     A(r->x, mb * r->c.wl.in * 4, MC_WL_ACTIVATIONS, "x = randn");
     A(r->y, mb * r->c.wl.out * 4, MC_WL_ACTIVATIONS, "y = randn");
+    if (G) draw_batch(r);
     if (ddp_step_begin(r) || forward(r) || loss_fwd(r) || backward(r)) return -1;
+    if (G) mc_gpu_read_loss(G, 0, FP(r->loss));
     F(r->x);
     F(r->y);
     F(r->ly[r->L - 1].h);
@@ -345,6 +413,7 @@ void sh_seq_zero_grad(mc_sh_run *r)
     for (int l = 0; l < r->L; l++) {
         if (sh_sharded(r)) {
             F(r->ly[l].rs_out);
+            r->ly[l].gWs.addr = r->ly[l].gbs.addr = 0;
         } else {
             F(r->ly[l].gW);
             F(r->ly[l].gb);

@@ -84,6 +84,8 @@ typedef struct {
     ca_config alloc;            /* allocator settings */
     uint64_t host_capacity;     /* model-only: the simulated device, bytes */
     int sm_count;               /* for PyTorch's reduction scratch */
+    uint64_t seed;              /* GPU: the weights' and the data's */
+    bool fixed_data;            /* GPU: every step draws the same batch (the loss must fall) */
 } mc_sh_net;
 
 /* No shape set (layers 0); SGD, the allocator's defaults, an 80 GiB card of 132 SMs. */
@@ -96,18 +98,33 @@ typedef struct {
     int rank;              /* 0 .. N-1: the rank whose requests these are */
     FILE *trace;           /* model only: the requests (memclaims-trace v1), or NULL */
     int trace_steps;       /* steps written to trace after set-up */
+    int data_chunks;       /* GPU: the batch is this many chunks of batch / data_chunks rows,
+                              chunk q drawn as rank rank * data_chunks + q draws its batch
+                              (0 or 1: one chunk), so that one GPU can train on the batch
+                              of N ranks (the check of sharded_gpu.h) */
 } mc_sh_config;
 
-/* A collective (or copy) the step needs at this point, for a GPU runner to
- * carry out on the blocks the allocator handed out. Addresses are device
- * addresses from the allocator's backend; bytes are what the step uses. */
+/* What the step asks of a GPU runner at this point (sharded_gpu.cu carries
+ * it out with NCCL, each collective on its own stream as PyTorch issues it;
+ * a model-only run has no runner). Addresses are device addresses from the
+ * allocator's backend, bytes what the step uses. */
 typedef enum {
-    MC_SH_COPY_TO_BUCKET,   /* DDP: copy grad (src) into the bucket at dst */
-    MC_SH_ALLREDUCE,        /* DDP: all-reduce (sum) the bucket dst in place, then /N */
-    MC_SH_COPY_FROM_BUCKET, /* DDP: end of backward: copy the bucket view src into grad dst */
-    MC_SH_ALLGATHER,        /* FSDP: shards src[0..1] -> gather buffer dst -> unsharded out[0..1] */
-    MC_SH_REDUCE_SCATTER    /* FSDP: grads src[0..1] -> chunk_cat into dst -> reduce-scatter into
-                               out[0] (the sharded grads' flat buffer), then /N */
+    MC_SH_STEP_BEGIN,       /* the step's first request is next: all-gathers come after the
+                               previous optimizer step (FSDP2's root pre-forward) */
+    MC_SH_COPY_TO_BUCKET,   /* DDP: grad src[0] is ready: copy it into the bucket at dst */
+    MC_SH_ALLREDUCE,        /* DDP: bucket `layer` (dst) is full: all-reduce it (average) */
+    MC_SH_COPY_FROM_BUCKET, /* DDP: end of backward: the bucket view src[0] into grad dst */
+    MC_SH_ALLGATHER,        /* FSDP: unshard: shards src[0..1] into this rank's chunk of the
+                               all-gather output dst, all-gathered (N = 1: no dst, nothing) */
+    MC_SH_COPY_OUT,         /* FSDP: wait_for_unshard: dst (N = 1: the shards src[0..1])
+                               split into the unsharded out[0..1] */
+    MC_SH_CHUNK_CAT,        /* FSDP: grads src[0..1] into the reduce-scatter input dst, each
+                               rank's rows padded to its shard */
+    MC_SH_REDUCE_SCATTER,   /* FSDP: dst reduce-scattered (average) into out[0], the flat
+                               sharded grads of layer `layer` */
+    MC_SH_INPUT_FREED,      /* FSDP: the reduce-scatter input dst is about to be freed */
+    MC_SH_BACKWARD_END,     /* the final callback: every collective's result is needed now */
+    MC_SH_STEP_END          /* after zero_grad: the step is queued; the runner waits for it */
 } mc_sh_comm_kind;
 
 typedef struct {
@@ -128,6 +145,7 @@ typedef struct {
     int step;
     mc_wl_status status;
     uint64_t peak_allocated, allocated_end, peak_reserved;
+    double loss;           /* GPU: this rank's loss on its batch; else NaN */
 } mc_sh_step_result;
 
 typedef struct mc_sh_run mc_sh_run;
@@ -146,12 +164,27 @@ int mc_sh_config_check(const mc_sh_config *c, char *err, size_t len);
  * backend is NULL). hooks may be NULL. Returns NULL with err for a bad config. */
 mc_sh_run *mc_sh_create(const mc_sh_config *c, const ca_backend *backend, const mc_sh_hooks *hooks,
                         char *err, size_t len);
+/* The same on the current CUDA device: the allocator model over the CUDA
+ * backend, the step's arithmetic run (the workload's kernels, on one
+ * stream of its own: mc_sh_stream), the parameters initialised as
+ * build/workload's (nn.Linear's init from wl.seed, the same on every rank)
+ * and then sharded. */
+mc_sh_run *mc_sh_create_gpu(const mc_sh_config *c, const mc_sh_hooks *hooks, char *err, size_t len);
+void *mc_sh_stream(const mc_sh_run *r);             /* the cudaStream_t; NULL off the GPU */
 mc_wl_status mc_sh_setup_status(const mc_sh_run *r);
 /* One step: reset_peak, forward, loss, backward (with the wrapper's
  * collectives), optimizer step, zero_grad(set_to_none). */
 mc_wl_status mc_sh_step(mc_sh_run *r, mc_sh_step_result *out);
 const ca_allocator *mc_sh_allocator(const mc_sh_run *r);
 void mc_sh_destroy(mc_sh_run *r);
+
+/* GPU: the rank's part of parameter i (0 .. 2L-1: W0, b0, W1, ...) copied
+ * to host (the whole parameter, or under zero2/fsdp the rank's rows, which
+ * begin at row *first_row of the whole); returns its element count. host
+ * needs room for the whole parameter. */
+int64_t mc_sh_read_param(mc_sh_run *r, int i, float *host, int64_t *first_row);
+int mc_sh_param_count(const mc_sh_run *r);          /* 2L */
+int64_t mc_sh_param_numel(const mc_sh_run *r, int i); /* of the whole parameter */
 
 /* Peak allocated over `steps` steps of one rank (the largest step peak), in
  * model-only mode. Returns 0, or -1 (bad config in err, or OOM). */
