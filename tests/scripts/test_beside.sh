@@ -527,9 +527,10 @@ check_eq "... no temporary file" "$(tmp_files "$r" "$r/logs")" 0
 # sharded_training.py runs tests/torch/fsdp_reference.py once per wrapper;
 # here a stand-in for it (BESIDE_FSDP_REFERENCE) writes the per-rank CSVs
 # PyTorch wrote on two H200s (tests/fixtures/fsdp/, width 4096), or fails
-# as a real run would. The suite's points: results/reference-h200x2's C24.
+# as a real run would. The suite's points: C24 on two H100s
+# (tests/fixtures/sharded_gpu/h100x2/c24.csv: the whole step on the GPUs).
 c24=sharded_training
-c24_csv=$root/results/reference-h200x2/$c24.csv
+c24_csv=$root/tests/fixtures/sharded_gpu/h100x2/c24.csv
 cat > "$tmp/fake_fsdp.py" <<'EOF'
 """A stand-in for fsdp_reference.py OUTDIR --configs FILE --steps K --gpus N:
 logs its call; copies tests/fixtures/fsdp/w<W>_adam_<mode>.rank<R>.csv; with
@@ -607,16 +608,16 @@ check_eq "... every line a PyTorch row of C24 that run-all keeps" "$(dropped C24
 check_eq "... one fsdp_reference.py run per wrapper, on the suite's shape, 2 + 4 steps, its 2 GPUs" "$(cat "$tmp/fsdp.calls")" \
 "$(for m in ddp zero2 fsdp; do printf 'c24_w4096_%s\t--mode %s --layers 8 --in 4096 --width 4096 --out 4096 --batch 32 --optimizer adam --steps 6 --gpus 2\n' $m $m; done)"
 same_points "... the points are the suite's (each wrapper's rank 0 and 1, ranks = 2)" "$tmp/c24.rows" "$c24_csv" peak_allocated
-same_points "... step_time beside each of the suite's comm_time" "$tmp/c24.rows" <(sed 's/,comm_time,/,step_time,/' "$c24_csv") step_time
+same_points "... step_time beside each of the suite's step_time" "$tmp/c24.rows" "$c24_csv" step_time
 check "... rank 0's DDP peak: PyTorch's steps 3-6 (tests/fixtures/fsdp), said which" \
     grep -q '^C24,sharded_training,pytorch:ddp_rank0,ranks,2,peak_allocated,bytes,4,3290169856,3290169856,3290169856,3290169856,0,ok,"rank 0, steps 3-6 of 6 (after 2 warm-up): torch.cuda.max_memory_allocated per step; width 4096, L=8, 32 rows a rank, adam, fp32, 2 GPUs, DistributedDataParallel' "$tmp/c24.rows"
 check "... its step time: the median of steps 3-6, with min, max, stdev" \
     grep -q '^C24,sharded_training,pytorch:ddp_rank0,ranks,2,step_time,s,4,0.007628896,0.00730172777,0.00783951998,' "$tmp/c24.rows"
-check "... a summary with PyTorch's and the suite's figures, the collectives apart" \
-    grep -q "^C24,sharded_training,pytorch,,,pytorch_beside,,0,,,,,,ok,\"PyTorch 2.11.0+cu130 (NCCL 2.28.9) on 2 x NVIDIA H200: .* PyTorch 3.06, 1.44, 1.31 (suite 3.06, 1.44, 1.31); PyTorch's whole step DDP, ZeRO-2, FSDP 7.629 ms, .*; the suite's collectives and their copies alone (its GPU time: it runs no computation) 2.729 ms, 3.594 ms, 5.429 ms\"$" "$tmp/c24.rows"
-check "... where PyTorch's peak equals the suite's" grep -q '^C24,sharded_training,pytorch,,,pytorch_beside,,0,,,,,,ok,"peak allocated: PyTorch.s equals the suite.s at [0-9] of 6 points' "$tmp/c24.rows"
-check "... the verdict row: both peaks, PyTorch's step beside the suite's collectives, not the same measurement" \
-    grep -q "^C24,sharded_training,pytorch,verdict,,pytorch_beside,,0,,,,,,ok,\"2 GPUs, width 4096, rank 0's peak DDP/ZeRO-2/FSDP 3.06/1.44/1.31 GiB suite, 3.06/1.44/1.31 GiB PyTorch; PyTorch's whole step 7.63/[0-9.]*/[0-9.]* ms, the suite's collectives alone 2.73/3.59/5.43 ms (it runs no computation: not the same measurement).\"$" "$tmp/c24.rows"
+check "... a summary with PyTorch's and the suite's figures, both whole steps" \
+    grep -q "^C24,sharded_training,pytorch,,,pytorch_beside,,0,,,,,,ok,\"PyTorch 2.11.0+cu130 (NCCL 2.28.9) on 2 x NVIDIA H200: .* PyTorch 3.06, 1.44, 1.31 (suite 3.06, 1.44, 1.31); PyTorch's whole step DDP, ZeRO-2, FSDP 7.629 ms, .*; the suite's whole step 5.501 ms, 5.383 ms, 6.804 ms\"$" "$tmp/c24.rows"
+check "... where PyTorch's peak equals the suite's" grep -q '^C24,sharded_training,pytorch,,,pytorch_beside,,0,,,,,,ok,peak allocated: PyTorch.s equals the suite.s at 6 of 6 points' "$tmp/c24.rows"
+check "... the verdict row: both peaks and both whole steps" \
+    grep -q "^C24,sharded_training,pytorch,verdict,,pytorch_beside,,0,,,,,,ok,\"2 GPUs, width 4096, rank 0's peak DDP/ZeRO-2/FSDP 3.06/1.44/1.31 GiB suite, 3.06/1.44/1.31 GiB PyTorch; whole step 5.50/5.38/6.80 ms suite, 7.63/[0-9.]*/[0-9.]* ms PyTorch.\"$" "$tmp/c24.rows"
 check_eq "... no gpu_idle_share row (the step runs in the ranks' processes)" "$(grep -c gpu_idle_share "$tmp/c24.rows")" 0
 check_eq "... its temporary folder removed" "$(ls -A "$tmp/c24tmp")" ""
 
@@ -642,7 +643,7 @@ check "... the other wrappers measured" grep -q '^C24,sharded_training,pytorch:z
 
 # Under run_many.py: its watchdog stops the command's whole tree before it ends the process.
 mkdir -p "$tmp/c24run" "$tmp/c24many"
-cp "$c24_csv" "$tmp/c24run/"
+cp "$c24_csv" "$tmp/c24run/$c24.csv"
 rm -f "$tmp/rank.pid"
 t0=$(date +%s)
 FAKE_HANG=ddp PYTHONPATH=$tmp/nccl python3 "$beside/run_many.py" --run "$tmp/c24run" --out "$tmp/c24many" --timeout-s 3 \

@@ -7,9 +7,9 @@ measured rows.
 C24 measures on N GPUs (its --gpus, default 2) one width (4096; --quick
 1024; its --width) of its training workload (Linear+ReLU MLP, L = 8 layers,
 input and output the width, 32 rows a rank, fp32, Adam): per rank, the
-peak allocated of each step and the device time of the step's collectives
-and their copies. It does not run the network's arithmetic, so its GPU
-time is the collectives alone, not a step. Here
+peak allocated of each step and the whole step's time (forward, backward,
+optimizer and every collective, CUDA events around the step;
+common/workload/sharded/sharded_gpu.h). Here
 tests/torch/fsdp_reference.py trains that network for real under
 DistributedDataParallel, fully_shard(reshard_after_forward=False) (ZeRO-2)
 and fully_shard (FSDP2), one run per wrapper, in a temporary folder:
@@ -41,11 +41,9 @@ Rows (variant pytorch:<wrapper>_rank<R>, param ranks, value N, as the
 suite's): peak_allocated (bytes) and step_time (s), each over the steps
 after the warm-up, each rank's; a wrapper that failed: one row
 pytorch:<wrapper> of status oom or failed, the reason in its note.
-Summaries: rank 0's peak beside the suite's and PyTorch's step time beside
-the suite's collective time; where PyTorch's peak allocated equals the
-suite's. The verdict row: both per-rank peaks of each wrapper, and
-PyTorch's step time beside the suite's collective time, which is not the
-same measurement. No gpu_idle_share rows: the step runs in torchrun's rank
+Summaries: rank 0's peak and step time beside the suite's; where
+PyTorch's peak allocated equals the suite's. The verdict row: both
+per-rank peaks and both step times of each wrapper. No gpu_idle_share rows: the step runs in torchrun's rank
 processes, out of this process's torch.profiler's reach.
 
 Exit 77 with one line, nothing run: the suite's CSV has no row measured on
@@ -271,29 +269,26 @@ def slashed(xs, fmt):
     return "/".join("-" if x is None else fmt(x) for x in xs)
 
 
-def verdict_text(cfg, got, suite_peak, suite_comm):
-    """The verdict-beside sentence: at the suite's width, rank 0's peak of
-    each wrapper in the suite and in PyTorch, and PyTorch's whole step
-    beside the suite's collectives; got: mode -> (peak, time) of rank 0;
-    suite_*: mode -> the suite's figure or None. None where PyTorch
-    measured no wrapper."""
+def verdict_text(cfg, got, suite_peak, suite_time):
+    """The verdict-beside sentence: at the suite's width, rank 0's peak and
+    whole step of each wrapper in the suite and in PyTorch; got: mode ->
+    (peak, time) of rank 0; suite_*: mode -> the suite's figure or None.
+    None where PyTorch measured no wrapper."""
     if not any(got.get(m) for m in MODES):
         return None
     mine_p = [got[m][0] if got.get(m) else None for m in MODES]
     mine_t = [got[m][1] if got.get(m) else None for m in MODES]
     theirs_p = [suite_peak.get(m) for m in MODES]
-    theirs_t = [suite_comm.get(m) for m in MODES]
+    theirs_t = [suite_time.get(m) for m in MODES]
     text = "%d GPUs, width %d, rank 0's peak DDP/ZeRO-2/FSDP " % (cfg["gpus"], cfg["width"])
     if any(x is not None for x in theirs_p):
         text += "%s GiB suite, %s GiB PyTorch; " % (slashed(theirs_p, gib), slashed(mine_p, gib))
     else:
         text += "%s GiB PyTorch; " % slashed(mine_p, gib)
-    text += "PyTorch's whole step %s ms" % slashed(mine_t, ms)
+    text += "whole step "
     if any(x is not None for x in theirs_t):
-        text += ", the suite's collectives alone %s ms (it runs no computation: not the same measurement)." % (
-            slashed(theirs_t, ms))
-    else:
-        text += " (C24's suite times its collectives alone, not the step)."
+        text += "%s ms suite, " % slashed(theirs_t, ms)
+    text += "%s ms PyTorch." % slashed(mine_t, ms)
     return text
 
 
@@ -344,7 +339,7 @@ def main(argv=None):
                          "(tests/torch/fsdp_reference.py under torchrun)" % (r, which, shape, WRAPPER[mode]))
                 out.emit(v, "ranks", N, "step_time", "s", ts, "ok",
                          "rank %d, %s: CUDA events around the whole step (forward, backward, optimizer, every "
-                         "collective); the suite's comm_time is its collectives and their copies alone" % (r, which))
+                         "collective), as the suite's step_time" % (r, which))
                 peaks.append(("%s rank %d" % (LABEL[mode], r), b.stats(pk)["median"],
                               b.suite_median(args.suite, v, "ranks", N, "peak_allocated")))
             got[mode] = (b.stats([s[1] for s in ranks[0]])["median"], b.stats([s[2] for s in ranks[0]])["median"])
@@ -354,7 +349,7 @@ def main(argv=None):
         shutil.rmtree(tmp, ignore_errors=True)
 
     suite_peak = {m: b.suite_median(args.suite, "%s_rank0" % m, "ranks", N, "peak_allocated") for m in MODES}
-    suite_comm = {m: b.suite_median(args.suite, "%s_rank0" % m, "ranks", N, "comm_time") for m in MODES}
+    suite_time = {m: b.suite_median(args.suite, "%s_rank0" % m, "ranks", N, "step_time") for m in MODES}
     if got:
         head = "PyTorch %s (NCCL %s) on %s x %s" % (meta.get("torch_version", "?"), meta.get("nccl_version", "?"),
                                                    meta.get("world_size", N), meta.get("device_name", "GPU"))
@@ -365,12 +360,11 @@ def main(argv=None):
             b.beside("per-rank peak DDP, ZeRO-2, FSDP (GiB)", [x and x[0] for x in mine],
                      [suite_peak[m] for m in MODES], gib, have),
             b.fig_list([x and x[1] for x in mine], b.seconds))
-        if have:
-            text += "; the suite's collectives and their copies alone (its GPU time: it runs no computation) %s" % (
-                b.fig_list([suite_comm[m] for m in MODES], b.seconds))
+        if have and any(suite_time[m] is not None for m in MODES):
+            text += "; the suite's whole step %s" % b.fig_list([suite_time[m] for m in MODES], b.seconds)
         out.summary(text)
     out.peaks(peaks)
-    out.verdict(verdict_text(cfg, got, suite_peak, suite_comm))
+    out.verdict(verdict_text(cfg, got, suite_peak, suite_time))
     out.close(len(modes))
     return 0
 
