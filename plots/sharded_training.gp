@@ -5,11 +5,13 @@
 # PyTorch 2.11's request order); where the run measured on GPUs, the left
 # panel adds rank 0's measured peaks at N = the GPUs (black: DDP square,
 # ZeRO-2 triangle, FSDP circle) and PyTorch's own (open diamonds,
-# plots/lib/pytorch.gp).
+# plots/lib/pytorch.gp); a third panel sets each wrapper's measured peak per
+# rank against its whole step's time (rank 0, medians): what the saving
+# costs in time, PyTorch's wrappers beside (open diamonds), or "no GPU run".
 #   gnuplot -e "data='TSV'; out='PNG'" plots/sharded_training.gp
 # TSV columns: 1 variant 2 param 3 param_value 4 metric 5 unit 6 n 7 median
 # 8 min 9 max 10 mean 11 stdev 12 status.
-set terminal pngcairo size 1260,560 font "sans,10" noenhanced
+set terminal pngcairo size 1800,560 font "sans,10" noenhanced
 set output out
 set datafile separator whitespace
 set datafile commentschars "#"
@@ -37,7 +39,11 @@ do for [i=1:3] {
 P = pt_keyed(pt("ddp_rank0", "peak_allocated", "1:($2/2**30)", "#000000") . pt("zero2_rank0", "peak_allocated", "1:($2/2**30)", "#000000") . \
              pt("fsdp_rank0", "peak_allocated", "1:($2/2**30)", "#000000"))
 
-set multiplot layout 1,2 title "C24: per-rank memory under DDP, ZeRO-2 and FSDP (claim: up to 10x less per GPU)" font ",12"
+# rank 0's (step time in ms, peak in GiB) of variant v, where it has both
+tp(v) = sprintf("< awk -F'\t' '$1==\"%s\" && $12==\"ok\" { if ($4==\"step_time\") t = $7 * 1e3; if ($4==\"peak_allocated\") p = $7 / 1073741824 } END { if (t != \"\" && p != \"\") print t, p }' '%s'", v, data)
+has_tp(v) = system(sprintf("awk -F'\t' '$1==\"%s\" && $4==\"step_time\" && $12==\"ok\" { n = 1; exit } END { print n + 0 }' '%s'", v, data)) + 0
+
+set multiplot layout 1,3 title "C24: per-rank memory under DDP, ZeRO-2 and FSDP (claim: up to 10x less per GPU)" font ",12"
 set logscale x 2
 set xlabel "ranks N"
 set grid xtics ytics lc rgb "#dddddd"
@@ -67,5 +73,30 @@ if (nw > 0) {
          10 with lines dt 2 lw 1.5 lc rgb "#000000" title "claim: 10x"
 } else {
     plot NaN notitle
+}
+
+set title "measured, rank 0: peak per rank against the whole step's time"
+unset logscale x
+set xrange [0:*]
+set yrange [0:*]
+set xlabel "step time (ms)"
+set ylabel "peak allocated (GiB)"
+set key top right font ",9"
+T = ""
+do for [i=1:3] {
+    v = word(wrappers, i)."_rank0"
+    if (has_tp(v)) {
+        T = T . sprintf("%s tp('%s') using 1:2 with points pt %s ps 1.8 lc rgb '#000000' title '%s, the suite'", strlen(T) ? "," : "", v, wpoint(i), wname(i))
+    }
+    if (has_tp("pytorch:".v)) {
+        T = T . sprintf("%s tp('pytorch:%s') using 1:2 with points pt %d ps 1.8 lc rgb '%s' title '%s, PyTorch'", strlen(T) ? "," : "", v, PT_POINT, colour(i), wname(i))
+    }
+}
+if (strlen(T)) {
+    eval "plot ".T
+} else {
+    set label 9 "no GPU run (C24 measures on 2 or more GPUs)" at graph 0.5, graph 0.5 center
+    plot NaN notitle
+    unset label 9
 }
 unset multiplot
