@@ -96,6 +96,8 @@ if (strlen(T)) {
     eval "plot ".T
 } else {
     set label 9 "no GPU run (C24 measures on 2 or more GPUs)" at graph 0.5, graph 0.5 center
+    set xrange [0:1]
+    set yrange [0:1]
     plot NaN notitle
     unset label 9
 }

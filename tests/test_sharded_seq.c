@@ -2,7 +2,9 @@
  * without a GPU: the plain step equals build/workload's model request for
  * request in its figures; DDP's buckets and FSDP2's shard sizes by hand;
  * whole steps counted by hand on a tiny network whose every tensor takes one
- * 512-byte block; and the shape of the predictions over N. */
+ * 512-byte block; the shape of the predictions over N; and the calls the
+ * step makes of a GPU runner (sharded_gpu.cu), in the order its streams
+ * rely on. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -246,6 +248,112 @@ static void test_bad_config(void **state)
     assert_int_equal(mc_sh_mode_parse("zero3", &m), -1);
 }
 
+/* ------------------------------------------------------------ the runner's calls */
+
+#define MAX_CALLS 4096
+
+typedef struct {
+    int n;
+    mc_sh_comm c[MAX_CALLS];
+} calls;
+
+static void record(void *ctx, const mc_sh_comm *c)
+{
+    calls *k = ctx;
+    assert_true(k->n < MAX_CALLS);
+    k->c[k->n++] = *c;
+}
+
+static int count(const calls *k, int from, int to, mc_sh_comm_kind kind)
+{
+    int n = 0;
+    for (int i = from; i < to; i++) n += k->c[i].kind == kind;
+    return n;
+}
+
+/* One step's calls [from, to) of a run of L layers in mode m: what the
+ * streams of sharded_gpu.cu need of their order. */
+static void check_step(const calls *k, int from, int to, int L, mc_sh_mode m, int world)
+{
+    assert_int_equal(k->c[from].kind, MC_SH_STEP_BEGIN);
+    assert_int_equal(count(k, from, to, MC_SH_STEP_BEGIN), 1);
+    assert_int_equal(count(k, from, to, MC_SH_BACKWARD_END), 1);
+    int end = from;
+    while (k->c[end].kind != MC_SH_BACKWARD_END) end++;
+    if (m == MC_SH_ZERO2 || m == MC_SH_FSDP) {
+        /* every copy-out reads the all-gather of its layer made before it (N > 1) */
+        int gathers = 0;
+        for (int i = from; i < to; i++) {
+            if (k->c[i].kind != MC_SH_COPY_OUT) continue;
+            if (world == 1) {
+                assert_int_equal(k->c[i].dst, 0);
+                continue;
+            }
+            int j = i - 1;
+            while (j >= from && !(k->c[j].kind == MC_SH_ALLGATHER && k->c[j].layer == k->c[i].layer)) j--;
+            assert_true(j >= from);
+            assert_int_equal(k->c[j].dst, k->c[i].dst);
+            gathers++;
+        }
+        assert_int_equal(count(k, from, to, MC_SH_ALLGATHER), world > 1 ? gathers : 0);
+        assert_int_equal(count(k, from, to, MC_SH_COPY_OUT), m == MC_SH_FSDP ? 2 * L : L);
+        /* every reduce-scatter reads the chunk_cat just before it; its input is
+         * waited for once, before the backward's end */
+        assert_int_equal(count(k, from, end, MC_SH_REDUCE_SCATTER), L);
+        assert_int_equal(count(k, from, end, MC_SH_INPUT_FREED), L);
+        for (int i = from; i < end; i++) {
+            if (k->c[i].kind != MC_SH_REDUCE_SCATTER) continue;
+            assert_int_equal(k->c[i - 1].kind, MC_SH_CHUNK_CAT);
+            assert_int_equal(k->c[i - 1].dst, k->c[i].dst);
+            int j = i + 1;
+            while (j < end && !(k->c[j].kind == MC_SH_INPUT_FREED && k->c[j].dst == k->c[i].dst)) j++;
+            assert_true(j < end);
+        }
+    } else if (m == MC_SH_DDP) {
+        /* each bucket all-reduced once, after every gradient copied into it;
+         * the copies back after the backward's end */
+        for (int i = from; i < end; i++) {
+            if (k->c[i].kind != MC_SH_ALLREDUCE) continue;
+            for (int j = i + 1; j < end; j++)
+                if (k->c[j].kind == MC_SH_COPY_TO_BUCKET)
+                    assert_false(k->c[j].dst >= k->c[i].dst && k->c[j].dst < k->c[i].dst + k->c[i].dst_bytes);
+        }
+        assert_int_equal(count(k, from, end, MC_SH_COPY_TO_BUCKET), 2 * L);
+        assert_int_equal(count(k, end, to, MC_SH_COPY_FROM_BUCKET), 2 * L);
+        assert_int_equal(count(k, from, to, MC_SH_ALLGATHER) + count(k, from, to, MC_SH_REDUCE_SCATTER), 0);
+    } else {
+        assert_int_equal(to - from, 2); /* plain: the step's start and the backward's end */
+    }
+}
+
+static void test_runner_calls(void **state)
+{
+    (void)state;
+    static const mc_sh_mode modes[] = {MC_SH_PLAIN, MC_SH_DDP, MC_SH_ZERO2, MC_SH_FSDP};
+    static const int worlds[] = {1, 3};
+    static calls k;
+    for (int mi = 0; mi < 4; mi++)
+        for (int wi = 0; wi < 2; wi++) {
+            const int L = 4;
+            mc_sh_config c = cfg(L, 100, 999, 10, 64, MC_WL_ADAM, modes[mi], worlds[wi], worlds[wi] - 1);
+            mc_sh_hooks h = {&k, record};
+            char err[200] = "";
+            k.n = 0;
+            mc_sh_run *r = mc_sh_create(&c, NULL, &h, err, sizeof err);
+            assert_non_null(r);
+            assert_int_equal(k.n, 0); /* set-up asks nothing of the runner */
+            int begin[4];
+            for (int s = 0; s < 3; s++) {
+                mc_sh_step_result res;
+                begin[s] = k.n;
+                assert_int_equal(mc_sh_step(r, &res), MC_WL_OK);
+            }
+            begin[3] = k.n;
+            for (int s = 0; s < 3; s++) check_step(&k, begin[s], begin[s + 1], L, modes[mi], worlds[wi]);
+            mc_sh_destroy(r);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -255,6 +363,7 @@ int main(void)
         cmocka_unit_test(test_tiny_by_hand),
         cmocka_unit_test(test_scaling),
         cmocka_unit_test(test_bad_config),
+        cmocka_unit_test(test_runner_calls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
