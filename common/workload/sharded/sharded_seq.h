@@ -53,7 +53,12 @@
  *
  * Checked on 24 configurations drawn at random (tests/fixtures/random_c24/)
  * and the 4 of tests/fixtures/fsdp/: every step's peak and end-of-step
- * allocated equal PyTorch 2.11's on both ranks. */
+ * allocated equal PyTorch 2.11's on both ranks.
+ *
+ * On a GPU (mc_sh_create_gpu) the same requests are followed by the step's
+ * arithmetic, and the collectives and copies are asked of a runner through
+ * mc_sh_hooks at the points PyTorch makes them (sharded_gpu.h runs them on
+ * N GPUs; tests/fixtures/sharded_gpu/ holds its runs beside PyTorch's). */
 #ifndef MC_SHARDED_SEQ_H
 #define MC_SHARDED_SEQ_H
 
