@@ -138,6 +138,10 @@ static mc_stats over_steps(const uint64_t *u, const double *d, int first, int st
     return mc_stats_of(v, (size_t)(steps - first));
 }
 
+/* What the measured run says the saving costs, for the verdict ("" when
+ * a wrapper was not measured). */
+static char measured_cost[320];
+
 /* Runs each wrapper's whole training step on the GPUs (sharded_gpu.h),
  * checked against one GPU; returns false when a rank's measured peak or
  * end-of-step allocated differs from its host model's at any step. */
@@ -207,6 +211,12 @@ static bool gpu_part(mc_run *run, int64_t width)
             }
         }
     }
+    if (peak_med[0] > 0 && peak_med[1] > 0 && peak_med[2] > 0)
+        snprintf(measured_cost, sizeof measured_cost, "; measured on %d GPUs at width %lld (rank 0, whole "
+                 "step): ZeRO-2 %.2fx less memory a rank than DDP at %.2fx its step time, FSDP %.2fx less at "
+                 "%.2fx; more ranks than that are the model's extrapolation", gpus_opt, (long long)width,
+                 peak_med[0] / peak_med[1], time_med[1] / time_med[0], peak_med[0] / peak_med[2],
+                 time_med[2] / time_med[0]);
     if (peak_med[0] > 0 && peak_med[1] > 0 && peak_med[2] > 0)
         mc_emit_finding(run, "On %d GPUs at width %lld (measured, rank 0, the whole step): DDP %.2f GiB a "
                         "rank in %.2f ms; ZeRO-2 %.2f GiB (%.2fx less) in %.2f ms (%.2fx DDP's time); FSDP "
@@ -298,8 +308,9 @@ int main(int argc, char **argv)
             off += (size_t)snprintf(which + off, sizeof which - off, "%s%lld at N=%d", off ? ", " : "",
                                     (long long)widths[i], n10[i]);
     mc_emit_verdict(&run, v, "model: peak(DDP, N=1)/peak(FSDP, N) reaches %.1fx at N=%d for the largest "
-                    "width %lld (goal %.0fx); 10x reached for widths: %s%s",
+                    "width %lld (goal %.0fx); 10x reached for widths: %s%s%s",
                     best_r[L], max_ranks_opt, (long long)widths[L], GOAL, off ? which : "none",
-                    !model_ok ? "; on the GPUs a rank's figures differ from the model's (or a run failed)" : "");
+                    !model_ok ? "; on the GPUs a rank's figures differ from the model's (or a run failed)" : "",
+                    measured_cost);
     return mc_run_end(&run);
 }
