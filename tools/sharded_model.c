@@ -15,8 +15,11 @@
  * beside a PyTorch memory snapshot (tests/torch/fsdp_reference.py --trace).
  *
  * --gpu runs the same step for real on GPUs 0..N-1 (sharded_gpu.h: the
- * workload's kernels, NCCL's collectives on their own streams) and prints
- * every rank's figures beside its host model's:
+ * workload's kernels, NCCL's collectives on their own streams), a thread
+ * per GPU, or, started by torchrun or mpirun (their RANK, WORLD_SIZE,
+ * LOCAL_RANK, MASTER_ADDR, MASTER_PORT), as one rank per process on GPU
+ * LOCAL_RANK, and prints every rank's (or this rank's) figures beside its
+ * host model's:
  * `rank,step,peak_allocated,allocated_end,model_peak,model_end,step_time_s,loss,status`;
  * --verify also trains the one-GPU reference and checks every rank's
  * parameters against it, and the loss's fall (a line on stderr says how close).
@@ -50,25 +53,40 @@ static int run_gpu(mc_sh_config *c, mc_sh_gpu_opts o, bool sms_given)
                 MC_SH_MAX_GPUS);
         return MC_EXIT_USAGE;
     }
-    if (!mc_sh_gpu_available(c->world, err, sizeof err)) {
-        fprintf(stderr, "sharded_model: %s\n", err);
-        return MC_EXIT_WAIVED;
-    }
-    if (!sms_given) /* the reduction scratch is sized for this GPU's SMs, as PyTorch's */
-        CHECK_CUDA(cudaDeviceGetAttribute(&c->wl.sm_count, cudaDevAttrMultiProcessorCount, 0));
     if (o.fault != MC_SH_FAULT_NONE && (o.fault_rank >= c->world || o.fault_step > steps)) {
         fprintf(stderr, "sharded_model: --inject names rank %d and step %d: past --world %d or --steps %d\n",
                 o.fault_rank, o.fault_step, c->world, steps);
         return MC_EXIT_USAGE;
     }
+    /* Under torchrun or mpirun this process is one rank (launcher.h). */
+    mc_launch l;
+    if (mc_launch_from_env(&l, err, sizeof err) != 0) {
+        fprintf(stderr, "sharded_model: %s\n", err);
+        return MC_EXIT_USAGE;
+    }
+    if (l.kind != MC_LAUNCH_NONE && l.world != c->world) {
+        fprintf(stderr, "sharded_model: %s started %d ranks, --world is %d\n", mc_launch_kind_name(l.kind), l.world,
+                c->world);
+        return MC_EXIT_USAGE;
+    }
+    const int device = l.kind != MC_LAUNCH_NONE ? l.local_rank : 0;
+    if (!mc_sh_gpu_available(l.kind != MC_LAUNCH_NONE ? l.local_rank + 1 : c->world, err, sizeof err)) {
+        fprintf(stderr, "sharded_model: %s\n", err);
+        return MC_EXIT_WAIVED;
+    }
+    if (!sms_given) /* the reduction scratch is sized for this GPU's SMs, as PyTorch's */
+        CHECK_CUDA(cudaDeviceGetAttribute(&c->wl.sm_count, cudaDevAttrMultiProcessorCount, device));
     static mc_sh_gpu_result res;
-    if (mc_sh_gpu_run(c, &o, &res, err, sizeof err) != 0) {
+    int ran = l.kind != MC_LAUNCH_NONE ? mc_sh_gpu_run_rank(c, &o, &l, &res, err, sizeof err)
+                                       : mc_sh_gpu_run(c, &o, &res, err, sizeof err);
+    if (ran != 0) {
         fprintf(stderr, "sharded_model: %s\n", err);
         return MC_EXIT_CUDA;
     }
     int rc = MC_EXIT_OK;
+    const int q0 = l.kind != MC_LAUNCH_NONE ? l.rank : 0, q1 = l.kind != MC_LAUNCH_NONE ? l.rank + 1 : c->world;
     printf("rank,step,peak_allocated,allocated_end,model_peak,model_end,step_time_s,loss,status\n");
-    for (int q = 0; q < c->world; q++)
+    for (int q = q0; q < q1; q++)
         for (int s = 0; s < steps; s++) {
             bool oom = q == res.oom_rank && s + 1 == res.oom_step;
             if (s >= res.done[q] && !oom) break; /* stopped: a rank ran out of memory */
@@ -178,7 +196,8 @@ int main(int argc, char **argv)
                "network flags (fp32, accum 1, no checkpointing) [--trace FILE: the requests]; one rank's\n"
                "figures per step, no GPU.\n"
                "Output: step,peak_allocated,allocated_end,peak_reserved,status\n"
-               "  --gpu      run every rank on GPUs 0..N-1 (one thread each, NCCL) and print each rank's\n"
+               "  --gpu      run every rank on GPUs 0..N-1 (one thread each, NCCL; under torchrun or mpirun\n"
+               "             this process is rank RANK on GPU LOCAL_RANK) and print each rank's\n"
                "             figures beside its model's: rank,step,peak_allocated,allocated_end,model_peak,\n"
                "             model_end,step_time_s,loss,status (at most %d GPUs and %d steps)\n"
                "  --verify   with --gpu: check every rank's parameters against one GPU trained on the\n"

@@ -105,6 +105,12 @@ refused() { # WHAT WANT_EXIT ARGS...: that exit, one line on stderr, nothing on 
     "$model" "$@" > "$tmp/out" 2> "$tmp/err"; rc=$?
     check_eq "$what" "$rc:$(wc -l < "$tmp/err"):$(wc -c < "$tmp/out")" "$want:1:0"
 }
+refused_under() { # WHAT "VAR=V ..." ARGS...: a launcher's variables set, exit 2 as refused
+    local what=$1 vars=$2 rc; shift 2
+    # shellcheck disable=SC2086
+    env $vars "$model" "$@" > "$tmp/out" 2> "$tmp/err"; rc=$?
+    check_eq "$what" "$rc:$(wc -l < "$tmp/err"):$(wc -c < "$tmp/out")" "2:1:0"
+}
 # shellcheck disable=SC2086
 {
 refused "sharded_model --verify without --gpu: exit 2, one line" 2 $net --verify
@@ -115,6 +121,9 @@ refused "... --deadline 0" 2 $net --gpu --deadline 0
 refused "... --pause-ms past a minute" 2 $net --gpu --pause-ms 70000
 refused "... --gpu over 17 GPUs" 2 --mode ddp --world 17 --layers 2 --in 8 --width 8 --out 8 --batch 2 --gpu
 refused "... --gpu with --trace" 2 $net --gpu --trace "$tmp/t"
+refused_under "... under a launcher that set RANK and WORLD_SIZE but not LOCAL_RANK" "RANK=0 WORLD_SIZE=2" $net --gpu
+refused_under "... under torchrun with 3 ranks for --world 2" \
+    "RANK=0 WORLD_SIZE=3 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500" $net --gpu
 }
 check "... which wrote no trace" test ! -e "$tmp/t"
 summary

@@ -1,10 +1,11 @@
 /* launcher.h: the environment an existing launcher gives each process, read
  * strictly, so that C24's ranks can be processes on several nodes instead of
- * one process with a thread per GPU (the default on one machine). Not yet
- * called by C24: its wire-up (commit 8bc59c5, sharded_gpu.cu and
- * c24_sharded_training.c) was taken out again until it can run on GPUs with
- * NCCL; this module and rendezvous.c are tested on the CPU
- * (tests/test_launcher.c, tests/test_rendezvous.c).
+ * one process with a thread per GPU (the default on one machine).
+ * build/sharded_model --gpu reads it (sharded_gpu.h mc_sh_gpu_run_rank:
+ * this process is one rank); C24 does not yet. Tested on the CPU
+ * (tests/test_launcher.c, tests/test_rendezvous.c, and sharded_model's
+ * refusals); the ranks-as-processes run itself was written after the GPU
+ * time of its session was spent and has not yet run on GPUs.
  *
  *   torchrun:  RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT
  *   mpirun:    OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE,

@@ -34,6 +34,17 @@ extern "C" int mc_sh_gpu_run(const mc_sh_config *c, const mc_sh_gpu_opts *o, mc_
     return -1;
 }
 
+extern "C" int mc_sh_gpu_run_rank(const mc_sh_config *c, const mc_sh_gpu_opts *o, const mc_launch *l,
+                                  mc_sh_gpu_result *res, char *err, size_t len)
+{
+    (void)c;
+    (void)o;
+    (void)l;
+    (void)res;
+    snprintf(err, len, "built without NCCL (set NCCL_HOME)");
+    return -1;
+}
+
 #else /* MC_HAVE_NCCL */
 
 #include <pthread.h>
@@ -42,6 +53,7 @@ extern "C" int mc_sh_gpu_run(const mc_sh_config *c, const mc_sh_gpu_opts *o, mc_
 
 #include <nccl.h>
 
+#include "rendezvous.h"
 #include "sharded_internal.h"
 #include "sharded_plan.h"
 
@@ -60,6 +72,7 @@ typedef struct {
 
 typedef struct rank_ctx {
     int rank, world;
+    int device;              /* the CUDA device it runs on (of those this process sees) */
     mc_sh_config c;
     const mc_sh_gpu_opts *o;
     const ncclUniqueId *id;  /* NULL: the one-GPU reference, no communicator */
@@ -146,7 +159,7 @@ static bool wait_event(rank_ctx *k, cudaEvent_t e, const char *what)
                 const rank_ctx *o = &k->sh->ranks[q];
                 if (o->step < k->step || strcmp((const char *)o->at, "the step's end") != 0)
                     n += snprintf(m + n, sizeof m - (size_t)n, " (rank %d stopped queueing at %s of step %d)",
-                                  q, (const char *)o->at, o->step);
+                                  o->rank, (const char *)o->at, o->step);
             }
             fail(k, 1, m);
         }
@@ -303,7 +316,7 @@ static void on_comm(void *ctx, const mc_sh_comm *c)
 
 static void ctx_open(rank_ctx *k)
 {
-    CHECK_CUDA(cudaSetDevice(k->id ? k->rank : 0));
+    CHECK_CUDA(cudaSetDevice(k->device));
     cudaStream_t *s[3] = {&k->s_ag, &k->s_rs, &k->s_ar};
     for (int i = 0; i < 3; i++) CHECK_CUDA(cudaStreamCreateWithFlags(s[i], cudaStreamNonBlocking));
     cudaEvent_t *e[8] = {&k->ev_start, &k->ev_stop, &k->ev_dep, &k->ev_ag_dep, &k->ev_rs,
@@ -446,7 +459,8 @@ extern "C" int mc_sh_gpu_available(int ranks, char *why, size_t len)
 
 /* The one-GPU reference of verify: plain, the N ranks' batches as one, on
  * device 0, its parameters into ref (2L arrays, whole). */
-static int reference(const mc_sh_config *c, const mc_sh_gpu_opts *o, float **ref, char *err, size_t len)
+static int reference(const mc_sh_config *c, const mc_sh_gpu_opts *o, int device, float **ref, char *err,
+                     size_t len)
 {
     shared sh;
     memset(&sh, 0, sizeof sh);
@@ -467,6 +481,7 @@ static int reference(const mc_sh_config *c, const mc_sh_gpu_opts *o, float **ref
     k.res = &scratch;
     k.ref = ref;
     k.rank = 0;
+    k.device = device;
     rank_main(&k);
     pthread_mutex_destroy(&sh.mu);
     if (sh.failed) {
@@ -476,10 +491,13 @@ static int reference(const mc_sh_config *c, const mc_sh_gpu_opts *o, float **ref
     return 0;
 }
 
-/* One run of o->steps steps over the ranks (with the one-GPU reference
- * first where o->verify). */
-static int run_once(const mc_sh_config *c0, const mc_sh_gpu_opts *o, mc_sh_gpu_result *res, char *err,
-                    size_t len)
+/* One run of o->steps steps of ranks [first, first + count) of c0->world,
+ * a thread each, rank first on device device0 and the next ones on the
+ * devices after it, over the NCCL id `id` (NULL: made here, every rank
+ * being in this process); the one-GPU reference first, on device0, where
+ * o->verify. */
+static int run_once(const mc_sh_config *c0, const mc_sh_gpu_opts *o, int first, int count, int device0,
+                    const ncclUniqueId *id_in, mc_sh_gpu_result *res, char *err, size_t len)
 {
     mc_sh_config c = *c0;
     const int world = c.world;
@@ -492,12 +510,12 @@ static int run_once(const mc_sh_config *c0, const mc_sh_gpu_opts *o, mc_sh_gpu_r
         return -1;
     }
     if (mc_sh_config_check(&c, err, len) != 0) return -1;
-    if (!mc_sh_gpu_available(world, err, len)) return -1;
+    if (!mc_sh_gpu_available(device0 + count, err, len)) return -1;
     memset(res, 0, sizeof *res);
     res->ranks = world;
     res->steps = o->steps;
     res->oom_rank = -1;
-    for (int q = 0; q < world; q++) { /* the host model of each rank */
+    for (int q = first; q < first + count; q++) { /* the host model of each rank */
         mc_sh_config m = c;
         m.rank = q;
         mc_sh_run *r = mc_sh_create(&m, NULL, NULL, err, len);
@@ -520,22 +538,24 @@ static int run_once(const mc_sh_config *c0, const mc_sh_gpu_opts *o, mc_sh_gpu_r
             ref[2 * l + 1] = (float *)malloc((size_t)out * sizeof(float));
             CHECK(ref[2 * l] && ref[2 * l + 1], "out of host memory");
         }
-        if (reference(&c, o, ref, err, len) != 0) return -1;
+        if (reference(&c, o, device0, ref, err, len) != 0) return -1;
     }
     setenv("NCCL_NVLS_ENABLE", "0", 1); /* NVLink multicast off, whatever was set: it can take shared GPUs out of service */
     ncclUniqueId id;
-    CHECK_NCCL(ncclGetUniqueId(&id));
+    if (id_in) id = *id_in;
+    else CHECK_NCCL(ncclGetUniqueId(&id));
     shared sh;
     memset(&sh, 0, sizeof sh);
     pthread_mutex_init(&sh.mu, NULL);
-    rank_ctx *k = (rank_ctx *)calloc((size_t)world, sizeof *k);
-    pthread_t *t = (pthread_t *)calloc((size_t)world, sizeof *t);
+    rank_ctx *k = (rank_ctx *)calloc((size_t)count, sizeof *k);
+    pthread_t *t = (pthread_t *)calloc((size_t)count, sizeof *t);
     CHECK(k && t, "out of host memory");
     sh.ranks = k;
-    sh.nranks = world;
-    for (int q = 0; q < world; q++) k[q].at = "set-up";
-    for (int q = 0; q < world; q++) {
-        k[q].rank = q;
+    sh.nranks = count;
+    for (int q = 0; q < count; q++) k[q].at = "set-up";
+    for (int q = 0; q < count; q++) {
+        k[q].rank = first + q;
+        k[q].device = device0 + q;
         k[q].world = world;
         k[q].c = c;
         k[q].o = o;
@@ -545,7 +565,7 @@ static int run_once(const mc_sh_config *c0, const mc_sh_gpu_opts *o, mc_sh_gpu_r
         k[q].ref = ref;
         CHECK(pthread_create(&t[q], NULL, rank_main, &k[q]) == 0, "pthread_create");
     }
-    for (int q = 0; q < world; q++) pthread_join(t[q], NULL);
+    for (int q = 0; q < count; q++) pthread_join(t[q], NULL);
     int rc = 0;
     if (sh.failed && sh.fatal) {
         snprintf(err, len, "%s", sh.why);
@@ -553,18 +573,18 @@ static int run_once(const mc_sh_config *c0, const mc_sh_gpu_opts *o, mc_sh_gpu_r
     }
     res->verified = o->verify && !sh.failed;
     res->loss_falls = res->verified;
-    for (int q = 0; q < world; q++) {
+    for (int q = 0; q < count; q++) {
         res->collectives += k[q].ncoll;
         if (!res->verified) continue;
         if (k[q].max_rel > res->max_rel || q == 0 || k[q].max_rel != k[q].max_rel) {
             res->max_rel = k[q].max_rel;
-            res->worst_rank = q;
+            res->worst_rank = k[q].rank;
             res->worst_param = k[q].worst_param;
         }
         res->max_abs = fmax(res->max_abs, k[q].max_abs);
         res->elems += k[q].elems;
         res->elems_off += k[q].elems_off;
-        if (!(res->loss[q][o->steps - 1] < res->loss[q][0])) res->loss_falls = false;
+        if (!(res->loss[k[q].rank][o->steps - 1] < res->loss[k[q].rank][0])) res->loss_falls = false;
     }
     res->passed = res->verified && res->max_rel <= MC_SH_VERIFY_TOL && res->loss_falls;
     if (ref)
@@ -576,33 +596,57 @@ static int run_once(const mc_sh_config *c0, const mc_sh_gpu_opts *o, mc_sh_gpu_r
     return rc;
 }
 
+/* The check's run, then the timed run (sharded_gpu.h), over ids[0] and ids[1]
+ * (NULL: made here). */
+static int run(const mc_sh_config *c, const mc_sh_gpu_opts *o, int first, int count, int device0,
+               const ncclUniqueId *ids, mc_sh_gpu_result *res, char *err, size_t len)
+{
+    if (!o->verify) return run_once(c, o, first, count, device0, ids, res, err, len);
+    mc_sh_config cc = *c;
+    if (cc.wl.optimizer == MC_WL_ADAM) {
+        cc.wl.optimizer = MC_WL_MOMENTUM;
+        cc.wl.lr = 0; /* momentum's default */
+    }
+    static mc_sh_gpu_result check;
+    if (run_once(&cc, o, first, count, device0, ids, &check, err, len) != 0) return -1;
+    mc_sh_gpu_opts timed = *o;
+    timed.verify = false;
+    if (run_once(c, &timed, first, count, device0, ids ? ids + 1 : NULL, res, err, len) != 0) return -1;
+    res->verified = check.verified;
+    res->passed = check.passed;
+    res->max_rel = check.max_rel;
+    res->max_abs = check.max_abs;
+    res->worst_rank = check.worst_rank;
+    res->worst_param = check.worst_param;
+    res->elems = check.elems;
+    res->elems_off = check.elems_off;
+    res->loss_falls = check.loss_falls;
+    res->check_oom = check.oom_rank >= 0;
+    return 0;
+}
+
 extern "C" int mc_sh_gpu_run(const mc_sh_config *c, const mc_sh_gpu_opts *o, mc_sh_gpu_result *res,
                              char *err, size_t len)
 {
-    if (o->verify) { /* the check first, in a run of its own (sharded_gpu.h) */
-        mc_sh_config cc = *c;
-        if (cc.wl.optimizer == MC_WL_ADAM) {
-            cc.wl.optimizer = MC_WL_MOMENTUM;
-            cc.wl.lr = 0; /* momentum's default */
-        }
-        static mc_sh_gpu_result check;
-        if (run_once(&cc, o, &check, err, len) != 0) return -1;
-        mc_sh_gpu_opts timed = *o;
-        timed.verify = false;
-        if (run_once(c, &timed, res, err, len) != 0) return -1;
-        res->verified = check.verified;
-        res->passed = check.passed;
-        res->max_rel = check.max_rel;
-        res->max_abs = check.max_abs;
-        res->worst_rank = check.worst_rank;
-        res->worst_param = check.worst_param;
-        res->elems = check.elems;
-        res->elems_off = check.elems_off;
-        res->loss_falls = check.loss_falls;
-        res->check_oom = check.oom_rank >= 0;
-        return 0;
+    return run(c, o, 0, c->world, 0, NULL, res, err, len);
+}
+
+extern "C" int mc_sh_gpu_run_rank(const mc_sh_config *c, const mc_sh_gpu_opts *o, const mc_launch *l,
+                                  mc_sh_gpu_result *res, char *err, size_t len)
+{
+    if (l->world != c->world) {
+        snprintf(err, len, "the launcher's world is %d ranks, --world %d", l->world, c->world);
+        return -1;
     }
-    return run_once(c, o, res, err, len);
+    if (!mc_sh_gpu_available(l->local_rank + 1, err, len)) return -1;
+    ncclUniqueId ids[2]; /* the check's run's and the timed run's */
+    if (l->rank == 0) {
+        CHECK_NCCL(ncclGetUniqueId(&ids[0]));
+        CHECK_NCCL(ncclGetUniqueId(&ids[1]));
+    }
+    const double limit = o->deadline_s > 0 ? o->deadline_s : DEFAULT_DEADLINE_S;
+    if (mc_rdv_exchange(l->addr, l->port, l->rank, l->world, ids, sizeof ids, limit, err, len) != 0) return -1;
+    return run(c, o, l->rank, 1, l->local_rank, ids, res, err, len);
 }
 
 #endif /* MC_HAVE_NCCL */

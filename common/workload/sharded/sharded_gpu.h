@@ -51,6 +51,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "launcher.h"
 #include "sharded_seq.h"
 
 #ifdef __cplusplus
@@ -109,6 +110,19 @@ int mc_sh_gpu_available(int ranks, char *why, size_t len);
  * stopped queueing at the start of step 3)"). */
 int mc_sh_gpu_run(const mc_sh_config *c, const mc_sh_gpu_opts *o, mc_sh_gpu_result *res, char *err,
                   size_t len);
+
+/* One rank of a run whose ranks are processes that a launcher started
+ * (launcher.h: torchrun's or mpirun's variables; l->world must equal
+ * c->world): rank l->rank runs on device l->local_rank of those this
+ * process sees, with NCCL's ids from rank 0 over TCP at MASTER_ADDR:
+ * MASTER_PORT (rendezvous.h, within the deadline). Only this rank's
+ * figures are filled (res->ranks is the world); under verify every rank
+ * trains the one-GPU reference on its own device first. Another process's
+ * failure reaches this one as NCCL's error or as its deadline. Returns as
+ * mc_sh_gpu_run. (Written after this session's GPU time was spent: not
+ * yet run on GPUs.) */
+int mc_sh_gpu_run_rank(const mc_sh_config *c, const mc_sh_gpu_opts *o, const mc_launch *l,
+                       mc_sh_gpu_result *res, char *err, size_t len);
 
 #ifdef __cplusplus
 }
