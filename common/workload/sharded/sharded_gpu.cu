@@ -54,8 +54,8 @@ extern "C" int mc_sh_gpu_run_rank(const mc_sh_config *c, const mc_sh_gpu_opts *o
 #include <nccl.h>
 
 #include "rendezvous.h"
+#include "sharded_copies.h"
 #include "sharded_internal.h"
-#include "sharded_plan.h"
 
 #define DEFAULT_DEADLINE_S 300.0
 #define FAIL_GRACE_S 1.0 /* after another rank failed, how long a step may still take to finish */
@@ -191,41 +191,41 @@ static void after_default(rank_ctx *k, cudaStream_t s)
 
 /* ------------------------------------------------------------ FSDP2 copies */
 
-/* split_with_sizes_copy: the all-gather output holds, rank after rank,
- * [weight shard (p rows), bias shard (p)]; the unsharded weight is the
- * ranks' weight shards one after the other, the bias likewise. */
+/* A plan of sharded_copies.h, queued on the default stream. */
+static void queue_plan(rank_ctx *k, const mc_sh_copy_plan *p, const uint64_t dst[2], uint64_t dst0_bytes,
+                       const uint64_t src[2])
+{
+    if (p->zero_dst) CHECK_CUDA(cudaMemsetAsync(vp(dst[0]), 0, dst0_bytes, k->def));
+    for (int i = 0; i < p->n; i++) {
+        const mc_sh_copy *c = &p->c[i];
+        CHECK_CUDA(cudaMemcpy2DAsync(vp(dst[c->dst] + c->dst_off), c->dpitch, vp(src[c->src] + c->src_off),
+                                     c->spitch, c->width, c->rows, cudaMemcpyDeviceToDevice, k->def));
+    }
+}
+
+/* split_with_sizes_copy: the all-gather output into the unsharded weight
+ * and bias (N = 1: the shards are the whole). */
 static void copy_out(rank_ctx *k, const mc_sh_comm *c)
 {
-    const uint64_t sw = c->src_bytes[0], sb = c->src_bytes[1], chunk = sw + sb;
-    if (!c->dst) { /* N = 1: the shard is the whole */
-        d2d(c->out[0], c->src[0], sw, k->def);
-        d2d(c->out[1], c->src[1], sb, k->def);
+    if (!c->dst) {
+        d2d(c->out[0], c->src[0], c->src_bytes[0], k->def);
+        d2d(c->out[1], c->src[1], c->src_bytes[1], k->def);
         return;
     }
     CHECK_CUDA(cudaStreamWaitEvent(k->def, k->ev_ag[c->layer], 0));
-    CHECK_CUDA(cudaMemcpy2DAsync(vp(c->out[0]), sw, vp(c->dst), chunk, sw, (size_t)k->world,
-                                 cudaMemcpyDeviceToDevice, k->def));
-    CHECK_CUDA(cudaMemcpy2DAsync(vp(c->out[1]), sb, vp(c->dst + sw), chunk, sb, (size_t)k->world,
-                                 cudaMemcpyDeviceToDevice, k->def));
+    mc_sh_copy_plan p;
+    mc_sh_copy_out_plan(c->rows[0], c->cols[0], k->world, &p);
+    const uint64_t src[2] = {c->dst, 0};
+    queue_plan(k, &p, c->out, c->out_bytes[0], src);
 }
 
-/* chunk_cat: for each rank q, its rows of the weight's gradient, then of
- * the bias's, each padded with zeros to the shard. */
+/* chunk_cat: the gradients into the reduce-scatter input, rank by rank. */
 static void chunk_cat(rank_ctx *k, const mc_sh_comm *c)
 {
-    const int64_t rows = c->rows[0], p = mc_fsdp_padded_rows(rows, k->world);
-    const uint64_t chunk = (uint64_t)(p * (c->cols[0] + 1)) * 4;
-    const int64_t full = rows / p, part = rows - full * p; /* ranks with p rows; the next one's rows */
-    if (full < k->world) CHECK_CUDA(cudaMemsetAsync(vp(c->dst), 0, c->dst_bytes, k->def));
-    uint64_t off = 0;
-    for (int b = 0; b < 2; b++) {
-        const uint64_t row = (uint64_t)c->cols[b] * 4, w = (uint64_t)p * row;
-        if (full > 0)
-            CHECK_CUDA(cudaMemcpy2DAsync(vp(c->dst + off), chunk, vp(c->src[b]), w, w, (size_t)full,
-                                         cudaMemcpyDeviceToDevice, k->def));
-        if (part > 0) d2d(c->dst + (uint64_t)full * chunk + off, c->src[b] + (uint64_t)full * w, (uint64_t)part * row, k->def);
-        off += w;
-    }
+    mc_sh_copy_plan p;
+    mc_sh_chunk_cat_plan(c->rows[0], c->cols[0], k->world, &p);
+    const uint64_t dst[2] = {c->dst, 0};
+    queue_plan(k, &p, dst, c->dst_bytes, c->src);
 }
 
 /* ------------------------------------------------------------ the hooks */
