@@ -179,8 +179,8 @@ static bool gpu_part(mc_run *run, int64_t width)
             mc_emit(run, name, "ranks", gpus_opt, "peak_allocated", "bytes", mc_stats_of(NULL, 0), "oom", note);
             continue;
         }
-        if (!r->passed)
-            mc_verify_failed(run, name, "%s", r->check_oom ? "the check ran out of memory"
+        if (!r->check.passed)
+            mc_verify_failed(run, name, "%s", r->check.oom ? "the check ran out of memory"
                              : "after the check's steps a rank's parameters are off one GPU's, or its loss "
                                "did not fall (see the step_time rows' note)");
         for (int q = 0; q < gpus_opt; q++) {
@@ -202,8 +202,8 @@ static bool gpu_part(mc_run *run, int64_t width)
                      "backward, optimizer, every collective on its own stream); the check: after %d steps%s "
                      "every rank's parameters within %.1e of one GPU's (rank %d's parameter %d the worst; "
                      "1e-5 allowed), the loss %s", steps,
-                     c.wl.optimizer == MC_WL_ADAM ? " with momentum in Adam's place" : "", r->max_rel,
-                     r->worst_rank, r->worst_param, r->loss_falls ? "falling" : "NOT falling");
+                     c.wl.optimizer == MC_WL_ADAM ? " with momentum in Adam's place" : "", r->check.max_rel,
+                     r->check.worst_rank, r->check.worst_param, r->check.loss_falls ? "falling" : "NOT falling");
             mc_emit(run, variant, "ranks", gpus_opt, "step_time", "s", st, "ok", note);
             if (q == 0) {
                 time_med[m] = st.median;

@@ -99,12 +99,13 @@ static int run_gpu(mc_sh_config *c, mc_sh_gpu_opts o, bool sms_given)
         }
     if (rc != MC_EXIT_OK) fprintf(stderr, "sharded_model: a GPU figure differs from the model's\n");
     if (verify) {
-        bool ok = res.verified && res.passed;
+        const mc_sh_check *v = &res.check;
+        bool ok = v->verified && v->passed;
         fprintf(stderr, "sharded_model: --verify %s: parameters within %.2e of one GPU's (relative; "
                 "worst: rank %d, parameter %d; %llu of %llu elements beyond %.0e, largest difference "
-                "%.2e); loss %s on every rank%s\n", ok ? "passed" : "FAILED", res.max_rel, res.worst_rank,
-                res.worst_param, (unsigned long long)res.elems_off, (unsigned long long)res.elems,
-                MC_SH_VERIFY_TOL, res.max_abs, res.loss_falls ? "falls" : "does NOT fall",
+                "%.2e); loss %s on every rank%s\n", ok ? "passed" : "FAILED", v->max_rel, v->worst_rank,
+                v->worst_param, (unsigned long long)v->elems_off, (unsigned long long)v->elems,
+                MC_SH_VERIFY_TOL, v->max_abs, v->loss_falls ? "falls" : "does NOT fall",
                 c->wl.optimizer == MC_WL_ADAM ? " (the check trains with momentum in Adam's place)" : "");
         if (!ok) rc = MC_EXIT_VERIFY;
     }
@@ -121,7 +122,7 @@ int main(int argc, char **argv)
     const char *trace_path = NULL;
     bool gpu = false, verify = false;
     mc_sh_gpu_opts go = {.steps = 0, .verify = false, .deadline_s = 0, .fault = MC_SH_FAULT_NONE};
-    /* Our three flags out; the rest to build/workload's parser. */
+    /* Our flags out; the rest to build/workload's parser. */
     char *rest[argc + 2]; /* argc is small: a command line */
     int n = 0;
     rest[n++] = argv[0];
@@ -147,22 +148,15 @@ int main(int argc, char **argv)
             trace_path = v;
             continue;
         }
-        if (!strcmp(a, "--deadline")) {
-            int secs = 0;
-            if (mc_parse_int(v, 1, 86400, &secs) != 0) {
-                fprintf(stderr, "sharded_model: --deadline must be 1 to 86400 seconds, not '%s'\n", v);
+        if (!strcmp(a, "--deadline") || !strcmp(a, "--pause-ms")) { /* whole seconds; milliseconds */
+            const bool deadline = !strcmp(a, "--deadline");
+            const int lo = deadline ? 1 : 0, hi = deadline ? 86400 : 60000;
+            int x = 0;
+            if (mc_parse_int(v, lo, hi, &x) != 0) {
+                fprintf(stderr, "sharded_model: %s must be %d to %d, not '%s'\n", a, lo, hi, v);
                 return MC_EXIT_USAGE;
             }
-            go.deadline_s = secs;
-            continue;
-        }
-        if (!strcmp(a, "--pause-ms")) {
-            int ms = 0;
-            if (mc_parse_int(v, 0, 60000, &ms) != 0) {
-                fprintf(stderr, "sharded_model: --pause-ms must be 0 to 60000, not '%s'\n", v);
-                return MC_EXIT_USAGE;
-            }
-            go.pause_s = ms * 1e-3;
+            *(deadline ? &go.deadline_s : &go.pause_s) = deadline ? x : x * 1e-3;
             continue;
         }
         if (!strcmp(a, "--inject")) {

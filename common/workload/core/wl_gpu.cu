@@ -52,7 +52,6 @@ struct mc_wl_gpu {
 #define PROFILE_OPS 16384
 
 extern "C" cudaStream_t mc_gpu_stream(mc_wl_gpu *g) { return g->stream; }
-extern "C" void *mc_gpu_stream_ptr(mc_wl_gpu *g) { return (void *)g->stream; }
 extern "C" mc_wl_prof *mc_gpu_prof(mc_wl_gpu *g) { return g->prof; }
 
 static cudaDataType_t cuda_type(int dt)

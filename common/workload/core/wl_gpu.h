@@ -31,10 +31,6 @@ void mc_gpu_destroy(mc_wl_gpu *g);
 void mc_gpu_set_workspace(mc_wl_gpu *g, int handle, void *ws, uint64_t bytes);
 void mc_gpu_set_lt_workspace(mc_wl_gpu *g, int handle, void *ws, uint64_t bytes);
 
-/* The step's stream (a cudaStream_t), for a runner that orders its own
- * streams against it (sharded_gpu.cu). */
-void *mc_gpu_stream_ptr(mc_wl_gpu *g);
-
 void mc_gpu_step_begin(mc_wl_gpu *g);          /* records the start event */
 double mc_gpu_step_end(mc_wl_gpu *g);          /* records stop, waits, returns seconds */
 void mc_gpu_sync(mc_wl_gpu *g);

@@ -1,8 +1,9 @@
 /* sharded_gpu.cu: sharded_gpu.h's runner: a thread per rank, its streams and
- * events, the hooks that carry out the step's collectives and copies, the
- * waits that give up when any rank fails, the one-GPU check. Compiled with
- * NCCL only when the Makefile found nccl.h (-DMC_HAVE_NCCL); otherwise the
- * two entry points say why they cannot run. */
+ * events, the waits that give up when any rank fails, the one-GPU check,
+ * ranks in one process or one a process (the collectives and copies of a
+ * step: sharded_gpu_hooks.cu). Compiled with NCCL only when the Makefile
+ * found nccl.h (-DMC_HAVE_NCCL); otherwise the entry points say why they
+ * cannot run. */
 #include "sharded_gpu.h"
 
 #include <math.h>
@@ -47,63 +48,16 @@ extern "C" int mc_sh_gpu_run_rank(const mc_sh_config *c, const mc_sh_gpu_opts *o
 
 #else /* MC_HAVE_NCCL */
 
-#include <pthread.h>
 #include <sched.h>
 #include <time.h>
 
-#include <nccl.h>
-
 #include "rendezvous.h"
-#include "sharded_copies.h"
+#include "sharded_gpu_rank.h"
 #include "sharded_internal.h"
+#include "workload/core/wl_kernels.cuh"
 
 #define DEFAULT_DEADLINE_S 300.0
 #define FAIL_GRACE_S 1.0 /* after another rank failed, how long a step may still take to finish */
-
-/* What the ranks share: the first failure, which every rank's wait sees. */
-typedef struct {
-    pthread_mutex_t mu;
-    volatile int failed;   /* set once, under mu */
-    int fatal;             /* the failure is an error (past the deadline, NCCL), not an OOM */
-    char why[320];
-    const struct rank_ctx *ranks; /* every rank's, to say which one is behind */
-    int nranks;
-} shared;
-
-typedef struct rank_ctx {
-    int rank, world;
-    int device;              /* the CUDA device it runs on (of those this process sees) */
-    mc_sh_config c;
-    const mc_sh_gpu_opts *o;
-    const ncclUniqueId *id;  /* NULL: the one-GPU reference, no communicator */
-    ncclComm_t comm;
-    bool aborted;
-    cudaStream_t def, s_ag, s_rs, s_ar;
-    cudaEvent_t ev_start, ev_stop, ev_dep, ev_ag_dep, ev_rs, ev_side[3];
-    cudaEvent_t *ev_ag;      /* per layer: its all-gather is done */
-    int step;                /* the step running (1-based) */
-    volatile const char *at; /* the last call queued (a static string), for the deadline's line */
-    double time_s;           /* the last step's, from ev_start to ev_stop */
-    bool step_ok;            /* the last step finished (not aborted) */
-    bool skipped;            /* a call of this step was not queued: a rank had failed */
-    uint64_t ncoll;
-    shared *sh;
-    mc_sh_gpu_result *res;
-    float *const *ref;       /* verify: the reference's parameters (whole), or NULL */
-    double max_rel, max_abs;
-    int worst_param;
-    uint64_t elems, elems_off;
-} rank_ctx;
-
-#define CHECK_NCCL(call)                                                                  \
-    do {                                                                                  \
-        ncclResult_t mc_r_ = (call);                                                      \
-        if (mc_r_ != ncclSuccess) {                                                       \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                 \
-                    ncclGetErrorString(mc_r_));                                           \
-            exit(MC_EXIT_CUDA);                                                           \
-        }                                                                                 \
-    } while (0)
 
 static double now_s(void)
 {
@@ -113,7 +67,7 @@ static double now_s(void)
 }
 
 /* The first failure wins: "rank R: " and msg. */
-static void fail(rank_ctx *k, int fatal, const char *msg)
+void sh_gpu_fail(rank_ctx *k, int fatal, const char *msg)
 {
     pthread_mutex_lock(&k->sh->mu);
     if (!k->sh->failed) {
@@ -124,10 +78,10 @@ static void fail(rank_ctx *k, int fatal, const char *msg)
     pthread_mutex_unlock(&k->sh->mu);
 }
 
-static bool failed(const rank_ctx *k) { return __atomic_load_n(&k->sh->failed, __ATOMIC_ACQUIRE) != 0; }
+bool sh_gpu_failed(const rank_ctx *k) { return __atomic_load_n(&k->sh->failed, __ATOMIC_ACQUIRE) != 0; }
 
 /* Stops this rank's collectives: its kernels that wait for a peer return. */
-static void abort_comm(rank_ctx *k)
+void sh_gpu_abort(rank_ctx *k)
 {
     if (k->id && !k->aborted) ncclCommAbort(k->comm);
     k->aborted = true;
@@ -136,7 +90,7 @@ static void abort_comm(rank_ctx *k)
 /* Waits for e while no rank has failed (or for FAIL_GRACE_S after one
  * did), NCCL reports no error and the deadline has not passed; otherwise
  * aborts this rank's communicator. */
-static bool wait_event(rank_ctx *k, cudaEvent_t e, const char *what)
+bool sh_gpu_wait(rank_ctx *k, cudaEvent_t e, const char *what)
 {
     const double t0 = now_s(), limit = k->o->deadline_s > 0 ? k->o->deadline_s : DEFAULT_DEADLINE_S;
     double t_fail = 0;
@@ -149,7 +103,7 @@ static bool wait_event(rank_ctx *k, cudaEvent_t e, const char *what)
             if (ncclCommGetAsyncError(k->comm, &a) == ncclSuccess && a != ncclSuccess && a != ncclInProgress) {
                 char m[160];
                 snprintf(m, sizeof m, "%s: NCCL: %s", what, ncclGetErrorString(a));
-                fail(k, 1, m);
+                sh_gpu_fail(k, 1, m);
             }
         }
         if (now_s() - t0 > limit) {
@@ -161,154 +115,16 @@ static bool wait_event(rank_ctx *k, cudaEvent_t e, const char *what)
                     n += snprintf(m + n, sizeof m - (size_t)n, " (rank %d stopped queueing at %s of step %d)",
                                   o->rank, (const char *)o->at, o->step);
             }
-            fail(k, 1, m);
+            sh_gpu_fail(k, 1, m);
         }
-        if (failed(k)) { /* this step's collectives may still all have been matched: a grace */
+        if (sh_gpu_failed(k)) { /* this step's collectives may still all have been matched: a grace */
             if (t_fail == 0) t_fail = now_s();
             if (now_s() - t_fail > FAIL_GRACE_S) {
-                abort_comm(k);
+                sh_gpu_abort(k);
                 return false;
             }
         }
         sched_yield();
-    }
-}
-
-static float *fp(uint64_t a) { return (float *)(uintptr_t)a; }
-static void *vp(uint64_t a) { return (void *)(uintptr_t)a; }
-
-static void d2d(uint64_t dst, uint64_t src, uint64_t bytes, cudaStream_t s)
-{
-    if (bytes) CHECK_CUDA(cudaMemcpyAsync(vp(dst), vp(src), bytes, cudaMemcpyDeviceToDevice, s));
-}
-
-/* Stream `s` waits for what the default stream has queued so far. */
-static void after_default(rank_ctx *k, cudaStream_t s)
-{
-    CHECK_CUDA(cudaEventRecord(k->ev_dep, k->def));
-    CHECK_CUDA(cudaStreamWaitEvent(s, k->ev_dep, 0));
-}
-
-/* ------------------------------------------------------------ FSDP2 copies */
-
-/* A plan of sharded_copies.h, queued on the default stream. */
-static void queue_plan(rank_ctx *k, const mc_sh_copy_plan *p, const uint64_t dst[2], uint64_t dst0_bytes,
-                       const uint64_t src[2])
-{
-    if (p->zero_dst) CHECK_CUDA(cudaMemsetAsync(vp(dst[0]), 0, dst0_bytes, k->def));
-    for (int i = 0; i < p->n; i++) {
-        const mc_sh_copy *c = &p->c[i];
-        CHECK_CUDA(cudaMemcpy2DAsync(vp(dst[c->dst] + c->dst_off), c->dpitch, vp(src[c->src] + c->src_off),
-                                     c->spitch, c->width, c->rows, cudaMemcpyDeviceToDevice, k->def));
-    }
-}
-
-/* split_with_sizes_copy: the all-gather output into the unsharded weight
- * and bias (N = 1: the shards are the whole). */
-static void copy_out(rank_ctx *k, const mc_sh_comm *c)
-{
-    if (!c->dst) {
-        d2d(c->out[0], c->src[0], c->src_bytes[0], k->def);
-        d2d(c->out[1], c->src[1], c->src_bytes[1], k->def);
-        return;
-    }
-    CHECK_CUDA(cudaStreamWaitEvent(k->def, k->ev_ag[c->layer], 0));
-    mc_sh_copy_plan p;
-    mc_sh_copy_out_plan(c->rows[0], c->cols[0], k->world, &p);
-    const uint64_t src[2] = {c->dst, 0};
-    queue_plan(k, &p, c->out, c->out_bytes[0], src);
-}
-
-/* chunk_cat: the gradients into the reduce-scatter input, rank by rank. */
-static void chunk_cat(rank_ctx *k, const mc_sh_comm *c)
-{
-    mc_sh_copy_plan p;
-    mc_sh_chunk_cat_plan(c->rows[0], c->cols[0], k->world, &p);
-    const uint64_t dst[2] = {c->dst, 0};
-    queue_plan(k, &p, dst, c->dst_bytes, c->src);
-}
-
-/* ------------------------------------------------------------ the hooks */
-
-static void on_comm(void *ctx, const mc_sh_comm *c)
-{
-    rank_ctx *k = (rank_ctx *)ctx;
-    if (failed(k) && c->kind != MC_SH_STEP_END) { /* the run is over: queue nothing more */
-        k->skipped = true;
-        return;
-    }
-    static const char *const AT[] = {"the start", "a copy into a bucket", "an all-reduce", "a copy out of a bucket",
-                                     "an all-gather", "a copy-out", "a chunk_cat", "a reduce-scatter",
-                                     "a wait for a reduce-scatter", "the backward's end", "the step's end"};
-    k->at = AT[c->kind];
-    const size_t nf = c->dst_bytes / 4;
-    switch (c->kind) {
-    case MC_SH_STEP_BEGIN:
-        k->skipped = false;
-        CHECK_CUDA(cudaEventRecord(k->ev_start, k->def));
-        CHECK_CUDA(cudaEventRecord(k->ev_ag_dep, k->def)); /* after the optimizer */
-        break;
-    case MC_SH_COPY_TO_BUCKET:
-    case MC_SH_COPY_FROM_BUCKET:
-        d2d(c->dst, c->src[0], c->src_bytes[0], k->def);
-        break;
-    case MC_SH_ALLREDUCE:
-        after_default(k, k->s_ar);
-        CHECK_NCCL(ncclAllReduce(fp(c->dst), fp(c->dst), nf, ncclFloat, ncclAvg, k->comm, k->s_ar));
-        k->ncoll++;
-        break;
-    case MC_SH_ALLGATHER: { /* copy-in and all-gather on the all-gather stream */
-        const uint64_t chunk = c->src_bytes[0] + c->src_bytes[1], mine = c->dst + (uint64_t)k->rank * chunk;
-        CHECK_CUDA(cudaStreamWaitEvent(k->s_ag, k->ev_ag_dep, 0));
-        d2d(mine, c->src[0], c->src_bytes[0], k->s_ag);
-        d2d(mine + c->src_bytes[0], c->src[1], c->src_bytes[1], k->s_ag);
-        CHECK_NCCL(ncclAllGather(fp(mine), fp(c->dst), chunk / 4, ncclFloat, k->comm, k->s_ag));
-        CHECK_CUDA(cudaEventRecord(k->ev_ag[c->layer], k->s_ag));
-        k->ncoll++;
-        break;
-    }
-    case MC_SH_COPY_OUT:
-        copy_out(k, c);
-        CHECK_CUDA(cudaEventRecord(k->ev_ag_dep, k->def)); /* its output may be reused from here */
-        break;
-    case MC_SH_CHUNK_CAT:
-        chunk_cat(k, c);
-        break;
-    case MC_SH_REDUCE_SCATTER:
-        after_default(k, k->s_rs);
-        if (k->world == 1) d2d(c->out[0], c->dst, c->out_bytes[0], k->s_rs);
-        else CHECK_NCCL(ncclReduceScatter(fp(c->dst), fp(c->out[0]), c->out_bytes[0] / 4, ncclFloat, ncclAvg,
-                                          k->comm, k->s_rs));
-        CHECK_CUDA(cudaEventRecord(k->ev_rs, k->s_rs));
-        k->ncoll += k->world > 1;
-        break;
-    case MC_SH_INPUT_FREED:
-        CHECK_CUDA(cudaStreamWaitEvent(k->def, k->ev_rs, 0));
-        break;
-    case MC_SH_BACKWARD_END: {
-        cudaStream_t side[3] = {k->s_ag, k->s_rs, k->s_ar};
-        for (int i = 0; i < 3; i++) {
-            CHECK_CUDA(cudaEventRecord(k->ev_side[i], side[i]));
-            CHECK_CUDA(cudaStreamWaitEvent(k->def, k->ev_side[i], 0));
-        }
-        break;
-    }
-    case MC_SH_STEP_END: {
-        k->step_ok = false;
-        if (k->skipped) { /* part of the step was never queued: it stands for nothing */
-            abort_comm(k);
-            break;
-        }
-        CHECK_CUDA(cudaEventRecord(k->ev_stop, k->def)); /* a failure elsewhere: this step may still finish */
-        char what[32];
-        snprintf(what, sizeof what, "step %d", k->step);
-        if (!wait_event(k, k->ev_stop, what)) break;
-        float ms = 0;
-        CHECK_CUDA(cudaEventElapsedTime(&ms, k->ev_start, k->ev_stop));
-        k->time_s = (double)ms * 1e-3;
-        k->step_ok = true;
-        break;
-    }
     }
 }
 
@@ -378,24 +194,24 @@ static void *rank_main(void *arg)
     if (k->id) CHECK_NCCL(ncclCommInitRank(&k->comm, k->world, *k->id, k->rank));
     mc_sh_config c = k->c;
     c.rank = k->id ? k->rank : 0;
-    mc_sh_hooks hooks = {k, on_comm};
+    mc_sh_hooks hooks = {k, sh_gpu_on_comm};
     char err[256];
     mc_sh_run *r = mc_sh_create_gpu(&c, &hooks, err, sizeof err);
     CHECK(r != NULL, "sharded GPU run: %s", err); /* the configuration was checked */
-    k->def = (cudaStream_t)mc_sh_stream(r);
+    k->def = mc_gpu_stream(r->ctx.gpu); /* the step's own stream (core/wl_kernels.cuh) */
     mc_sh_gpu_result *res = k->res;
     if (mc_sh_setup_status(r) != MC_WL_OK) {
         res->oom_rank = k->rank;
         res->oom_step = 0;
-        fail(k, 0, "out of memory in set-up");
+        sh_gpu_fail(k, 0, "out of memory in set-up");
     }
-    for (int s = 0; s < k->o->steps && !failed(k); s++) {
+    for (int s = 0; s < k->o->steps && !sh_gpu_failed(k); s++) {
         mc_sh_step_result sr;
         k->step = s + 1;
         k->at = "the start";
         if (k->id && k->o->fault != MC_SH_FAULT_NONE && k->o->fault_rank == k->rank && k->o->fault_step == s + 1) {
             if (k->o->fault == MC_SH_FAULT_HANG) { /* silent: the others' deadline finds it */
-                while (!failed(k)) sched_yield();
+                while (!sh_gpu_failed(k)) sched_yield();
                 break;
             }
             pthread_mutex_lock(&k->sh->mu);
@@ -404,7 +220,7 @@ static void *rank_main(void *arg)
                 res->oom_step = s + 1;
             }
             pthread_mutex_unlock(&k->sh->mu);
-            fail(k, 0, "out of memory (injected)");
+            sh_gpu_fail(k, 0, "out of memory (injected)");
             break;
         }
         mc_wl_status st = mc_sh_step(r, &sr);
@@ -417,7 +233,7 @@ static void *rank_main(void *arg)
             pthread_mutex_unlock(&k->sh->mu);
             char m[64];
             snprintf(m, sizeof m, "out of memory at step %d", s + 1);
-            fail(k, 0, m);
+            sh_gpu_fail(k, 0, m);
             break;
         }
         if (!k->step_ok) break;
@@ -433,9 +249,9 @@ static void *rank_main(void *arg)
             res->loss[k->rank][s] = sr.loss;
         }
     }
-    if (failed(k)) abort_comm(k);
-    if (k->id && k->ref && !failed(k)) compare(k, r);
-    if (!k->id && !failed(k)) /* the reference: its parameters, whole */
+    if (sh_gpu_failed(k)) sh_gpu_abort(k);
+    if (k->id && k->ref && !sh_gpu_failed(k)) compare(k, r);
+    if (!k->id && !sh_gpu_failed(k)) /* the reference: its parameters, whole */
         for (int i = 0; i < mc_sh_param_count(r); i++) {
             int64_t first_row;
             mc_sh_read_param(r, i, k->ref[i], &first_row);
@@ -571,22 +387,23 @@ static int run_once(const mc_sh_config *c0, const mc_sh_gpu_opts *o, int first, 
         snprintf(err, len, "%s", sh.why);
         rc = -1;
     }
-    res->verified = o->verify && !sh.failed;
-    res->loss_falls = res->verified;
+    mc_sh_check *v = &res->check;
+    v->verified = o->verify && !sh.failed;
+    v->loss_falls = v->verified;
     for (int q = 0; q < count; q++) {
         res->collectives += k[q].ncoll;
-        if (!res->verified) continue;
-        if (k[q].max_rel > res->max_rel || q == 0 || k[q].max_rel != k[q].max_rel) {
-            res->max_rel = k[q].max_rel;
-            res->worst_rank = k[q].rank;
-            res->worst_param = k[q].worst_param;
+        if (!v->verified) continue;
+        if (k[q].max_rel > v->max_rel || q == 0 || k[q].max_rel != k[q].max_rel) {
+            v->max_rel = k[q].max_rel;
+            v->worst_rank = k[q].rank;
+            v->worst_param = k[q].worst_param;
         }
-        res->max_abs = fmax(res->max_abs, k[q].max_abs);
-        res->elems += k[q].elems;
-        res->elems_off += k[q].elems_off;
-        if (!(res->loss[k[q].rank][o->steps - 1] < res->loss[k[q].rank][0])) res->loss_falls = false;
+        v->max_abs = fmax(v->max_abs, k[q].max_abs);
+        v->elems += k[q].elems;
+        v->elems_off += k[q].elems_off;
+        if (!(res->loss[k[q].rank][o->steps - 1] < res->loss[k[q].rank][0])) v->loss_falls = false;
     }
-    res->passed = res->verified && res->max_rel <= MC_SH_VERIFY_TOL && res->loss_falls;
+    v->passed = v->verified && v->max_rel <= MC_SH_VERIFY_TOL && v->loss_falls;
     if (ref)
         for (int i = 0; i < 2 * c.wl.layers; i++) free(ref[i]);
     free(ref);
@@ -612,16 +429,8 @@ static int run(const mc_sh_config *c, const mc_sh_gpu_opts *o, int first, int co
     mc_sh_gpu_opts timed = *o;
     timed.verify = false;
     if (run_once(c, &timed, first, count, device0, ids ? ids + 1 : NULL, res, err, len) != 0) return -1;
-    res->verified = check.verified;
-    res->passed = check.passed;
-    res->max_rel = check.max_rel;
-    res->max_abs = check.max_abs;
-    res->worst_rank = check.worst_rank;
-    res->worst_param = check.worst_param;
-    res->elems = check.elems;
-    res->elems_off = check.elems_off;
-    res->loss_falls = check.loss_falls;
-    res->check_oom = check.oom_rank >= 0;
+    res->check = check.check;
+    res->check.oom = check.oom_rank >= 0;
     return 0;
 }
 

@@ -62,6 +62,18 @@ extern "C" {
 #define MC_SH_MAX_STEPS 64
 #define MC_SH_VERIFY_TOL 1e-5 /* relative: max |a - b| / max |b| of a parameter */
 
+/* The one-GPU check's outcome (the rule above). */
+typedef struct {
+    bool verified;         /* the check ran */
+    bool passed;           /* and passed */
+    double max_rel;        /* its worst element, relative */
+    double max_abs;        /* and absolute */
+    int worst_rank, worst_param;
+    uint64_t elems, elems_off; /* compared; beyond MC_SH_VERIFY_TOL */
+    bool loss_falls;       /* every rank's last loss < its first */
+    bool oom;              /* the check ran out of memory */
+} mc_sh_check;
+
 typedef struct {
     int ranks, steps;
     int done[MC_SH_MAX_GPUS];                             /* steps each rank finished whole (their figures stand) */
@@ -74,14 +86,7 @@ typedef struct {
     uint64_t collectives;                                 /* collectives run, all ranks */
     int oom_rank;                                         /* the rank that ran out of memory, or -1 */
     int oom_step;                                         /* and its step (0: set-up) */
-    bool verified;                                        /* the check ran */
-    bool passed;                                          /* and passed (the rule above) */
-    double max_rel;                                       /* its worst element, relative */
-    double max_abs;                                       /* and absolute */
-    int worst_rank, worst_param;
-    uint64_t elems, elems_off;                            /* compared; beyond MC_SH_VERIFY_TOL */
-    bool loss_falls;                                      /* every rank's last loss < its first */
-    bool check_oom;                                       /* the check ran out of memory */
+    mc_sh_check check;                                    /* verify: the check's run */
 } mc_sh_gpu_result;
 
 /* A rank that fails on purpose at the start of a step (the tests of the

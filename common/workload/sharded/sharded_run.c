@@ -178,8 +178,6 @@ mc_sh_run *mc_sh_create_gpu(const mc_sh_config *c, const mc_sh_hooks *hooks, cha
     return create(c, NULL, true, hooks, err, len);
 }
 
-void *mc_sh_stream(const mc_sh_run *r) { return r->ctx.gpu ? mc_gpu_stream_ptr(r->ctx.gpu) : NULL; }
-
 int mc_sh_param_count(const mc_sh_run *r) { return 2 * r->L; }
 
 int64_t mc_sh_param_numel(const mc_sh_run *r, int i)

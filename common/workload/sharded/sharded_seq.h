@@ -171,11 +171,10 @@ mc_sh_run *mc_sh_create(const mc_sh_config *c, const ca_backend *backend, const 
                         char *err, size_t len);
 /* The same on the current CUDA device: the allocator model over the CUDA
  * backend, the step's arithmetic run (the workload's kernels, on one
- * stream of its own: mc_sh_stream), the parameters initialised as
+ * stream of its own, core/wl_gpu.h's), the parameters initialised as
  * build/workload's (nn.Linear's init from wl.seed, the same on every rank)
  * and then sharded. */
 mc_sh_run *mc_sh_create_gpu(const mc_sh_config *c, const mc_sh_hooks *hooks, char *err, size_t len);
-void *mc_sh_stream(const mc_sh_run *r);             /* the cudaStream_t; NULL off the GPU */
 mc_wl_status mc_sh_setup_status(const mc_sh_run *r);
 /* One step: reset_peak, forward, loss, backward (with the wrapper's
  * collectives), optimizer step, zero_grad(set_to_none). */
