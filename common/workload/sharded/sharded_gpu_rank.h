@@ -1,6 +1,7 @@
-/* sharded_gpu_rank.h: what sharded_gpu.cu (the ranks' threads, their waits
- * and failures, the check) and sharded_gpu_hooks.cu (the step's collectives
- * and copies on the rank's streams) share: one rank's context. Internal to
+/* sharded_gpu_rank.h: what sharded_gpu.cu (the ranks' threads, the check),
+ * sharded_gpu_hooks.cu (the step's collectives and copies on the rank's
+ * streams) and sharded_gpu_fail.cu (failures and waits) share: one rank's
+ * context. Internal to
  * the runner; built only with NCCL. */
 #ifndef MC_SHARDED_GPU_RANK_H
 #define MC_SHARDED_GPU_RANK_H
@@ -61,7 +62,7 @@ typedef struct rank_ctx {
         }                                                                                 \
     } while (0)
 
-/* sharded_gpu.cu: the first failure of any rank wins (msg after "rank R: ";
+/* sharded_gpu_fail.cu: the first failure of any rank wins (msg after "rank R: ";
  * fatal: an error, not an out-of-memory result); whether one happened;
  * this rank's communicator aborted, so that its kernels waiting for a peer
  * return; a wait for e that gives up (aborting) on a failure anywhere, an
@@ -70,6 +71,9 @@ void sh_gpu_fail(rank_ctx *k, int fatal, const char *msg);
 bool sh_gpu_failed(const rank_ctx *k);
 void sh_gpu_abort(rank_ctx *k);
 bool sh_gpu_wait(rank_ctx *k, cudaEvent_t e, const char *what);
+/* The deadline of a step (and of the rendezvous), seconds: o->deadline_s or the default. */
+#define MC_SH_DEFAULT_DEADLINE_S 300.0
+double sh_gpu_deadline_s(const mc_sh_gpu_opts *o);
 
 /* sharded_gpu_hooks.cu: mc_sh_hooks.comm of a rank (ctx: its rank_ctx). */
 void sh_gpu_on_comm(void *ctx, const mc_sh_comm *c);
