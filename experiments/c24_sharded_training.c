@@ -5,8 +5,10 @@
  * PyTorch 2.11 runs them (common/workload/sharded/sharded_seq.h: the request order
  * of DDP's Reducer and FSDP2's fully_shard): per-rank peak allocated
  * predicted by the allocator model for N = 1..64 ranks (no GPU needed), and
- * on N GPUs (--gpus, default 2) each rank's measured peak and the device
- * time of its collectives through NCCL, verified value by value. */
+ * on N GPUs (--gpus, default every GPU) the whole training step, a process
+ * a rank (build/sharded_model --gpu, sharded_procs.h): each rank's peak and
+ * end-of-step allocated against the model at every step, its step time,
+ * and its parameters checked against one GPU. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,14 +19,16 @@
 
 #include "check.h"
 #include "check_cuda.h"
+#include "child.h"
 #include "experiment.h"
 #include "workload/sharded/sharded_gpu.h"
+#include "workload/sharded/sharded_procs.h"
 #include "workload/sharded/sharded_seq.h"
 
 static int layers_opt = 8;
 static int batch_opt = 32;
 static int max_ranks_opt = 64;
-static int gpus_opt = 2;
+static int gpus_opt = 0; /* 0: every GPU there is */
 static int width_opt = 0; /* 0: 4096, --quick 1024 */
 static const char *optimizer_opt = "adam";
 
@@ -33,7 +37,7 @@ static const mc_extra_opt EXTRA[] = {
     {"batch", MC_OPT_COUNT, &batch_opt, "rows per rank per step (default 32)"},
     {"optimizer", MC_OPT_STRING, &optimizer_opt, "sgd, momentum or adam (default adam)"},
     {"max-ranks", MC_OPT_COUNT, &max_ranks_opt, "largest N predicted, a power of two <= 4096 (default 64)"},
-    {"gpus", MC_OPT_COUNT, &gpus_opt, "GPUs for the measured run, 2..16 (default 2)"},
+    {"gpus", MC_OPT_COUNT, &gpus_opt, "GPUs for the measured run, 2..16 (default: every GPU, at most 16)"},
     {"width", MC_OPT_COUNT, &width_opt, "width of the measured run (default 4096, --quick 1024)"},
     {NULL, MC_OPT_FLAG, NULL, NULL},
 };
@@ -46,7 +50,7 @@ static const char *validate(const mc_options *o)
     if (layers_opt < 2 || layers_opt > 64) return "--layers must be from 2 to 64";
     if (max_ranks_opt > 4096 || (max_ranks_opt & (max_ranks_opt - 1)))
         return "--max-ranks must be a power of two up to 4096";
-    if (gpus_opt < 2 || gpus_opt > MC_SH_MAX_GPUS) return "--gpus must be from 2 to 16";
+    if (gpus_opt != 0 && (gpus_opt < 2 || gpus_opt > MC_SH_MAX_GPUS)) return "--gpus must be from 2 to 16";
     if (width_opt > 65536) return "--width must be at most 65536";
     if (mc_wl_optimizer_parse(optimizer_opt, MC_WL_ADAM, &optimizer) != 0)
         return "--optimizer must be sgd, momentum or adam";
@@ -56,7 +60,7 @@ static const char *validate(const mc_options *o)
 static const mc_experiment EXP = {
     .claim = "C24",
     .key = "sharded_training",
-    .title = "Per-rank memory of DDP, ZeRO-2 and FSDP over 1..64 ranks, and their cost on 2 GPUs",
+    .title = "Per-rank memory of DDP, ZeRO-2 and FSDP over 1..64 ranks, and their cost on the GPUs",
     .seed_claim = "Fully sharded data parallelism (FSDP) shards parameters, gradients and optimizer "
                   "state over the GPUs, for up to 10x less memory per GPU.",
     .method = "The training workload (Linear+ReLU MLP, L=8 layers (--layers) of width 1024, 2048, "
@@ -67,13 +71,15 @@ static const mc_experiment EXP = {
               "reshard_after_forward=False) and FSDP (fully_shard per Linear: each layer all-gathered "
               "before use and freed after, gradients reduce-scattered). Model: rank 0's largest step "
               "peak allocated over 3 steps, for N = 1, 2, 4 .. 64 (--max-ranks) and N = the width "
-              "(one row of each parameter a rank: what stays unsharded), host backend, no capacity limit. GPU (--gpus 2, width 4096 or "
-              "--width; --quick 1024): the whole training step on each GPU, one thread a rank, each "
-              "rank's allocator model over the CUDA backend: forward, loss, backward and optimizer "
+              "(one row of each parameter a rank: what stays unsharded), host backend, no capacity limit. GPU (--gpus: every GPU, width 4096 or "
+              "--width; --quick 1024): the whole training step on each GPU, one process a rank "
+              "(build/sharded_model --gpu, started as torchrun starts its workers; a rank that ends "
+              "badly stops the others), each rank's allocator model over the CUDA backend: forward, loss, backward and optimizer "
               "with the workload's kernels, NCCL's collectives (NCCL_NVLS_ENABLE=0) on their own "
               "streams where PyTorch issues them (DDP's bucket all-reduces during the backward; "
               "FSDP2's all-gathers ahead of each layer, its reduce-scatters during the backward), "
-              "1 + max(--warmup, 1) + --repeats steps; per rank: max_memory_allocated and "
+              "1 + max(--warmup, 1) + --repeats steps, each rank idle 0.3 s after each (as PyTorch's "
+              "reference pauses); per rank: max_memory_allocated and "
               "memory_allocated at each step's end, and the step's time (CUDA events). Checked: "
               "after the steps every rank's parameters equal one GPU trained on all ranks' batches "
               "(relative 1e-5) and each rank's loss falls.",
@@ -142,9 +148,55 @@ static mc_stats over_steps(const uint64_t *u, const double *d, int first, int st
  * a wrapper was not measured). */
 static char measured_cost[320];
 
-/* Runs each wrapper's whole training step on the GPUs (sharded_gpu.h),
- * checked against one GPU; returns false when a rank's measured peak or
- * end-of-step allocated differs from its host model's at any step. */
+/* Between the timed steps every rank idles as long as PyTorch's reference
+ * does (tests/torch/fsdp_reference.py's REAP_S, so that NCCL's watchdog lets
+ * go of a step's tensors), so that the two step times are taken alike. */
+#define PAUSE_MS 300
+
+/* This experiment's own model of each rank at each step, to hold the
+ * ranks' against (they are build/sharded_model's, from its flags). */
+static mc_sh_step_result own[MC_SH_MAX_GPUS][MC_SH_MAX_STEPS];
+
+/* Runs the GPU step of c as gpus_opt processes of build/sharded_model
+ * (beside this program), one a GPU (sharded_procs.h), with the check;
+ * their figures into res, and this program's model of each rank into own. */
+static int run_ranks(const mc_sh_config *c, int steps, mc_sh_gpu_result *res, char *err, size_t len)
+{
+    char exe[1024], a[12][32];
+    if (mc_self_exe(exe, sizeof exe) != 0 || !strrchr(exe, '/')) {
+        snprintf(err, len, "cannot find this program's path (/proc/self/exe)");
+        return -1;
+    }
+    snprintf(strrchr(exe, '/') + 1, sizeof exe - (size_t)(strrchr(exe, '/') + 1 - exe), "sharded_model");
+    snprintf(a[0], sizeof a[0], "%d", c->world);
+    snprintf(a[1], sizeof a[1], "%d", c->wl.layers);
+    snprintf(a[2], sizeof a[2], "%lld", (long long)c->wl.width);
+    snprintf(a[3], sizeof a[3], "%lld", (long long)c->wl.batch);
+    snprintf(a[4], sizeof a[4], "%d", steps);
+    snprintf(a[5], sizeof a[5], "%d", c->wl.sm_count);
+    snprintf(a[6], sizeof a[6], "%llu", (unsigned long long)c->wl.seed);
+    snprintf(a[7], sizeof a[7], "%d", PAUSE_MS);
+    char *argv[] = {exe, "--gpu", "--verify", "--pause-ms", a[7], "--mode", (char *)mc_sh_mode_name(c->mode), "--world", a[0],
+                    "--layers", a[1], "--in", a[2], "--width", a[2], "--out", a[2], "--batch", a[3],
+                    "--optimizer", (char *)optimizer_opt, "--steps", a[4], "--sms", a[5], "--seed", a[6], NULL};
+    for (int q = 0; q < c->world; q++) { /* this program's own model of every rank */
+        mc_sh_config m = *c;
+        m.rank = q;
+        mc_sh_run *r = mc_sh_create(&m, NULL, NULL, err, len);
+        if (!r) return -1;
+        for (int s = 0; s < steps; s++) mc_sh_step(r, &own[q][s]);
+        mc_sh_destroy(r);
+    }
+    const double limit = 2.0 * (steps + 4) * MC_SH_DEFAULT_DEADLINE_S;
+    if (mc_sh_procs_run(argv, c->world, limit, NULL, res, err, len) != 0) return -1;
+    res->steps = steps;
+    return 0;
+}
+
+/* Runs each wrapper's whole training step on the GPUs (sharded_gpu.h), a
+ * process a rank, checked against one GPU; returns false when a rank's
+ * measured peak or end-of-step allocated differs from its host model's at
+ * any step (the ranks' model or this program's). */
 static bool gpu_part(mc_run *run, int64_t width)
 {
     const int first = 1 + (run->opt.warmup > 1 ? run->opt.warmup : 1); /* step 1 makes Adam's state, 2 rebuilds DDP's buckets */
@@ -164,10 +216,9 @@ static bool gpu_part(mc_run *run, int64_t width)
         mc_sh_config c = config(width, MODES[m], gpus_opt);
         c.wl.host_capacity = mc_sh_net_default().host_capacity;
         c.wl.sm_count = sms; /* the reduction scratch is sized for this GPU's SMs, as PyTorch's */
-        mc_sh_gpu_opts o = {.steps = steps, .verify = true, .deadline_s = 0};
-        mc_log(run, "%s on %d GPUs, width %lld: %d steps and the one-GPU check", name, gpus_opt,
+        mc_log(run, "%s on %d GPUs, width %lld: %d steps and the one-GPU check, a process a rank", name, gpus_opt,
                (long long)width, steps);
-        if (mc_sh_gpu_run(&c, &o, &res[m], err, sizeof err) != 0) {
+        if (run_ranks(&c, steps, &res[m], err, sizeof err) != 0) {
             mc_emit(run, name, "ranks", gpus_opt, "peak_allocated", "bytes", mc_stats_of(NULL, 0), "failed", err);
             model_ok = false;
             continue;
@@ -188,7 +239,8 @@ static bool gpu_part(mc_run *run, int64_t width)
                      st = over_steps(NULL, r->time_s[q], first, steps);
             int off = 0;
             for (int s = 0; s < steps; s++)
-                off += r->peak[q][s] != r->model_peak[q][s] || r->end[q][s] != r->model_end[q][s];
+                off += r->peak[q][s] != r->model_peak[q][s] || r->end[q][s] != r->model_end[q][s] ||
+                       r->model_peak[q][s] != own[q][s].peak_allocated || r->model_end[q][s] != own[q][s].allocated_end;
             if (off) model_ok = false;
             snprintf(variant, sizeof variant, "%s_rank%d", name, q);
             snprintf(note, sizeof note, "width %lld, %d GPUs; rank %d, steps %d-%d of %d: max_memory_allocated "
@@ -293,6 +345,11 @@ int main(int argc, char **argv)
     bool model_ok = true;
     if (run.on_gpu) {
         char why[256];
+        if (!gpus_opt) { /* every GPU there is */
+            int n = 0;
+            if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
+            gpus_opt = n < 2 ? 2 : n > MC_SH_MAX_GPUS ? MC_SH_MAX_GPUS : n;
+        }
         if (!mc_sh_gpu_available(gpus_opt, why, sizeof why)) mc_run_waive(&run, "%s", why);
         model_ok = gpu_part(&run, width_opt ? width_opt : run.opt.quick ? 1024 : 4096);
     }

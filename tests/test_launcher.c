@@ -14,7 +14,7 @@
 
 static const char *const ALL[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK",
                                   "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-                                  "MASTER_ADDR", "MASTER_PORT"};
+                                  "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_USE_AGENT_STORE"};
 
 static int clear(void **state)
 {
@@ -65,6 +65,24 @@ static void test_torchrun(void **state)
     assert_int_equal(l.local_rank, 1);
     assert_string_equal(l.addr, "127.0.0.1");
     assert_int_equal(l.port, 29500);
+}
+
+/* torchrun's agent holds MASTER_PORT: rank 0 listens on the next one; not at 65535. */
+static void test_agent_store(void **state)
+{
+    (void)state;
+    torchrun("0", "2", "0");
+    setenv("TORCHELASTIC_USE_AGENT_STORE", "True", 1);
+    mc_launch l;
+    char err[256] = "";
+    assert_int_equal(mc_launch_from_env(&l, err, sizeof err), 0);
+    assert_int_equal(l.port, 29501);
+    setenv("TORCHELASTIC_USE_AGENT_STORE", "False", 1);
+    assert_int_equal(mc_launch_from_env(&l, err, sizeof err), 0);
+    assert_int_equal(l.port, 29500);
+    setenv("TORCHELASTIC_USE_AGENT_STORE", "True", 1);
+    setenv("MASTER_PORT", "65535", 1);
+    refused("no port follows it");
 }
 
 static void test_mpirun(void **state)
@@ -154,7 +172,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_none, clear),     cmocka_unit_test_setup(test_torchrun, clear),
-        cmocka_unit_test_setup(test_mpirun, clear),   cmocka_unit_test_setup(test_both_agree, clear),
+        cmocka_unit_test_setup(test_agent_store, clear), cmocka_unit_test_setup(test_mpirun, clear),   cmocka_unit_test_setup(test_both_agree, clear),
         cmocka_unit_test_setup(test_partial, clear),  cmocka_unit_test_setup(test_numbers, clear),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,35 +15,154 @@
  * beside a PyTorch memory snapshot (tests/torch/fsdp_reference.py --trace).
  *
  * --gpu runs the same step for real on GPUs 0..N-1 (sharded_gpu.h: the
- * workload's kernels, NCCL's collectives on their own streams), a thread
- * per GPU, or, started by torchrun or mpirun (their RANK, WORLD_SIZE,
- * LOCAL_RANK, MASTER_ADDR, MASTER_PORT), as one rank per process on GPU
- * LOCAL_RANK, and prints every rank's (or this rank's) figures beside its
- * host model's:
+ * workload's kernels, NCCL's collectives on their own streams), one
+ * process per GPU that this program starts and watches (sharded_procs.h),
+ * or a thread per GPU (--threads), or, started by torchrun or mpirun (their
+ * RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT), as one rank on
+ * GPU LOCAL_RANK (--ranks-out DIR: every rank's figures merged there), and
+ * prints every rank's (or this rank's) figures beside its host model's:
  * `rank,step,peak_allocated,allocated_end,model_peak,model_end,step_time_s,loss,status`;
  * --verify also trains the one-GPU reference and checks every rank's
  * parameters against it, and the loss's fall (a line on stderr says how close).
  * Exit: 0; 1 when a GPU figure differs from the model or the check fails;
  * 2 for bad input (one line on stderr); 3 a CUDA or NCCL error (a rank past
  * its deadline included); 77 fewer GPUs than N, or built without NCCL. */
+#define _POSIX_C_SOURCE 200809L /* open_memstream, nanosleep */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cuda_runtime_api.h>
 
 #include "check.h"
 #include "check_cuda.h"
+#include "child.h"
 #include "options.h"
 #include "workload/sharded/sharded_gpu.h"
+#include "workload/sharded/sharded_procs.h"
 #include "workload/sharded/sharded_seq.h"
 #include "workload/workload_args.h"
 
+static double sh_deadline(const mc_sh_gpu_opts *o) { return o->deadline_s > 0 ? o->deadline_s : MC_SH_DEFAULT_DEADLINE_S; }
+
+/* How a --gpu run is laid out over processes. */
+typedef enum {
+    GPU_PROCS,   /* this process starts one process a rank (sharded_procs.h) and merges them */
+    GPU_THREADS, /* --threads: one process, a thread a rank */
+    GPU_RANK     /* started by a launcher (torchrun, mpirun, or GPU_PROCS): this process is one rank */
+} gpu_layout;
+
+/* --ranks-out DIR under a launcher: this rank's rows into DIR/rankR.csv (and its
+ * check into DIR/rankR.verify), each written whole under a temporary name
+ * then renamed; rank 0 then waits (within the deadline) for every rank's
+ * and merges them into DIR/ranks.csv (and DIR/verify.txt). */
+static int write_whole(const char *dir, const char *name, const char *text)
+{
+    char tmp[1100], path[1100];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, name);
+    FILE *f = fopen(tmp, "wx");
+    if (!f) return -1;
+    bool ok = fputs(text, f) >= 0;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *b = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&b, &n);
+    CHECK(m != NULL, "out of host memory");
+    char buf[4096];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, got, m);
+    fclose(f);
+    fclose(m);
+    return b;
+}
+
+static int write_rank_files(const char *dir, int rank, int world, const mc_sh_gpu_result *res, const char *check,
+                            double deadline_s)
+{
+    char name[64], *text = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&text, &n);
+    CHECK(m != NULL, "out of host memory");
+    fprintf(m, "%s\n", MC_SH_ROWS_HEADER);
+    mc_sh_rows_write(m, res, rank);
+    fclose(m);
+    snprintf(name, sizeof name, "rank%d.csv", rank);
+    int rc = write_whole(dir, name, text);
+    free(text);
+    if (rc == 0 && check[0]) {
+        snprintf(name, sizeof name, "rank%d.verify", rank);
+        char line[620];
+        snprintf(line, sizeof line, "%s\n", check);
+        rc = write_whole(dir, name, line);
+    }
+    if (rc != 0) {
+        fprintf(stderr, "sharded_model: rank %d: cannot write its figures into --ranks-out '%s'\n", rank, dir);
+        return -1;
+    }
+    if (rank != 0) return 0;
+    /* Rank 0 merges, once every rank's are there. */
+    char *merged = NULL, *verify = NULL;
+    size_t mn = 0, vn = 0;
+    FILE *mm = open_memstream(&merged, &mn), *vm = open_memstream(&verify, &vn);
+    CHECK(mm && vm, "out of host memory");
+    fprintf(mm, "%s\n", MC_SH_ROWS_HEADER);
+    const size_t hl = strlen(MC_SH_ROWS_HEADER) + 1;
+    const struct timespec nap = {0, 50 * 1000 * 1000};
+    double waited = 0;
+    for (int q = 0; q < world && rc == 0; q++) {
+        char path[1100];
+        snprintf(path, sizeof path, "%s/rank%d.csv", dir, q);
+        char *t;
+        while (!(t = read_all(path)) && waited < deadline_s) {
+            nanosleep(&nap, NULL);
+            waited += 0.05;
+        }
+        if (!t) {
+            fprintf(stderr, "sharded_model: rank 0: rank %d's figures not in --ranks-out '%s' after %.0f s; nothing merged\n",
+                    q, dir, deadline_s);
+            rc = -1;
+            break;
+        }
+        if (strlen(t) >= hl) fputs(t + hl, mm);
+        free(t);
+        snprintf(path, sizeof path, "%s/rank%d.verify", dir, q);
+        if (check[0] && (t = read_all(path))) {
+            fputs(t, vm);
+            free(t);
+        }
+    }
+    fclose(mm);
+    fclose(vm);
+    if (rc == 0) rc = write_whole(dir, "ranks.csv", merged);
+    if (rc == 0 && check[0]) rc = write_whole(dir, "verify.txt", verify);
+    free(merged);
+    free(verify);
+    if (rc == 0) fprintf(stderr, "sharded_model: rank 0: every rank's figures merged into %s/ranks.csv\n", dir);
+    return rc;
+}
+
 /* --gpu: every rank on its GPU, its figures beside its model's. */
-static int run_gpu(mc_sh_config *c, mc_sh_gpu_opts o, bool sms_given)
+static int run_gpu(mc_sh_config *c, mc_sh_gpu_opts o, bool sms_given, bool threads, const char *out_dir,
+                   char **argv)
 {
     const int steps = o.steps;
     const bool verify = o.verify;
-    char err[256];
+    char err[1024];
     if (c->trace) {
         fprintf(stderr, "sharded_model: --gpu writes no --trace\n");
         return MC_EXIT_USAGE;
@@ -58,7 +177,7 @@ static int run_gpu(mc_sh_config *c, mc_sh_gpu_opts o, bool sms_given)
                 o.fault_rank, o.fault_step, c->world, steps);
         return MC_EXIT_USAGE;
     }
-    /* Under torchrun or mpirun this process is one rank (launcher.h). */
+    /* Under torchrun or mpirun (or our own GPU_PROCS) this process is one rank (launcher.h). */
     mc_launch l;
     if (mc_launch_from_env(&l, err, sizeof err) != 0) {
         fprintf(stderr, "sharded_model: %s\n", err);
@@ -69,46 +188,81 @@ static int run_gpu(mc_sh_config *c, mc_sh_gpu_opts o, bool sms_given)
                 c->world);
         return MC_EXIT_USAGE;
     }
-    const int device = l.kind != MC_LAUNCH_NONE ? l.local_rank : 0;
-    if (!mc_sh_gpu_available(l.kind != MC_LAUNCH_NONE ? l.local_rank + 1 : c->world, err, sizeof err)) {
+    const gpu_layout lay = l.kind != MC_LAUNCH_NONE ? GPU_RANK : threads ? GPU_THREADS : GPU_PROCS;
+    if (lay == GPU_RANK && threads) {
+        fprintf(stderr, "sharded_model: --threads: %s started this process as one rank\n", mc_launch_kind_name(l.kind));
+        return MC_EXIT_USAGE;
+    }
+    if (lay == GPU_THREADS && o.fault == MC_SH_FAULT_KILL) {
+        fprintf(stderr, "sharded_model: --inject kill needs ranks that are processes (not --threads)\n");
+        return MC_EXIT_USAGE;
+    }
+    if (out_dir && lay != GPU_RANK) {
+        fprintf(stderr, "sharded_model: --ranks-out DIR is for ranks a launcher started (torchrun, mpirun)\n");
+        return MC_EXIT_USAGE;
+    }
+    if (out_dir) { /* a run never overwrites another's figures */
+        char path[1100];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/rank%d.csv", out_dir, l.rank);
+        if (strlen(out_dir) > 1000) {
+            fprintf(stderr, "sharded_model: --ranks-out: a folder name of at most 1000 bytes\n");
+            return MC_EXIT_USAGE;
+        }
+        if (stat(out_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "sharded_model: --ranks-out '%s' is not a folder\n", out_dir);
+            return MC_EXIT_USAGE;
+        }
+        if (stat(path, &st) == 0) {
+            fprintf(stderr, "sharded_model: --ranks-out '%s' already holds rank %d's figures (a run's figures are never overwritten)\n",
+                    out_dir, l.rank);
+            return MC_EXIT_USAGE;
+        }
+    }
+    const int device = lay == GPU_RANK ? l.local_rank : 0;
+    if (!mc_sh_gpu_available(lay == GPU_RANK ? l.local_rank + 1 : c->world, err, sizeof err)) {
         fprintf(stderr, "sharded_model: %s\n", err);
         return MC_EXIT_WAIVED;
     }
-    if (!sms_given) /* the reduction scratch is sized for this GPU's SMs, as PyTorch's */
-        CHECK_CUDA(cudaDeviceGetAttribute(&c->wl.sm_count, cudaDevAttrMultiProcessorCount, device));
     static mc_sh_gpu_result res;
-    int ran = l.kind != MC_LAUNCH_NONE ? mc_sh_gpu_run_rank(c, &o, &l, &res, err, sizeof err)
-                                       : mc_sh_gpu_run(c, &o, &res, err, sizeof err);
+    int ran;
+    if (lay == GPU_PROCS) {
+        char self[1024];
+        if (mc_self_exe(self, sizeof self) != 0) {
+            fprintf(stderr, "sharded_model: cannot find this program's path (/proc/self/exe)\n");
+            return MC_EXIT_CUDA;
+        }
+        argv[0] = self; /* the ranks run this program with the same flags */
+        const double limit = (steps + 4) * sh_deadline(&o) * 2; /* every rank also has its own deadline */
+        ran = mc_sh_procs_run(argv, c->world, limit, stderr, &res, err, sizeof err);
+        res.steps = steps;
+    } else {
+        if (!sms_given) /* the reduction scratch is sized for this GPU's SMs, as PyTorch's */
+            CHECK_CUDA(cudaDeviceGetAttribute(&c->wl.sm_count, cudaDevAttrMultiProcessorCount, device));
+        ran = lay == GPU_RANK ? mc_sh_gpu_run_rank(c, &o, &l, &res, err, sizeof err)
+                              : mc_sh_gpu_run(c, &o, &res, err, sizeof err);
+    }
+    int rc = MC_EXIT_OK;
+    const int q0 = lay == GPU_RANK ? l.rank : 0, q1 = lay == GPU_RANK ? l.rank + 1 : c->world;
+    printf("%s\n", MC_SH_ROWS_HEADER);
+    for (int q = q0; q < q1; q++) {
+        mc_sh_rows_write(stdout, &res, q);
+        for (int s = 0; s < res.done[q] && s < steps; s++)
+            if (res.peak[q][s] != res.model_peak[q][s] || res.end[q][s] != res.model_end[q][s]) rc = MC_EXIT_VERIFY;
+    }
+    fflush(stdout);
     if (ran != 0) {
         fprintf(stderr, "sharded_model: %s\n", err);
         return MC_EXIT_CUDA;
     }
-    int rc = MC_EXIT_OK;
-    const int q0 = l.kind != MC_LAUNCH_NONE ? l.rank : 0, q1 = l.kind != MC_LAUNCH_NONE ? l.rank + 1 : c->world;
-    printf("rank,step,peak_allocated,allocated_end,model_peak,model_end,step_time_s,loss,status\n");
-    for (int q = q0; q < q1; q++)
-        for (int s = 0; s < steps; s++) {
-            bool oom = q == res.oom_rank && s + 1 == res.oom_step;
-            if (s >= res.done[q] && !oom) break; /* stopped: a rank ran out of memory */
-            printf("%d,%d,%llu,%llu,%llu,%llu,%.9f,%.9g,%s\n", q, s + 1, (unsigned long long)res.peak[q][s],
-                   (unsigned long long)res.end[q][s], (unsigned long long)res.model_peak[q][s],
-                   (unsigned long long)res.model_end[q][s], oom ? 0.0 : res.time_s[q][s],
-                   oom ? 0.0 : res.loss[q][s], oom ? "oom" : "ok");
-            if (oom) break;
-            if (res.peak[q][s] != res.model_peak[q][s] || res.end[q][s] != res.model_end[q][s]) rc = MC_EXIT_VERIFY;
-        }
     if (rc != MC_EXIT_OK) fprintf(stderr, "sharded_model: a GPU figure differs from the model's\n");
-    if (verify) {
-        const mc_sh_check *v = &res.check;
-        bool ok = v->verified && v->passed;
-        fprintf(stderr, "sharded_model: --verify %s: parameters within %.2e of one GPU's (relative; "
-                "worst: rank %d, parameter %d; %llu of %llu elements beyond %.0e, largest difference "
-                "%.2e); loss %s on every rank%s\n", ok ? "passed" : "FAILED", v->max_rel, v->worst_rank,
-                v->worst_param, (unsigned long long)v->elems_off, (unsigned long long)v->elems,
-                MC_SH_VERIFY_TOL, v->max_abs, v->loss_falls ? "falls" : "does NOT fall",
-                c->wl.optimizer == MC_WL_ADAM ? " (the check trains with momentum in Adam's place)" : "");
-        if (!ok) rc = MC_EXIT_VERIFY;
+    char check[600] = "";
+    if (verify && res.oom_rank < 0) {
+        mc_sh_check_format(&res.check, c->wl.optimizer == MC_WL_ADAM, check, sizeof check);
+        fprintf(stderr, "sharded_model: %s\n", check);
+        if (!(res.check.verified && res.check.passed)) rc = MC_EXIT_VERIFY;
     }
+    if (out_dir && write_rank_files(out_dir, l.rank, c->world, &res, check, sh_deadline(&o)) != 0) return MC_EXIT_CUDA;
     return rc;
 }
 
@@ -119,8 +273,8 @@ int main(int argc, char **argv)
     c.mode = MC_SH_NMODE;
     c.world = 0;
     c.rank = 0;
-    const char *trace_path = NULL;
-    bool gpu = false, verify = false;
+    const char *trace_path = NULL, *ranks_out = NULL;
+    bool gpu = false, verify = false, threads = false;
     mc_sh_gpu_opts go = {.steps = 0, .verify = false, .deadline_s = 0, .fault = MC_SH_FAULT_NONE};
     /* Our flags out; the rest to build/workload's parser. */
     char *rest[argc + 2]; /* argc is small: a command line */
@@ -128,13 +282,13 @@ int main(int argc, char **argv)
     rest[n++] = argv[0];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--gpu") || !strcmp(a, "--verify")) {
-            *(!strcmp(a, "--gpu") ? &gpu : &verify) = true;
+        if (!strcmp(a, "--gpu") || !strcmp(a, "--verify") || !strcmp(a, "--threads")) {
+            *(!strcmp(a, "--gpu") ? &gpu : !strcmp(a, "--verify") ? &verify : &threads) = true;
             continue;
         }
         bool ours = !strcmp(a, "--mode") || !strcmp(a, "--world") || !strcmp(a, "--rank") ||
                     !strcmp(a, "--trace") || !strcmp(a, "--deadline") || !strcmp(a, "--inject") ||
-                    !strcmp(a, "--pause-ms");
+                    !strcmp(a, "--pause-ms") || !strcmp(a, "--ranks-out");
         if (!ours) {
             rest[n++] = argv[i];
             continue;
@@ -144,8 +298,8 @@ int main(int argc, char **argv)
             return MC_EXIT_USAGE;
         }
         const char *v = argv[++i];
-        if (!strcmp(a, "--trace")) {
-            trace_path = v;
+        if (!strcmp(a, "--trace") || !strcmp(a, "--ranks-out")) {
+            *(!strcmp(a, "--trace") ? &trace_path : &ranks_out) = v;
             continue;
         }
         if (!strcmp(a, "--deadline") || !strcmp(a, "--pause-ms")) { /* whole seconds; milliseconds */
@@ -163,12 +317,13 @@ int main(int argc, char **argv)
             char kind[8] = "";
             int used = 0;
             if (sscanf(v, "%5[a-z]:%d:%d%n", kind, &go.fault_rank, &go.fault_step, &used) != 3 ||
-                v[used] != '\0' || (strcmp(kind, "oom") && strcmp(kind, "hang")) || go.fault_rank < 0 ||
-                go.fault_step < 1) {
-                fprintf(stderr, "sharded_model: --inject must be oom:RANK:STEP or hang:RANK:STEP, not '%s'\n", v);
+                v[used] != '\0' || (strcmp(kind, "oom") && strcmp(kind, "hang") && strcmp(kind, "kill")) ||
+                go.fault_rank < 0 || go.fault_step < 1) {
+                fprintf(stderr, "sharded_model: --inject must be oom:RANK:STEP, hang:RANK:STEP or kill:RANK:STEP, "
+                        "not '%s'\n", v);
                 return MC_EXIT_USAGE;
             }
-            go.fault = strcmp(kind, "oom") ? MC_SH_FAULT_HANG : MC_SH_FAULT_OOM;
+            go.fault = !strcmp(kind, "oom") ? MC_SH_FAULT_OOM : !strcmp(kind, "hang") ? MC_SH_FAULT_HANG : MC_SH_FAULT_KILL;
             continue;
         }
         if (!strcmp(a, "--mode") ? mc_sh_mode_parse(v, &c.mode) != 0
@@ -190,21 +345,32 @@ int main(int argc, char **argv)
                "network flags (fp32, accum 1, no checkpointing) [--trace FILE: the requests]; one rank's\n"
                "figures per step, no GPU.\n"
                "Output: step,peak_allocated,allocated_end,peak_reserved,status\n"
-               "  --gpu      run every rank on GPUs 0..N-1 (one thread each, NCCL; under torchrun or mpirun\n"
-               "             this process is rank RANK on GPU LOCAL_RANK) and print each rank's\n"
-               "             figures beside its model's: rank,step,peak_allocated,allocated_end,model_peak,\n"
-               "             model_end,step_time_s,loss,status (at most %d GPUs and %d steps)\n"
+               "  --gpu      run every rank on GPUs 0..N-1, one process each (this program started N\n"
+               "             times as torchrun starts its workers: RANK, WORLD_SIZE, LOCAL_RANK,\n"
+               "             MASTER_ADDR=127.0.0.1, MASTER_PORT; NCCL), and print each rank's figures\n"
+               "             beside its model's, merged: rank,step,peak_allocated,allocated_end,model_peak,\n"
+               "             model_end,step_time_s,loss,status (at most %d GPUs and %d steps). Started by\n"
+               "             torchrun or mpirun, this process is rank RANK on GPU LOCAL_RANK and prints\n"
+               "             its own rows\n"
+               "  --threads  with --gpu: one process, a thread a rank, instead\n"
+               "  --ranks-out DIR  with --gpu under torchrun or mpirun: each rank also writes DIR/rankR.csv\n"
+               "             (and DIR/rankR.verify), and rank 0 merges every rank's into DIR/ranks.csv\n"
+               "             (and DIR/verify.txt); DIR must be a folder all ranks see, without a\n"
+               "             rank's figures already in it\n"
                "  --verify   with --gpu: check every rank's parameters against one GPU trained on the\n"
                "             whole batch (relative %.0e) and that each rank's loss falls\n"
-               "  --deadline S  with --gpu: a step not done within S seconds (default 300) stops every\n"
+               "  --deadline S  with --gpu: a step not done within S seconds (default %.0f) stops every\n"
                "             rank (exit 3, one line naming the rank that stopped queueing and its call)\n"
                "  --pause-ms N  with --gpu: every rank idles N ms after each step (as\n"
                "             tests/torch/fsdp_reference.py pauses 300 ms), default 0\n"
-               "  --inject oom:R:S | hang:R:S  with --gpu: rank R runs out of memory (a result: its row\n"
-               "             says oom, the others stop) or hangs at the start of step S (the tests' fault)\n"
+               "  --inject oom:R:S | hang:R:S | kill:R:S  with --gpu: rank R runs out of memory (a result:\n"
+               "             its row says oom, the others stop), hangs, or is killed by SIGKILL (processes\n"
+               "             only) at the start of step S (the tests' faults). When a rank ends badly the\n"
+               "             others are told (SIGUSR1) and stop at their next wait, naming it; any still\n"
+               "             running %.0f s later is killed\n"
                "Exit: 0; 1 a GPU figure differs from the model or the check failed; 2 bad input;\n"
                "3 CUDA or NCCL error; 77 not enough GPUs or no NCCL.\n",
-               MC_SH_MAX_GPUS, MC_SH_MAX_STEPS, MC_SH_VERIFY_TOL);
+               MC_SH_MAX_GPUS, MC_SH_MAX_STEPS, MC_SH_VERIFY_TOL, MC_SH_DEFAULT_DEADLINE_S, MC_SH_PROCS_GRACE_S);
         return MC_EXIT_OK;
     }
     if (c.mode == MC_SH_NMODE || c.world == 0) {
@@ -223,9 +389,9 @@ int main(int argc, char **argv)
     }
     go.steps = cli.steps;
     go.verify = verify;
-    if (gpu) return run_gpu(&c, go, cli.sms_given);
-    if (verify || go.deadline_s > 0 || go.fault != MC_SH_FAULT_NONE || go.pause_s > 0) {
-        fprintf(stderr, "sharded_model: --verify, --deadline, --pause-ms and --inject need --gpu\n");
+    if (gpu) return run_gpu(&c, go, cli.sms_given, threads, ranks_out, argv);
+    if (verify || go.deadline_s > 0 || go.fault != MC_SH_FAULT_NONE || go.pause_s > 0 || threads || ranks_out) {
+        fprintf(stderr, "sharded_model: --verify, --deadline, --pause-ms, --inject, --threads and --ranks-out need --gpu\n");
         return MC_EXIT_USAGE;
     }
     if (trace_path) {

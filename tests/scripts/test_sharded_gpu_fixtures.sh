@@ -124,6 +124,19 @@ refused "... --gpu with --trace" 2 $net --gpu --trace "$tmp/t"
 refused_under "... under a launcher that set RANK and WORLD_SIZE but not LOCAL_RANK" "RANK=0 WORLD_SIZE=2" $net --gpu
 refused_under "... under torchrun with 3 ranks for --world 2" \
     "RANK=0 WORLD_SIZE=3 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500" $net --gpu
+refused "... --threads without --gpu" 2 $net --threads
+refused "... --ranks-out without --gpu" 2 $net --ranks-out "$tmp"
+refused "... --ranks-out with no launcher" 2 $net --gpu --ranks-out "$tmp"
+refused "... --inject kill with --threads (it would kill every rank)" 2 $net --gpu --threads --inject kill:1:1
+refused "... --inject kill past --world" 2 $net --gpu --inject kill:2:1
+refused_under "... --threads under torchrun" \
+    "RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500" $net --gpu --threads
+refused_under "... --ranks-out that is not a folder" \
+    "RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500" $net --gpu --ranks-out "$tmp/none"
+touch "$tmp/rank1.csv"
+refused_under "... --ranks-out that holds this rank's figures already (never overwritten)" \
+    "RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500" $net --gpu --ranks-out "$tmp"
 }
+check_eq "... which left the figures there as they were" "$(wc -c < "$tmp/rank1.csv")" 0
 check "... which wrote no trace" test ! -e "$tmp/t"
 summary

@@ -125,6 +125,17 @@ int mc_launch_from_env(mc_launch *l, char *err, size_t len)
         snprintf(err, len, "MASTER_PORT=%s: not in 1..65535", port);
         return -1;
     }
+    /* torchrun's agent itself listens on MASTER_PORT (its TCPStore, which
+     * PyTorch's workers join as clients: TORCHELASTIC_USE_AGENT_STORE=True),
+     * so rank 0 listens on the port after it. */
+    const char *agent = getenv("TORCHELASTIC_USE_AGENT_STORE");
+    if (SETS[found].kind == MC_LAUNCH_TORCHRUN && agent && !strcmp(agent, "True")) {
+        if (p == 65535) {
+            snprintf(err, len, "MASTER_PORT=%s: torchrun's store holds it and no port follows it", port);
+            return -1;
+        }
+        p++;
+    }
     l->kind = SETS[found].kind;
     l->rank = (int)v[found][0];
     l->world = (int)v[found][1];

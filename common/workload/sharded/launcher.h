@@ -2,10 +2,8 @@
  * strictly, so that C24's ranks can be processes on several nodes instead of
  * one process with a thread per GPU (the default on one machine).
  * build/sharded_model --gpu reads it (sharded_gpu.h mc_sh_gpu_run_rank:
- * this process is one rank); C24 does not yet. Tested on the CPU
- * (tests/test_launcher.c, tests/test_rendezvous.c, and sharded_model's
- * refusals); the ranks-as-processes run itself was written after the GPU
- * time of its session was spent and has not yet run on GPUs.
+ * this process is one rank), whether torchrun, mpirun or sharded_procs.h
+ * (C24, sharded_model on one machine) started it.
  *
  *   torchrun:  RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT
  *   mpirun:    OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE,
@@ -14,7 +12,8 @@
  *              sets no rendezvous address of its own.
  *
  * MASTER_ADDR:MASTER_PORT is where rank 0 listens to hand out NCCL's unique
- * id (rendezvous.h). A launcher's variables come as a set: one set alone, or
+ * id (rendezvous.h); under torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE
+ * =True, torchrun's default), which holds MASTER_PORT itself, the port after it. A launcher's variables come as a set: one set alone, or
  * none at all, is accepted; a partial set, a value that is not a plain
  * decimal number, a rank outside the world, a port outside 1..65535, or two
  * sets that disagree are refused with one line saying which variable. */
@@ -39,7 +38,7 @@ typedef struct {
     mc_launch_kind kind;
     int rank, world, local_rank; /* 0 <= rank, local_rank < world */
     char addr[MC_LAUNCH_ADDR_MAX]; /* MASTER_ADDR: a host name or address */
-    int port;                      /* MASTER_PORT, 1..65535 */
+    int port;                      /* rank 0's port: MASTER_PORT, or the one after under torchrun's agent store */
 } mc_launch;
 
 /* "none", "torchrun" or "mpirun". */

@@ -7,6 +7,7 @@
 #include "sharded_gpu.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +139,8 @@ static void *rank_main(void *arg)
         k->step = s + 1;
         k->at = "the start";
         if (k->id && k->o->fault != MC_SH_FAULT_NONE && k->o->fault_rank == k->rank && k->o->fault_step == s + 1) {
+            if (k->o->fault == MC_SH_FAULT_KILL) /* a process only (sharded_model refuses it for threads) */
+                raise(SIGKILL);
             if (k->o->fault == MC_SH_FAULT_HANG) { /* silent: the others' deadline finds it */
                 while (!sh_gpu_failed(k)) sched_yield();
                 break;
@@ -352,8 +355,10 @@ static int run(const mc_sh_config *c, const mc_sh_gpu_opts *o, int first, int co
         cc.wl.optimizer = MC_WL_MOMENTUM;
         cc.wl.lr = 0; /* momentum's default */
     }
+    mc_sh_gpu_opts untimed = *o; /* the check's steps are not timed: no pause between them */
+    untimed.pause_s = 0;
     static mc_sh_gpu_result check;
-    if (run_once(&cc, o, first, count, device0, ids, &check, err, len) != 0) return -1;
+    if (run_once(&cc, &untimed, first, count, device0, ids, &check, err, len) != 0) return -1;
     mc_sh_gpu_opts timed = *o;
     timed.verify = false;
     if (run_once(c, &timed, first, count, device0, ids ? ids + 1 : NULL, res, err, len) != 0) return -1;
@@ -381,6 +386,7 @@ extern "C" int mc_sh_gpu_run_rank(const mc_sh_config *c, const mc_sh_gpu_opts *o
         CHECK_NCCL(ncclGetUniqueId(&ids[0]));
         CHECK_NCCL(ncclGetUniqueId(&ids[1]));
     }
+    sh_gpu_catch_peer_end();
     const double limit = sh_gpu_deadline_s(o);
     if (mc_rdv_exchange(l->addr, l->port, l->rank, l->world, ids, sizeof ids, limit, err, len) != 0) return -1;
     return run(c, o, l->rank, 1, l->local_rank, ids, res, err, len);

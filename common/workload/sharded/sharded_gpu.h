@@ -60,6 +60,7 @@ extern "C" {
 
 #define MC_SH_MAX_GPUS 16
 #define MC_SH_MAX_STEPS 64
+#define MC_SH_DEFAULT_DEADLINE_S 300.0 /* s: a step (or the rendezvous) not done by then stops the run */
 #define MC_SH_VERIFY_TOL 1e-5 /* relative: max |a - b| / max |b| of a parameter */
 
 /* The one-GPU check's outcome (the rule above). */
@@ -90,9 +91,10 @@ typedef struct {
 } mc_sh_gpu_result;
 
 /* A rank that fails on purpose at the start of a step (the tests of the
- * stopping): it reports running out of memory, or it hangs, queueing
- * nothing more and saying nothing, until the others give up. */
-typedef enum { MC_SH_FAULT_NONE, MC_SH_FAULT_OOM, MC_SH_FAULT_HANG } mc_sh_fault;
+ * stopping): it reports running out of memory; it hangs, queueing nothing
+ * more and saying nothing, until the others give up; or (a rank that is a
+ * process) it is killed (SIGKILL), as the OOM killer or a user would. */
+typedef enum { MC_SH_FAULT_NONE, MC_SH_FAULT_OOM, MC_SH_FAULT_HANG, MC_SH_FAULT_KILL } mc_sh_fault;
 
 typedef struct {
     int steps;             /* 1 .. MC_SH_MAX_STEPS */

@@ -6,6 +6,7 @@
 #ifdef MC_HAVE_NCCL
 
 #include <sched.h>
+#include <signal.h>
 #include <string.h>
 #include <time.h>
 
@@ -33,7 +34,37 @@ void sh_gpu_fail(rank_ctx *k, int fatal, const char *msg)
     pthread_mutex_unlock(&k->sh->mu);
 }
 
-bool sh_gpu_failed(const rank_ctx *k) { return __atomic_load_n(&k->sh->failed, __ATOMIC_ACQUIRE) != 0; }
+/* Ranks as processes (mc_sh_gpu_run_rank): the launcher that started them
+ * (sharded_procs.h) sends SIGUSR1 when another rank ended badly, which no
+ * wait of this process could see otherwise (a killed peer's NVLink
+ * transfers just never come). */
+static volatile sig_atomic_t peer_ended;
+
+static void on_peer_ended(int sig)
+{
+    (void)sig;
+    peer_ended = 1;
+}
+
+void sh_gpu_catch_peer_end(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_peer_ended;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, NULL);
+}
+
+bool sh_gpu_failed(rank_ctx *k)
+{
+    if (peer_ended && !__atomic_load_n(&k->sh->failed, __ATOMIC_ACQUIRE)) {
+        char m[200];
+        snprintf(m, sizeof m, "stopped at %s of step %d: another rank ended (the launcher's SIGUSR1)",
+                 (const char *)k->at, k->step);
+        sh_gpu_fail(k, 1, m);
+    }
+    return __atomic_load_n(&k->sh->failed, __ATOMIC_ACQUIRE) != 0;
+}
 
 /* Stops this rank's collectives: its kernels that wait for a peer return. */
 void sh_gpu_abort(rank_ctx *k)

@@ -64,15 +64,18 @@ typedef struct rank_ctx {
 
 /* sharded_gpu_fail.cu: the first failure of any rank wins (msg after "rank R: ";
  * fatal: an error, not an out-of-memory result); whether one happened;
+ * a SIGUSR1 taken as a failure (sh_gpu_catch_peer_end);
  * this rank's communicator aborted, so that its kernels waiting for a peer
  * return; a wait for e that gives up (aborting) on a failure anywhere, an
  * NCCL error or the deadline ("what" names it in the failure's line). */
 void sh_gpu_fail(rank_ctx *k, int fatal, const char *msg);
-bool sh_gpu_failed(const rank_ctx *k);
+bool sh_gpu_failed(rank_ctx *k);
+/* A rank that is a process: SIGUSR1 from its launcher (another rank ended)
+ * fails it at its next wait or step, naming where it was. */
+void sh_gpu_catch_peer_end(void);
 void sh_gpu_abort(rank_ctx *k);
 bool sh_gpu_wait(rank_ctx *k, cudaEvent_t e, const char *what);
 /* The deadline of a step (and of the rendezvous), seconds: o->deadline_s or the default. */
-#define MC_SH_DEFAULT_DEADLINE_S 300.0
 double sh_gpu_deadline_s(const mc_sh_gpu_opts *o);
 
 /* sharded_gpu_hooks.cu: mc_sh_hooks.comm of a rank (ctx: its rank_ctx). */
