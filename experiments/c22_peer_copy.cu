@@ -3,10 +3,13 @@
  * Between GPU 0 and GPU 1, both ways, over sizes: cudaMemcpyPeerAsync with
  * peer access disabled, the same with it enabled, the copy through pinned
  * host memory (D2H then H2D), and a kernel on GPU 0 that reads GPU 1's
- * memory in place once peer access is on. Each destination is poisoned
- * before and checked after every copy against a seeded pattern. The link
- * for context: nvidia-smi topo -m and the NVLink count and rate. With one
- * GPU the experiment waives. */
+ * memory in place once peer access is on. Then, at one large size, the
+ * matrix over every ordered pair of the visible GPUs, as nvbandwidth reports
+ * it, with a + b computed on one GPU from an operand on the other
+ * (experiments/support/peer_matrix.h). Each destination is poisoned before
+ * and checked after every copy against a seeded pattern. The link for
+ * context: nvidia-smi topo -m and the NVLink count and rate. With one GPU
+ * the experiment waives. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,27 +21,35 @@
 #include "experiment.h"
 #include "gpu.h"
 #include "pattern.h"
+#include "support/peer_matrix.h"
 #include "units.h"
 
-static uint64_t max_bytes_opt = 0; /* 0: 1 GiB, or 4 MiB with --quick */
+static uint64_t max_bytes_opt = 0;    /* 0: 1 GiB, or 4 MiB with --quick */
+static uint64_t matrix_bytes_opt = 0; /* 0: 256 MiB, or 4 MiB with --quick */
 
 static const mc_extra_opt EXTRA[] = {
     {"max-bytes", MC_OPT_BYTES, &max_bytes_opt,
      "largest copy; sizes are 4 KiB x 4^k up to it (default 1 GiB, --quick 4 MiB)"},
+    {"matrix-bytes", MC_OPT_BYTES, &matrix_bytes_opt,
+     "copy size of the matrix over every pair of GPUs, a multiple of 4 KiB, at least 1 MiB "
+     "(default 256 MiB, --quick 4 MiB)"},
     {NULL, MC_OPT_FLAG, NULL, NULL},
 };
 
 static const char *validate_options(const mc_options *opt)
 {
     (void)opt;
-    return max_bytes_opt && max_bytes_opt < (4ull << 10) ? "--max-bytes must be at least 4 KiB" : NULL;
+    if (max_bytes_opt && max_bytes_opt < (4ull << 10)) return "--max-bytes must be at least 4 KiB";
+    if (matrix_bytes_opt && (matrix_bytes_opt < (1ull << 20) || matrix_bytes_opt % (4ull << 10)))
+        return "--matrix-bytes must be a multiple of 4 KiB and at least 1 MiB";
+    return NULL;
 }
 
 static const mc_experiment EXP = {
     .claim = "C22",
     .key = "peer_copy",
     .title = "GPU-to-GPU copy bandwidth with and without peer access, through the host, and a kernel "
-             "reading the other GPU's memory",
+             "reading the other GPU's memory; the matrix over every pair of GPUs",
     .seed_claim = "Tensors on two GPUs must be copied to one device before combining.",
     .method = "GPU 0 <-> GPU 1 (--device is GPU 0; GPU 1 is the next device), 4 KiB to 1 GiB in x4 "
               "steps (--quick: to 4 MiB): cudaMemcpyPeerAsync with peer access disabled (the "
@@ -49,14 +60,26 @@ static const mc_experiment EXP = {
               "clock for all four, since a copy through the host spans two devices' streams), "
               "median of --repeats. Destinations poisoned before and checked after every copy "
               "against a seeded pattern, on the device that holds them. 1 GiB copies use at most 3 "
-              "repeats. Context: nvidia-smi topo -m, and nvidia-smi nvlink -s (links and their "
-              "rate).",
-    .verdict_rule = "If the GPUs cannot access each other's memory (cudaDeviceCanAccessPeer 0): "
-                    "holds (a copy, through the host, is the only way). If they can and the kernel "
-                    "on GPU 0 read GPU 1's memory correctly: holds-partly (without peer access a "
-                    "copy is needed; with it a kernel reads remote memory in place, at the rate "
-                    "in the note; PyTorch still refuses operands on two devices: "
-                    "tests/torch/peer_reference.py). inconclusive if a verification failed.",
+              "repeats. Then the matrix over every ordered pair i -> j of the visible GPUs at 256 MiB "
+              "(--quick: 4 MiB; --matrix-bytes), as nvbandwidth measures it: cudaMemcpyPeerAsync on "
+              "GPU i's stream with peer access off and on (both ways, one pair at a time), a kernel on "
+              "GPU j loading GPU i's memory in place, and a kernel on GPU j computing c = a + b (float) "
+              "with b on GPU i (at most 32 MiB; B/s of b); each timed by CUDA events on the initiating "
+              "GPU's stream around 4 back-to-back operations after --warmup untimed ones, queued behind "
+              "a spin kernel the host releases (not the staged copy with peer access off, which may "
+              "need the host), median of min(--repeats, 5) samples, B/s. Copy destinations poisoned and "
+              "checked every sample; a + b checked on the device every sample and element by element "
+              "on the host after the last. Pairs that cannot access each other's memory get rows with "
+              "status no_peer_access. Context: nvidia-smi topo -m, and nvidia-smi nvlink -s (links and "
+              "their rate).",
+    .verdict_rule = "inconclusive if any copied word or a + b element was wrong. If no pair of GPUs "
+                    "can access each other's memory (cudaDeviceCanAccessPeer 0, every pair of the "
+                    "matrix, or GPU 0 and 1 where the matrix did not run): holds (a copy, through "
+                    "the host, is the only way). If some pair can (its kernel reads and a + b then "
+                    "verified): holds-partly (without peer access a copy is needed; with it a kernel "
+                    "reads remote memory in place and combines it without a copy, at the rates in "
+                    "the note, which names the pairs that cannot; PyTorch still refuses operands on "
+                    "two devices: tests/torch/peer_reference.py).",
     .flags = 0,
     .default_repeats = 7,
     .default_warmup = 2,
@@ -74,6 +97,7 @@ static const char *const DIRN[NDIR] = {"gpu0_to_gpu1", "gpu1_to_gpu0"};
 #define MIN_BYTES (4ull << 10)
 #define GIB (1ull << 30)
 #define GIB_REPEATS 3
+#define MATRIX_BYTES (256ull << 20) /* the matrix's copies: 0.7 ms each at 400 GB/s */
 #define MAX_SIZES 16
 
 typedef struct {
@@ -84,14 +108,6 @@ typedef struct {
     unsigned long long *count[2];   /* mismatch counters, one per device */
     uint64_t cap;
 } bench;
-
-/* GPU 0 loads GPU 1's memory (dst, src 16-byte aligned: cudaMalloc). */
-static __global__ void read_remote(uint4 *dst, const uint4 *src, uint64_t n16)
-{
-    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n16;
-         i += (uint64_t)gridDim.x * blockDim.x)
-        dst[i] = src[i];
-}
 
 static void sync_both(const bench *b)
 {
@@ -142,7 +158,12 @@ static bool alloc_buffers(bench *b, uint64_t cap)
 }
 
 /* One copy of `bytes` in direction dir by method m; the destination is
- * poisoned first and checked after. Adds mismatches to *bad. Seconds. */
+ * poisoned first and checked after. Adds mismatches to *bad. Seconds, by the
+ * host clock: the copy through the host spans two GPUs' streams, which no
+ * pair of events brackets, and one clock keeps the four methods comparable
+ * (and the sweep comparable with the committed reference runs). Below about
+ * 1 MiB the figure includes the host's launch and synchronization latency;
+ * the matrix (support/peer_matrix.cu) times nvbandwidth's way, by events. */
 static double one_copy(bench *b, int m, int dir, uint64_t bytes, uint64_t *bad)
 {
     const int from = dir == D01 ? 0 : 1, to = 1 - from;
@@ -163,14 +184,10 @@ static double one_copy(bench *b, int m, int dir, uint64_t bytes, uint64_t *bad)
         CHECK_CUDA(cudaSetDevice(b->dev[to]));
         CHECK_CUDA(cudaMemcpyAsync(b->dst[to], b->host, bytes, cudaMemcpyHostToDevice, b->s[to]));
         break;
-    case KERNEL_READ: { /* the reader is the destination's GPU: GPU 0 for dir D10 */
+    case KERNEL_READ: /* the reader is the destination's GPU: GPU 0 for dir D10 */
         CHECK_CUDA(cudaSetDevice(b->dev[to]));
-        uint64_t n16 = bytes / 16;
-        unsigned blocks = (unsigned)(n16 / 256 + 1 > 8192 ? 8192 : n16 / 256 + 1);
-        read_remote<<<blocks, 256, 0, b->s[to]>>>((uint4 *)b->dst[to], (const uint4 *)b->src[from], n16);
-        CHECK_LAUNCH();
+        mc_pm_launch_read(b->dst[to], b->src[from], bytes, b->s[to]);
         break;
-    }
     }
     sync_both(b);
     double t = mc_now_s() - t0;
@@ -328,7 +345,7 @@ int main(int argc, char **argv)
     mc_emit_finding(&run, "Link from GPU 0 (nvidia-smi topo -m): %s; NVLink links: %d%s.", topo, links,
                     links > 0 ? "" : " (none, or nvidia-smi silent)");
 
-    /* ---- findings and verdict ---- */
+    /* ---- the sweep's findings; its buffers make room for the matrix ---- */
     const int L = nsizes - 1;
     mc_bytes_str(sizes[L], MC_UNIT_GIB, sz, sizeof sz);
     for (int d = 0; d < NDIR; d++)
@@ -337,27 +354,35 @@ int main(int argc, char **argv)
                         peer ? (snprintf(note, sizeof note, "%.1f", bw[PEER_ON][d][L].median / 1e9), note)
                              : "n/a",
                         bw[VIA_HOST][d][L].median / 1e9);
-    if (bad_total) {
-        mc_emit_verdict(&run, MC_INCONCLUSIVE, "%llu words copied wrong", (unsigned long long)bad_total);
-    } else if (!peer) {
-        mc_emit_verdict(&run, MC_HOLDS, "no peer access between these GPUs: data reaches the other GPU "
-                        "only by a copy; at %s, %.1f GB/s GPU 0 -> 1 (driver-staged peer copy), %.1f GB/s "
-                        "through pinned host memory", sz, bw[PEER_OFF][D01][L].median / 1e9,
-                        bw[VIA_HOST][D01][L].median / 1e9);
-    } else {
-        mc_emit_verdict(&run, MC_HOLDS_PARTLY, "without peer access a copy is needed (%.1f GB/s GPU 0 -> 1 "
-                        "at %s); with it a kernel on GPU 0 reads GPU 1's memory in place at %.1f GB/s, and "
-                        "peer copies run at %.1f GB/s; in PyTorch an operation on tensors of two devices "
-                        "still raises (tests/torch/peer_reference.py)",
-                        bw[PEER_OFF][D01][L].median / 1e9, sz, bw[KERNEL_READ][D10][L].median / 1e9,
-                        bw[PEER_ON][D01][L].median / 1e9);
-    }
-
     free_buffers(&b);
     for (int d = 0; d < 2; d++) {
         CHECK_CUDA(cudaSetDevice(b.dev[d]));
         mc_pattern_counter_free(b.count[d]);
         CHECK_CUDA(cudaStreamDestroy(b.s[d]));
     }
+
+    /* ---- the matrix over every ordered pair ---- */
+    static mc_pm_result mx; /* 16 KiB of cells: not on the stack */
+    const mc_pm_options mo = {
+        .bytes = matrix_bytes_opt ? matrix_bytes_opt : run.opt.quick ? (4ull << 20) : MATRIX_BYTES,
+        .samples = run.opt.repeats,
+        .warmup = run.opt.warmup,
+    };
+    mc_pm_measure(&run, &mo, &mx);
+    mc_pm_emit(&run, &mx);
+
+    /* ---- verdict ---- */
+    mc_pm_sweep sw = {
+        .peer = peer,
+        .bad = bad_total,
+        .off01 = bw[PEER_OFF][D01][L].median,
+        .on01 = peer ? bw[PEER_ON][D01][L].median : 0,
+        .via_host01 = bw[VIA_HOST][D01][L].median,
+        .read_by0 = peer ? bw[KERNEL_READ][D10][L].median : 0,
+    };
+    snprintf(sw.size, sizeof sw.size, "%s", sz);
+    char verdict[2048];
+    mc_verdict v = mc_pm_verdict(&sw, &mx, verdict, sizeof verdict);
+    mc_emit_verdict(&run, v, "%s", verdict);
     return mc_run_end(&run);
 }
