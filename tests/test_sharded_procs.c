@@ -217,7 +217,7 @@ static void test_error_rank(void **state)
     static mc_sh_gpu_result res;
     char err[1024] = "";
     assert_int_equal(run_stub("ew", &res, err, sizeof err), -1);
-    assert_non_null(strstr(err, "rank 0: exit 3: sharded_model: rank 0: NCCL: unhandled system error"));
+    assert_non_null(strstr(err, "rank 0: exit 3: NCCL: unhandled system error"));
     assert_non_null(strstr(err, "rank 1: stopped at"));
 }
 

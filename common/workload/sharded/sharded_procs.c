@@ -184,13 +184,19 @@ static char *slurp(const char *path)
     return b;
 }
 
-/* The last line of text that says something (the rank's own last word), into buf. */
-static void last_line(const char *text, char *buf, size_t len)
+/* The last line of text that says something (the rank's own last word),
+ * into buf, without the program's name and the rank's number before it
+ * ("sharded_model: rank 2: "), which the line that quotes it gives. */
+static void last_line(const char *text, int q, char *buf, size_t len)
 {
     const char *end = text + strlen(text);
     while (end > text && (end[-1] == '\n' || end[-1] == ' ')) end--;
     const char *start = end;
     while (start > text && start[-1] != '\n') start--;
+    if (!strncmp(start, "sharded_model: ", 15)) start += 15;
+    char me[24];
+    const int n = snprintf(me, sizeof me, "rank %d: ", q);
+    if (!strncmp(start, me, (size_t)n)) start += n;
     snprintf(buf, len, "%.*s", (int)(end - start), start);
 }
 
@@ -363,16 +369,14 @@ int mc_sh_procs_run(char *const argv[], int world, double limit_s, FILE *log, mc
         } else {
             all_check = false;
         }
-        last_line(said, line, sizeof line);
+        last_line(said, q, line, sizeof line);
         how_it_ended(&p[q], rows, line, how, sizeof how);
         if (q == cause)
             snprintf(first, sizeof first, "rank %d: %s", q, how);
         else if (cause >= 0 || t_stop > 0) {
-            const char *own = !strncmp(line, "sharded_model: ", 15) ? line + 15 : line; /* the rank's own words */
             if ((p[q].killed || WIFSIGNALED(p[q].status) || WEXITSTATUS(p[q].status) > 1) && restn < sizeof rest)
-                restn += p[q].killed || !own[0]
-                             ? (size_t)snprintf(rest + restn, sizeof rest - restn, "%srank %d: %s", restn ? "; " : "", q, how)
-                             : (size_t)snprintf(rest + restn, sizeof rest - restn, "%s%s", restn ? "; " : "", own);
+                restn += (size_t)snprintf(rest + restn, sizeof rest - restn, "%srank %d: %s", restn ? "; " : "", q,
+                                          p[q].killed || !line[0] ? how : line);
         }
         free(rows);
         free(said);
