@@ -84,6 +84,31 @@ for n in h100x2 h100x4; do
         "sharded_model: rank 0: step 3 not done after 5 s (rank 1 stopped queueing at the start of step 3)"
 done
 
+# ---- ranks as processes (h100x4_procs/) ---------------------------------------
+pr=$fx/h100x4_procs
+for m in ddp zero2 fsdp threads w3; do
+    g=4; [ "$m" = w3 ] && g=3
+    check_eq "processes: $m: every rank's 4 steps, each equal to its model, and the check passed" \
+        "$(awk -F, '$9 == "ok" { n++; if ($3 != $5 || $4 != $6) bad++ } END { print n + 0, bad + 0 }' "$pr/$m.log") $(grep -c '^sharded_model: --verify passed' "$pr/$m.log")" \
+        "$((4 * g)) 0 1"
+done
+check_eq "processes: rank 1 out of memory at step 2 is a result: its row, the others' first step" \
+    "$(awk -F, '$9 == "oom" { print $1, $2 } $9 == "ok" && $2 > 1 { print "late", $1 }' "$pr/oom.log")" "1 2"
+check "processes: a rank that hangs: the first to give up names its step, the hung one where it was" \
+    grep -q 'rank 1: stopped at the start of step 2: another rank ended' "$pr/hang.log"
+check "processes: a rank killed at step 3 is named, with how soon the others stopped and where each was" \
+    grep -q '^sharded_model: rank 1: killed by signal 9 (Killed); the others stopped within [0-9.]* s (grace 10 s): rank 0: stopped at' "$pr/kill.log"
+check_eq "... and the others' finished steps stand (the killed rank's are lost with it)" \
+    "$(awk -F, '$9 == "ok" { print $1 "," $2 }' "$pr/kill.log" | tr '\n' ' ')" "0,1 0,2 2,1 2,2 3,1 3,2 "
+check "processes: a rank that never joins: rank 0 names who is missing at the deadline" \
+    grep -q '^sharded_model: rank 0: wait for ranks on port [0-9]*: timed out after 5 s (0 of 1 connected; missing 1)$' "$pr/nojoin.log"
+check_eq "... exit codes and seconds: oom 0; a hang, a kill and a missing rank: exit 3 within 10 s" \
+    "$(awk '{ split($2, r, "="); t = $3; sub(/s$/, "", t); if ($1 ~ /^(hang|kill|nojoin)$/) print $1, r[2], (t + 0 <= 10) ? "in time" : "late"; if ($1 == "oom") print $1, r[2] }' "$pr/summary.txt" | tr '\n' ';')" \
+    "oom 0;hang 3 in time;kill 3 in time;nojoin 3 in time;"
+check_eq "torchrun, two launches of two GPUs: rank 0 merged 4 ranks' 4 steps into one ranks.csv, each equal to its model" \
+    "$(awk -F, 'NR > 1 && $9 == "ok" { n++; r[$1] = 1; if ($3 != $5 || $4 != $6) bad++ } END { print n + 0, length(r), bad + 0 }' "$pr/torchrun/ranks.csv")" "16 4 0"
+check_eq "... and every rank's check passed" "$(grep -c '^--verify passed' "$pr/torchrun/verify.txt")" 4
+
 # ---- C24 on the GPUs ----------------------------------------------------------
 for n in h100x2 h100x4; do
     c=$fx/$n/c24.csv g=${n#h100x}
