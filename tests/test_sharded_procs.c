@@ -35,7 +35,15 @@ static void on_usr1(int sig)
  * (exit 1), w waits (for SIGUSR1, then exits 3 naming where it was). */
 static int stub_rank(const char *what)
 {
-    signal(SIGUSR1, on_usr1);
+    if (getenv("MC_STUB_LATE") && what[atoi(getenv("RANK"))] != 'k') { /* slow to start */
+        struct timespec late = {0, 300 * 1000 * 1000};
+        nanosleep(&late, NULL);
+    }
+    signal(SIGUSR1, on_usr1); /* then taken: the launcher starts a rank with it blocked (as sh_gpu_catch_peer_end) */
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    sigprocmask(SIG_UNBLOCK, &usr1, NULL);
     const int q = atoi(getenv("RANK")), world = atoi(getenv("WORLD_SIZE"));
     if (world != (int)strlen(what) || atoi(getenv("LOCAL_RANK")) != q || strcmp(getenv("MASTER_ADDR"), "127.0.0.1") ||
         atoi(getenv("MASTER_PORT")) < 1)
@@ -221,6 +229,21 @@ static void test_error_rank(void **state)
     assert_non_null(strstr(err, "rank 1: stopped at"));
 }
 
+/* A SIGUSR1 that comes before a rank has set its handler waits for it: the
+ * stand-in ranks 'l' sleep 300 ms before they do, while rank 0 is killed at once. */
+static void test_early_stop(void **state)
+{
+    (void)state;
+    static mc_sh_gpu_result res;
+    char err[1024] = "";
+    setenv("MC_STUB_LATE", "1", 1);
+    assert_int_equal(run_stub("kww", &res, err, sizeof err), -1);
+    unsetenv("MC_STUB_LATE");
+    assert_non_null(strstr(err, "rank 0: killed by signal 9"));
+    assert_non_null(strstr(err, "rank 1: stopped at")); /* not "killed by signal 10" */
+    assert_non_null(strstr(err, "rank 2: stopped at"));
+}
+
 static void test_oom_rank(void **state)
 {
     (void)state;
@@ -241,6 +264,7 @@ int main(void)
         cmocka_unit_test(test_rows_round_trip), cmocka_unit_test(test_check_line),
         cmocka_unit_test(test_ranks_merged),    cmocka_unit_test(test_killed_rank),
         cmocka_unit_test(test_error_rank),      cmocka_unit_test(test_oom_rank),
+        cmocka_unit_test(test_early_stop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -53,6 +53,10 @@ void sh_gpu_catch_peer_end(void)
     sa.sa_handler = on_peer_ended;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGUSR1, &sa, NULL);
+    sigset_t usr1; /* sharded_procs.h starts a rank with it blocked: one already sent is taken now */
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
 }
 
 bool sh_gpu_failed(rank_ctx *k)

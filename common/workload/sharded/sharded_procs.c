@@ -291,12 +291,23 @@ int mc_sh_procs_run(char *const argv[], int world, double limit_s, FILE *log, mc
         snprintf(errf[q], sizeof errf[q], "%s/rank%d.log", dir, q);
         char *mine[6];
         char **env = rank_env(q, world, port, mine);
+        /* Each rank starts with SIGUSR1 blocked: one sent before it has set
+         * its handler waits until it has (sh_gpu_catch_peer_end unblocks it)
+         * instead of ending it, under a load that delays its start. */
+        posix_spawnattr_t at;
+        sigset_t mask;
+        posix_spawnattr_init(&at);
+        sigprocmask(SIG_BLOCK, NULL, &mask);
+        sigaddset(&mask, SIGUSR1);
+        posix_spawnattr_setsigmask(&at, &mask);
+        posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
         posix_spawn_file_actions_t fa;
         posix_spawn_file_actions_init(&fa);
         posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out[q], O_WRONLY | O_CREAT | O_TRUNC, 0600);
         posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, errf[q], O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int e = posix_spawn(&p[q].pid, argv[0], &fa, NULL, argv, env);
+        int e = posix_spawn(&p[q].pid, argv[0], &fa, &at, argv, env);
         posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&at);
         for (int i = 0; i < 6; i++) free(mine[i]);
         free(env);
         if (e != 0) {
