@@ -7,6 +7,15 @@
  *                       --layers L --in D --width H --out O --batch B
  *                       [--optimizer sgd|momentum|adam] [--steps S] [--sms N]
  *                       [--trace FILE]
+ *   build/sharded_model --model transformer --mode plain|zero2|fsdp --world N --rank R
+ *                       --seq L --batch B [build/workload's Transformer flags]
+ *
+ * --model transformer (issue 30 item 7): nn.TransformerEncoder under FSDP2,
+ * fully_shard on each layer then the whole (common/workload/sharded_tfm.h),
+ * with build/workload --arch encoder's flags (--d-model, --heads,
+ * --enc-layers, --ff, --dropout, --activation, --norm-first, --batch-first,
+ * --optimizer sgd|momentum|adam; fp32, one micro-step), model-only: no --gpu
+ * yet (tests/torch/fsdp_transformer_reference.py is PyTorch's run).
  *
  * The network flags are build/workload's (fp32, accum 1, no checkpointing
  * only). Output: CSV, `step,peak_allocated,allocated_end,peak_reserved,status`,
@@ -44,6 +53,7 @@
 #include "workload/sharded/sharded_gpu.h"
 #include "workload/sharded/sharded_procs.h"
 #include "workload/sharded/sharded_seq.h"
+#include "workload/sharded_tfm.h"
 #include "workload/workload_args.h"
 
 static double sh_deadline(const mc_sh_gpu_opts *o) { return o->deadline_s > 0 ? o->deadline_s : MC_SH_DEFAULT_DEADLINE_S; }
@@ -266,6 +276,102 @@ static int run_gpu(mc_sh_config *c, mc_sh_gpu_opts o, bool sms_given, bool threa
     return rc;
 }
 
+/* --segments FILE: `alloc ADDR BYTES STREAM` lines (and `free` lines,
+ * skipped; '#' comments), the segments of a PyTorch run
+ * (tests/torch/fsdp_transformer_reference.py's NAME.rankR.segments). 0, or
+ * -1 after one line on stderr. */
+static int read_segments(const char *path, uint64_t **addr, uint64_t **bytes, int *n)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "sharded_model: cannot read --segments '%s'\n", path);
+        return -1;
+    }
+    char line[256];
+    int cap = 0, lineno = 0;
+    *n = 0;
+    *addr = *bytes = NULL;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char op[8];
+        unsigned long long a = 0, b = 0, st = 0;
+        int used = 0;
+        if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0') continue;
+        if (sscanf(line, "%7s %llx %llu %llu %n", op, &a, &b, &st, &used) != 4 ||
+            line[used] != '\0' || (strcmp(op, "alloc") && strcmp(op, "free")) || !a || !b) {
+            fprintf(stderr, "sharded_model: %s:%d: not `alloc|free ADDR BYTES STREAM`\n", path, lineno);
+            fclose(f);
+            free(*addr);
+            free(*bytes);
+            return -1;
+        }
+        if (strcmp(op, "alloc")) continue;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 64;
+            *addr = realloc(*addr, (size_t)cap * sizeof **addr);
+            *bytes = realloc(*bytes, (size_t)cap * sizeof **bytes);
+            CHECK(*addr && *bytes, "out of host memory");
+        }
+        (*addr)[*n] = a;
+        (*bytes)[*n] = b;
+        (*n)++;
+    }
+    fclose(f);
+    return 0;
+}
+
+/* --model transformer: the encoder's figures per step (model-only). */
+static int run_transformer(const mc_workload_cli *cli, const mc_sh_config *c, const char *trace_path,
+                           const char *seg_path)
+{
+    mc_sh_tfm_config t = {.tfm = cli->tfm, .mode = c->mode, .world = c->world, .rank = c->rank};
+    char err[256];
+    if (mc_sh_tfm_check(&t, err, sizeof err) != 0) {
+        fprintf(stderr, "sharded_model: %s\n", err);
+        return MC_EXIT_USAGE;
+    }
+    uint64_t *seg_addr = NULL, *seg_bytes = NULL;
+    if (seg_path && read_segments(seg_path, &seg_addr, &seg_bytes, &t.nseg) != 0) return MC_EXIT_USAGE;
+    t.seg_addr = seg_addr;
+    t.seg_bytes = seg_bytes;
+    if (trace_path) {
+        t.trace = fopen(trace_path, "w");
+        if (!t.trace) {
+            fprintf(stderr, "sharded_model: cannot write --trace '%s'\n", trace_path);
+            free(seg_addr);
+            free(seg_bytes);
+            return MC_EXIT_USAGE;
+        }
+        t.trace_steps = cli->steps;
+    }
+    mc_sh_tfm *s = mc_sh_tfm_create(&t, err, sizeof err);
+    CHECK(s != NULL, "sharded_model: %s", err); /* checked above */
+    printf("step,peak_allocated,allocated_end,peak_reserved,status\n");
+    for (int k = 0; k < cli->steps; k++) {
+        mc_sh_step_result res;
+        mc_sh_tfm_step(s, &res);
+        printf("%d,%llu,%llu,%llu,%s\n", k + 1, (unsigned long long)res.peak_allocated,
+               (unsigned long long)res.allocated_end, (unsigned long long)res.peak_reserved,
+               res.status == MC_WL_OK ? "ok" : "oom");
+    }
+    if (seg_path) { /* the addresses are PyTorch's only where the model's segments are its own */
+        int differ = 0;
+        uint64_t conflicts = 0;
+        mc_sh_tfm_segments(s, &differ, &conflicts);
+        if (differ || conflicts)
+            fprintf(stderr, "sharded_model: %d of the model's segments differ from --segments' (size or count), "
+                    "%llu of its addresses were taken\n", differ, (unsigned long long)conflicts);
+    }
+    mc_sh_tfm_destroy(s);
+    free(seg_addr);
+    free(seg_bytes);
+    if (t.trace && fclose(t.trace) != 0) {
+        fprintf(stderr, "sharded_model: could not finish --trace '%s'\n", trace_path);
+        return MC_EXIT_VERIFY;
+    }
+    return MC_EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
     mc_sh_config c;
@@ -273,22 +379,33 @@ int main(int argc, char **argv)
     c.mode = MC_SH_NMODE;
     c.world = 0;
     c.rank = 0;
-    const char *trace_path = NULL, *ranks_out = NULL;
+    const char *trace_path = NULL, *ranks_out = NULL, *seg_path = NULL;
     bool gpu = false, verify = false, threads = false;
     mc_sh_gpu_opts go = {.steps = 0, .verify = false, .deadline_s = 0, .fault = MC_SH_FAULT_NONE};
     /* Our flags out; the rest to build/workload's parser. */
-    char *rest[argc + 2]; /* argc is small: a command line */
+    char *rest[argc + 4]; /* argc is small: a command line */
     int n = 0;
+    bool transformer = false, arch_given = false;
     rest[n++] = argv[0];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        if (!strcmp(a, "--model")) { /* mlp (the default) or transformer */
+            const char *v = i + 1 < argc ? argv[++i] : "";
+            if (strcmp(v, "mlp") && strcmp(v, "transformer")) {
+                fprintf(stderr, "sharded_model: --model needs mlp or transformer, not '%s'\n", v);
+                return MC_EXIT_USAGE;
+            }
+            transformer = !strcmp(v, "transformer");
+            continue;
+        }
+        if (!strcmp(a, "--arch")) arch_given = true;
         if (!strcmp(a, "--gpu") || !strcmp(a, "--verify") || !strcmp(a, "--threads")) {
             *(!strcmp(a, "--gpu") ? &gpu : !strcmp(a, "--verify") ? &verify : &threads) = true;
             continue;
         }
         bool ours = !strcmp(a, "--mode") || !strcmp(a, "--world") || !strcmp(a, "--rank") ||
                     !strcmp(a, "--trace") || !strcmp(a, "--deadline") || !strcmp(a, "--inject") ||
-                    !strcmp(a, "--pause-ms") || !strcmp(a, "--ranks-out");
+                    !strcmp(a, "--pause-ms") || !strcmp(a, "--ranks-out") || !strcmp(a, "--segments");
         if (!ours) {
             rest[n++] = argv[i];
             continue;
@@ -298,6 +415,10 @@ int main(int argc, char **argv)
             return MC_EXIT_USAGE;
         }
         const char *v = argv[++i];
+        if (!strcmp(a, "--segments")) {
+            seg_path = v;
+            continue;
+        }
         if (!strcmp(a, "--trace") || !strcmp(a, "--ranks-out")) {
             *(!strcmp(a, "--trace") ? &trace_path : &ranks_out) = v;
             continue;
@@ -333,6 +454,15 @@ int main(int argc, char **argv)
             return MC_EXIT_USAGE;
         }
     }
+    if (transformer && (gpu || arch_given)) {
+        fprintf(stderr, "sharded_model: --model transformer %s\n",
+                gpu ? "is model-only for now: no --gpu" : "is nn.TransformerEncoder: give no --arch");
+        return MC_EXIT_USAGE;
+    }
+    if (transformer) {
+        rest[n++] = (char *)"--arch";
+        rest[n++] = (char *)"encoder";
+    }
     rest[n++] = (char *)"--model-only";
     mc_workload_cli cli;
     char err[256];
@@ -344,6 +474,11 @@ int main(int argc, char **argv)
         printf("usage: sharded_model --mode plain|ddp|zero2|fsdp --world N [--rank R] and build/workload's\n"
                "network flags (fp32, accum 1, no checkpointing) [--trace FILE: the requests]; one rank's\n"
                "figures per step, no GPU.\n"
+               "  --model transformer  nn.TransformerEncoder under FSDP2 (--mode plain|zero2|fsdp) with\n"
+               "             build/workload --arch encoder's flags (--seq, --batch, --d-model, ...; fp32,\n"
+               "             sgd, momentum or adam), model-only (default --model mlp)\n"
+               "  --segments FILE  with --model transformer: put the model's segments where a PyTorch\n"
+               "             run's went (its NAME.rankR.segments: `alloc ADDR BYTES STREAM` lines)\n"
                "Output: step,peak_allocated,allocated_end,peak_reserved,status\n"
                "  --gpu      run every rank on GPUs 0..N-1, one process each (this program started N\n"
                "             times as torchrun starts its workers: RANK, WORLD_SIZE, LOCAL_RANK,\n"
@@ -375,6 +510,17 @@ int main(int argc, char **argv)
     }
     if (c.mode == MC_SH_NMODE || c.world == 0) {
         fprintf(stderr, "sharded_model: --mode and --world are required\n");
+        return MC_EXIT_USAGE;
+    }
+    if (transformer) {
+        if (verify || go.deadline_s > 0 || go.fault != MC_SH_FAULT_NONE || go.pause_s > 0) {
+            fprintf(stderr, "sharded_model: --verify, --deadline, --pause-ms and --inject need --gpu\n");
+            return MC_EXIT_USAGE;
+        }
+        return run_transformer(&cli, &c, trace_path, seg_path);
+    }
+    if (seg_path) {
+        fprintf(stderr, "sharded_model: --segments is for --model transformer\n");
         return MC_EXIT_USAGE;
     }
     /* Bad input is refused before --trace's file is made. */

@@ -33,8 +33,20 @@ mostly odd; half multiples of 64), batch 1..4096 (log-uniform) and sgd,
 momentum or adam; tests/torch/fsdp_reference.py records them (a fresh
 torchrun per configuration) into OUTDIR, and tests/scripts/test_sharded_fixtures.sh
 replays them with build/sharded_model.
+
+With --fsdp-tfm (issue 30 item 7; --gpus N, default 2): nn.TransformerEncoder
+under FSDP2 (fully_shard on each layer, then on the whole), the wrapper in
+turn (fsdp, zero2), d_model 64..1024 (heads 1..16, a head size that is a
+multiple of 4 up to 256: memory-efficient attention's), 1-6 layers, ff
+16..4096 (log-uniform, any integer, so mostly odd: padded shards), sequence
+16..512 (log-uniform), batch 1..16 a rank, relu or gelu, post- or pre-norm,
+batch-first or not, dropout 0, Adam, fp32;
+tests/torch/fsdp_transformer_reference.py records them into OUTDIR and
+tests/scripts/test_fsdp_transformer_fixtures.sh replays them with
+build/sharded_model --model transformer.
 """
 import argparse
+import math
 import os
 import random
 import subprocess
@@ -108,6 +120,42 @@ def draw_c24(n, seed):
     return out
 
 
+FSDP_TFM_MODES = ("fsdp", "zero2")
+FSDP_TFM_DEFAULT_N = 8
+FSDP_TFM_DEFAULT_SEED = 307
+
+
+def log_int(rng, lo, hi):
+    """A whole number in lo..hi, log-uniform."""
+    return max(lo, min(hi, int(round(2 ** rng.uniform(math.log2(lo), math.log2(hi))))))
+
+
+def draw_fsdp_tfm(n, seed):
+    """N (name, build/sharded_model --model transformer flags without
+    --world/--steps) pairs: nn.TransformerEncoder under FSDP2."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        mode = FSDP_TFM_MODES[i % len(FSDP_TFM_MODES)]
+        heads = rng.randint(1, 16)
+        lo, hi = max(4, -(-64 // (4 * heads)) * 4), min(256, 1024 // (4 * heads) * 4)
+        hd = 4 * int(round(log_int(rng, lo, hi) / 4.0))
+        d = heads * max(lo, min(hi, hd))
+        layers = rng.randint(1, 6)
+        ff = log_int(rng, 16, 4096)
+        seq = log_int(rng, 16, 512)
+        batch = rng.randint(1, 16)
+        act = rng.choice(("relu", "gelu"))
+        norm_first = rng.random() < 0.5
+        batch_first = rng.random() < 0.5
+        flags = ["--mode", mode, "--d-model", str(d), "--heads", str(heads), "--enc-layers", str(layers),
+                 "--ff", str(ff), "--dropout", "0", "--activation", act, "--seq", str(seq),
+                 "--batch", str(batch), "--optimizer", "adam"]
+        flags += (["--norm-first"] if norm_first else []) + (["--batch-first"] if batch_first else [])
+        out.append(("t%02d_%s_d%dh%dl%d" % (i, mode, d, heads, layers), " ".join(flags)))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("outdir", nargs="?", help="folder for drawn.txt and transformer_reference.py's files")
@@ -118,15 +166,22 @@ def main():
     ap.add_argument("--c24", action="store_true",
                     help="draw C24's sharded configurations (default --n %d --seed %d; two GPUs)"
                          % (C24_DEFAULT_N, C24_DEFAULT_SEED))
+    ap.add_argument("--fsdp-tfm", action="store_true",
+                    help="draw nn.TransformerEncoder under FSDP2 (default --n %d --seed %d; --gpus GPUs)"
+                         % (FSDP_TFM_DEFAULT_N, FSDP_TFM_DEFAULT_SEED))
+    ap.add_argument("--gpus", type=int, default=2, help="with --fsdp-tfm: the world size")
     ap.set_defaults(n=None, seed=None)
     a = ap.parse_args()
+    if a.c24 and a.fsdp_tfm:
+        ap.error("--c24 and --fsdp-tfm draw different things: give one")
     if a.n is None:
-        a.n = C24_DEFAULT_N if a.c24 else DEFAULT_N
+        a.n = C24_DEFAULT_N if a.c24 else FSDP_TFM_DEFAULT_N if a.fsdp_tfm else DEFAULT_N
     if a.seed is None:
-        a.seed = C24_DEFAULT_SEED if a.c24 else DEFAULT_SEED
-    if a.n < 1 or a.steps < 1:
-        ap.error("--n and --steps must be >= 1")
-    drawn = draw_c24(a.n, a.seed) if a.c24 else draw(a.n, a.seed)
+        a.seed = C24_DEFAULT_SEED if a.c24 else FSDP_TFM_DEFAULT_SEED if a.fsdp_tfm else DEFAULT_SEED
+    if a.n < 1 or a.steps < 1 or a.gpus < 1:
+        ap.error("--n, --steps and --gpus must be >= 1")
+    drawn = (draw_c24(a.n, a.seed) if a.c24 else draw_fsdp_tfm(a.n, a.seed) if a.fsdp_tfm
+             else draw(a.n, a.seed))
     if a.list:
         for name, flags in drawn:
             print("%s\t%s" % (name, flags))
@@ -137,10 +192,14 @@ def main():
     path = os.path.join(a.outdir, "drawn.txt")
     with open(path, "w") as f:
         f.write("# name<TAB>build/%s flags; drawn by tests/torch/random_configs.py%s --n %d --seed %d\n"
-                % ("sharded_model" if a.c24 else "workload", " --c24" if a.c24 else "", a.n, a.seed))
+                % ("sharded_model" if a.c24 or a.fsdp_tfm else "workload",
+                   " --c24" if a.c24 else " --fsdp-tfm" if a.fsdp_tfm else "", a.n, a.seed))
         for name, flags in drawn:
             f.write("%s\t%s\n" % (name, flags))
     here = os.path.dirname(os.path.abspath(__file__))
+    if a.fsdp_tfm:
+        return subprocess.call([sys.executable, os.path.join(here, "fsdp_transformer_reference.py"),
+                                a.outdir, "--configs", path, "--steps", str(a.steps), "--gpus", str(a.gpus)])
     if a.c24:
         return subprocess.call([sys.executable, os.path.join(here, "fsdp_reference.py"), a.outdir,
                                 "--configs", path, "--steps", str(a.steps)])

@@ -108,6 +108,7 @@ int wl_alloc_on(wl_ctx *x, uint64_t stream, wl_t *t, uint64_t bytes, mc_wl_categ
         x->oom = true;
         return -1;
     }
+    if (!addr) return 0; /* allocate(0): no block (an empty local shard's state), nothing live */
     t->addr = addr;
     t->bytes = bytes;
     t->cat = (uint8_t)cat;

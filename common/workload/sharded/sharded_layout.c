@@ -24,49 +24,18 @@ uint64_t sh_shard_bytes(const mc_sh_run *r, int l, bool bias)
     return (uint64_t)(mc_fsdp_padded_rows(y->out, world) * cols(y, bias)) * 4;
 }
 
-/* The device copy of the metadata that FSDP2's two fused copy kernels pack
- * into one int64 tensor (ATen's cuda/TensorShape.cu, pack_vecs): allocated
- * and freed around the kernel on the current stream. Blocks are of 128
- * threads of 16 bytes (2048 B); split_with_sizes_copy caps its grid at 2
- * waves of 2048 threads per SM (H100, H200) and makes each block copy more
- * instead. Both over the layer's two splits (weight, bias), whose chunk per
- * rank is the padded shard. Checked against PyTorch 2.11's snapshots on two
- * H100s: 88 and 1648 B (split), 128 and 1688 B (chunk_cat). */
-#define SH_COPY_BLOCK_BYTES 2048
-#define SH_COPY_THREADS_PER_SM 2048
-#define SH_COPY_BLOCK_THREADS 128
-
-static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-/* split_with_sizes_copy (the copy-out of the all-gather): destination and
- * source addresses and chunk sizes (2 each), a split index per block, and
- * the blocks' cumulative sums (3). */
+/* FSDP2's copy kernels' metadata over the layer's two splits (weight,
+ * bias), whose chunk per rank is the padded shard (sharded_plan.h). */
 uint64_t sh_split_copy_scratch_bytes(const mc_sh_run *r, int l)
 {
-    const int64_t chunk[2] = {(int64_t)sh_shard_bytes(r, l, false), (int64_t)sh_shard_bytes(r, l, true)};
-    const int64_t world = r->c.world;
-    int64_t blocks = 0;
-    for (int i = 0; i < 2; i++) blocks += div_up(chunk[i], SH_COPY_BLOCK_BYTES);
-    const int64_t max_blocks =
-        (int64_t)r->c.wl.sm_count * SH_COPY_THREADS_PER_SM / SH_COPY_BLOCK_THREADS * 2;
-    const int64_t iter = div_up(blocks * world, max_blocks);
-    int64_t per_block = 1; /* ceil(sqrt(iter)), in integers */
-    while (per_block * per_block < iter) per_block++;
-    if (per_block > world) per_block = world;
-    const int64_t iters = div_up(iter, per_block);
-    int64_t entries = 2 + 2 + 2 + 3;
-    for (int i = 0; i < 2; i++) entries += div_up(chunk[i], SH_COPY_BLOCK_BYTES * iters);
-    return (uint64_t)entries * 8;
+    const uint64_t chunk[2] = {sh_shard_bytes(r, l, false), sh_shard_bytes(r, l, true)};
+    return mc_fsdp_split_copy_meta_bytes(chunk, 2, r->c.world, r->c.wl.sm_count);
 }
 
-/* _chunk_cat (the reduce-scatter's copy-in of the two gradients): a tensor
- * index per block and 14 fixed entries for two tensors (sources, offsets,
- * start blocks, sizes, padded chunk sizes, blocks per chunk). */
 uint64_t sh_chunk_cat_scratch_bytes(const mc_sh_run *r, int l)
 {
-    const int64_t blocks = div_up((int64_t)sh_shard_bytes(r, l, false), SH_COPY_BLOCK_BYTES) +
-                           div_up((int64_t)sh_shard_bytes(r, l, true), SH_COPY_BLOCK_BYTES);
-    return (uint64_t)(14 + blocks) * 8;
+    const uint64_t chunk[2] = {sh_shard_bytes(r, l, false), sh_shard_bytes(r, l, true)};
+    return mc_fsdp_chunk_cat_meta_bytes(chunk, 2);
 }
 
 uint64_t sh_local_bytes(const mc_sh_run *r, int l, bool bias)

@@ -35,3 +35,34 @@ int64_t mc_fsdp_local_rows(int64_t dim0, int world, int rank)
     int64_t p = mc_fsdp_padded_rows(dim0, world), left = dim0 - (int64_t)rank * p;
     return left <= 0 ? 0 : left < p ? left : p;
 }
+
+/* Blocks of 128 threads of 16 bytes (2048 B); split_with_sizes_copy caps
+ * its grid at 2 waves of 2048 threads per SM (maxThreadsPerMultiProcessor
+ * of an H100 or H200) and makes each block copy more instead. */
+#define FSDP_COPY_BLOCK_BYTES 2048
+#define FSDP_COPY_THREADS_PER_SM 2048
+#define FSDP_COPY_BLOCK_THREADS 128
+
+static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+uint64_t mc_fsdp_split_copy_meta_bytes(const uint64_t *chunk, int k, int world, int sm_count)
+{
+    int64_t blocks = 0;
+    for (int i = 0; i < k; i++) blocks += div_up((int64_t)chunk[i], FSDP_COPY_BLOCK_BYTES);
+    const int64_t max_blocks = (int64_t)sm_count * FSDP_COPY_THREADS_PER_SM / FSDP_COPY_BLOCK_THREADS * 2;
+    const int64_t iter = div_up(blocks * world, max_blocks);
+    int64_t per_block = 1; /* ceil(sqrt(iter)), in integers */
+    while (per_block * per_block < iter) per_block++;
+    if (per_block > world) per_block = world;
+    const int64_t iters = div_up(iter, per_block);
+    int64_t entries = 3 * (int64_t)k + (k + 1);
+    for (int i = 0; i < k; i++) entries += div_up((int64_t)chunk[i], FSDP_COPY_BLOCK_BYTES * iters);
+    return (uint64_t)entries * 8;
+}
+
+uint64_t mc_fsdp_chunk_cat_meta_bytes(const uint64_t *chunk, int k)
+{
+    int64_t entries = 6 * (int64_t)k + 2;
+    for (int i = 0; i < k; i++) entries += div_up((int64_t)chunk[i], FSDP_COPY_BLOCK_BYTES);
+    return (uint64_t)entries * 8;
+}

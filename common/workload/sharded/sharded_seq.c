@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "sharded_fsdp.h"
 #include "sharded_internal.h"
 #include "workload/core/pytorch_consts.h"
 #include "workload/core/reduce_scratch.h"
@@ -38,9 +39,9 @@ static void comm(mc_sh_run *r, const mc_sh_comm *c)
  * from, and go back to, those streams' pools (a PyTorch 2.11 snapshot on two
  * H100s: the all-gather output on the all-gather copy-in stream, the
  * reduce-scatter output on the reduce-scatter stream; everything else,
- * the reduce-scatter input included, on the default stream). Any two ids. */
-#define SH_STREAM_ALL_GATHER 1
-#define SH_STREAM_REDUCE_SCATTER 2
+ * the reduce-scatter input included, on the default stream): sharded_fsdp.h's ids. */
+#define SH_STREAM_ALL_GATHER MC_FSDP_STREAM_ALL_GATHER
+#define SH_STREAM_REDUCE_SCATTER MC_FSDP_STREAM_REDUCE_SCATTER
 
 static void fill_shapes(const mc_sh_run *r, int l, mc_sh_comm *c)
 {

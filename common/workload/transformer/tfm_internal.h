@@ -22,12 +22,14 @@
  *   tfm_fastpath.c -> tfm_attn.c (attn_fwd_gpu), tfm_ops.c, tfm_tape.c
  *   tfm_attn.c, tfm_fused_ops.c -> tfm_ops.c -> tfm_tape.c
  *   tfm_offload.c -> tfm_tape.c
+ *   tfm_wrap.c -> tfm_config.c (a wrapper's set-up and accessors)
  *   tfm_tape.c -> the kernels (tfm_kernels.h) only
  *
  * The tape calls back up through function pointers alone: each node's
- * bwd_fn (set by the op that recorded it) and the saved-tensor hooks
+ * bwd_fn (set by the op that recorded it), the saved-tensor hooks
  * (tfm_saved_hooks, which tfm_seq.c installs: its checkpoint's recompute,
- * tfm_offload.c's pack, unpack, drop and freed). This header declares
+ * tfm_offload.c's pack, unpack, drop and freed) and a wrapper's
+ * pre_backward (tfm_wrap.h). This header declares
  * nothing of tfm_seq.c or tfm_offload.c, so tfm_tape.c sees neither. */
 #ifndef MC_TRANSFORMER_INTERNAL_H
 #define MC_TRANSFORMER_INTERNAL_H
@@ -37,6 +39,7 @@
 
 #include "tfm.h"
 #include "tfm_kernels.h"
+#include "tfm_wrap.h"
 #include "workload/core/optimizer_step.h"
 #include "workload/core/wl_ctx.h"
 
@@ -91,6 +94,8 @@ typedef struct tnode {
     bool packed[MAX_SAVED];    /* taken by the pack hook: saved[i] is NULL until its unpack */
     uint64_t host_bytes[MAX_SAVED]; /* --offload's pack: bytes kept on the host (0: none) */
     int host_slot[MAX_SAVED];  /* ... its pinned buffer in T->pin (GPU only) */
+    int wrap_pre;              /* 1 + the layer whose output it made, whose wrapper's
+                                  pre_backward runs before it (tfm_wrap.h); 0: none */
 } tnode;
 
 typedef struct {
@@ -183,6 +188,10 @@ struct mc_tfm {
     int step;
     wl_optim opt;              /* the optimizer and its GradScaler (core/optimizer_step.c) */
     wl_opt_param *params;      /* T->p's tensors, in model.parameters() order */
+    /* A data-parallel wrapper (tfm_wrap.h), else wrapped false: */
+    bool wrapped;
+    mc_tfm_wrap_hooks wrap;
+    const wl_opt_param *wrap_params; /* the optimizer's list in the wrapper's place */
 };
 typedef struct mc_tfm mc_tfm;
 

@@ -35,10 +35,12 @@ static void capture_grads(void *arg)
 
 int tfm_optimizer(mc_tfm *T, bool *skipped)
 {
-    return wl_optim_step(&T->ctx, &T->opt, T->params, T->np, false, capture_grads, T, skipped);
+    const wl_opt_param *ps = T->wrapped ? T->wrap_params : T->params; /* a wrapper's: the local shards */
+    return wl_optim_step(&T->ctx, &T->opt, ps, T->np, false, capture_grads, T, skipped);
 }
 
 void tfm_zero_grad(mc_tfm *T)
 {
     for (int i = 0; i < T->np; i++) wl_free(&T->ctx, &T->p[i].g);
+    if (T->wrapped && T->wrap.zero_grad) T->wrap.zero_grad(T->wrap.ctx);
 }

@@ -30,6 +30,10 @@
  *   has run, only holders saved; the first node of the layer to run in
  *   backward recomputes it on the backward thread (its cuBLAS handle) under
  *   a new autocast region, up to the last saved tensor (early stop).
+ * - A data-parallel wrapper (tfm_wrap.h: FSDP2 on each encoder layer,
+ *   common/workload/sharded_tfm.c): its hooks run where FSDP2's do, around
+ *   each layer, at the root's post-forward and in backward, and the
+ *   optimizer takes its parameter list (the local shards).
  * - The loss and the step as the MLP's (mlp_seq.c, mlp_opt.c):
  *   mse_loss's two [n] fp32 tensors and mean scratch, loss / K, ones_like,
  *   [GradScaler], DivBackward0, MseLossBackward0; del src, tgt, out, loss.
@@ -164,12 +168,57 @@ static int new_group(mc_tfm *T)
     return T->ngrp++;
 }
 
-/* output = mod(output, ...) or checkpoint(mod, output, ...): *x rebinds. */
+/* RegisterPostBackwardFunction's backward (a: the layer): the wrapper's
+ * post_backward, the gradient handed on as it came (its layout and view
+ * kept for the next node's input buffer). */
+static int wrap_post_backward_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
+{
+    if (T->wrap.post_backward && T->wrap.post_backward(T->wrap.ctx, (int)nd->a[0])) {
+        T->ctx.oom = true;
+        return -1;
+    }
+    out[0] = nd->gin[0];
+    tb_ref(out[0]);
+    nd->next[0].slot = (nd->next[0].slot & 0xff) | (nd->gin_nc[0] ? 0x100 : 0) | (nd->gin_view[0] ? 0x200 : 0);
+    nd->next[0].es = nd->gin_es[0];
+    return 0;
+}
+
+/* A wrapper's pre-forward hook of layer l, then (input needing a
+ * gradient) RegisterPostBackwardFunction.apply on it: *x becomes its
+ * output, the same storage. */
+static int wrap_pre_forward(mc_tfm *T, int l, tv *x)
+{
+    if (T->wrap.pre_forward && T->wrap.pre_forward(T->wrap.ctx, l)) {
+        T->ctx.oom = true;
+        return -1;
+    }
+    if (x->node == -1) return 0;
+    int n = tape_node(T, wrap_post_backward_bwd, "RegisterPostBackwardFunctionBackward", 1);
+    T->tape[n].a[0] = l;
+    tape_edge(T, n, 0, *x);
+    x->node = n;
+    x->slot = 0;
+    return 0;
+}
+
+/* output = mod(output, ...) or checkpoint(mod, output, ...): *x rebinds.
+ * Under a wrapper (tfm_wrap.h) its hooks run around the layer. */
 static void layer(mc_tfm *T, int l, tv *x, tv mem)
 {
     if (T->ctx.oom) return;
-    tv y;
-    if (T->c.checkpoint) {
+    tv y, in = TV_NONE;
+    if (T->wrapped) {
+        in = tv_view(*x); /* the hook's output: what the layer takes */
+        if (wrap_pre_forward(T, l, &in)) {
+            tv_drop(T, &in);
+            return;
+        }
+        y = layer_body(T, l, in, mem);
+        if (y.b) T->tape[y.node].wrap_pre = l + 1;
+        if (T->wrap.post_forward) T->wrap.post_forward(T->wrap.ctx, l);
+        tv_drop(T, &in);
+    } else if (T->c.checkpoint) {
         int g = new_group(T);
         tgroup *G = &T->grp[g];
         G->in = tv_view(*x);
@@ -243,6 +292,7 @@ tv tfm_model_forward(mc_tfm *T, tv src, tv tgt)
 {
     tv x = tv_view(src), none = TV_NONE;
     for (int l = 0; l < T->c.enc_layers; l++) layer(T, l, &x, none);
+    if (T->wrapped && T->wrap.forward_end && !T->ctx.oom) T->wrap.forward_end(T->wrap.ctx); /* the root's post-forward */
     if (T->c.arch == MC_TFM_ENCODER) return x;
     tv mem = op_layer_norm(T, x, T->enc_norm, T->enc_norm + 1);
     tv_drop(T, &x);
@@ -296,6 +346,10 @@ static int loss_and_backward(mc_tfm *T, tv out, tv tgt)
     if (G) mc_gpu_mse_bwd(G, (float *)TBP(g), TVP(T, out), TVP(T, tgt), FPT(T->gdiv), n);
     F(T->gdiv);
     if (tape_backward(T, out.node, g)) return -1;
+    if (T->wrapped && T->wrap.backward_end && T->wrap.backward_end(T->wrap.ctx)) { /* the final callback */
+        T->ctx.oom = true;
+        return -1;
+    }
     F(T->ones);
     if (fp16) F(T->scaled);
     return 0;
@@ -345,8 +399,23 @@ mc_tfm *mc_tfm_create(const mc_tfm_config *c, bool on_gpu, FILE *trace, char *er
     return mc_tfm_create_with(c, on_gpu, trace, NULL, err, len);
 }
 
+static mc_tfm *create(const mc_tfm_config *c, bool on_gpu, const ca_backend *be, FILE *trace, mc_tfm_data *data,
+                      char *err, size_t len);
+
 mc_tfm *mc_tfm_create_with(const mc_tfm_config *c, bool on_gpu, FILE *trace, mc_tfm_data *data,
                            char *err, size_t len)
+{
+    return create(c, on_gpu, NULL, trace, data, err, len);
+}
+
+mc_tfm *mc_tfm_create_on(const mc_tfm_config *c, ca_backend be, FILE *trace, char *err, size_t len)
+{
+    return create(c, false, &be, trace, NULL, err, len);
+}
+
+/* On the GPU, over the host device, or (be) over the caller's backend. */
+static mc_tfm *create(const mc_tfm_config *c, bool on_gpu, const ca_backend *be, FILE *trace, mc_tfm_data *data,
+                      char *err, size_t len)
 {
     if (mc_tfm_config_check(c, err, len) != 0) return NULL;
     if (on_gpu && mc_tfm_gpu_check(c, err, len) != 0) return NULL;
@@ -375,7 +444,13 @@ mc_tfm *mc_tfm_create_with(const mc_tfm_config *c, bool on_gpu, FILE *trace, mc_
     if (c->offload) tfm_offload_hooks(&T->hooks);
     wl_optim_init(&T->opt, c->optimizer, c->lr, c->precision == MC_WL_FP16);
     wl_ctx *w = &T->ctx;
-    wl_ctx_open(w, &c->alloc, on_gpu, c->host_capacity, c->accum, trace, c->trace_steps);
+    if (be) { /* model-only, on the caller's backend */
+        wl_ctx_open_backend(w, &c->alloc, *be);
+        w->trace = trace;
+        w->trace_steps = c->trace_steps;
+    } else {
+        wl_ctx_open(w, &c->alloc, on_gpu, c->host_capacity, c->accum, trace, c->trace_steps);
+    }
     tfm_build_params(T);
     tfm_opt_params(T);
     wl_trace(w, "# memclaims-trace v1");

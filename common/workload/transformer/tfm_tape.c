@@ -296,12 +296,12 @@ static int accumulate_grad(mc_tfm *T, int pi, tb *g)
             tb_forget(T, g);
             return 0;
         }
-        if (wl_alloc(&T->ctx, &p->g, p->p.bytes, MC_WL_GRADS, false, "AccumulateGrad clone") != 0) {
+        if (wl_alloc(&T->ctx, &p->g, (uint64_t)p->n * 4, MC_WL_GRADS, false, "AccumulateGrad clone") != 0) {
             T->ctx.oom = true;
             tb_unref(T, g);
             return -1;
         }
-        if (TG(T)) mc_gpu_copy(TG(T), WL_PTR(p->g), TBP(g), p->p.bytes);
+        if (TG(T)) mc_gpu_copy(TG(T), WL_PTR(p->g), TBP(g), (uint64_t)p->n * 4);
     } else if (TG(T)) { /* later micro-steps: .grad += g */
         mc_gpu_add(TG(T), (float *)WL_PTR(p->g), (const float *)TBP(g), p->n);
     }
@@ -371,6 +371,12 @@ static int run_backward(mc_tfm *T, int root, tb *grad)
             if (T->hooks.recompute(T, nd->group)) return -1;
         }
         nd = &T->tape[i]; /* the recomputation may have moved the tape */
+        if (nd->wrap_pre && T->wrap.pre_backward && /* a wrapper's hook on a layer's output */
+            T->wrap.pre_backward(T->wrap.ctx, nd->wrap_pre - 1)) {
+            T->ctx.oom = true;
+            return -1;
+        }
+        nd = &T->tape[i];
         if (T->hooks.unpack && T->hooks.unpack(T, nd)) return -1; /* apply's unpack, before its work */
         tb *out[MAX_NEXT] = {NULL, NULL, NULL, NULL};
         if (nd->bwd(T, nd, out)) return -1;
