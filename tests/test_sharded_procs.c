@@ -244,6 +244,63 @@ static void test_early_stop(void **state)
     assert_non_null(strstr(err, "rank 2: stopped at"));
 }
 
+/* --ranks-out: each rank's rows and check line written whole, rank 0's
+ * merge of them all; a rank that never writes is named after the wait. */
+static void test_ranks_out(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/memclaims-ranks-out-XXXXXX", err[300] = "", path[300];
+    assert_non_null(mkdtemp(dir));
+    static mc_sh_gpu_result r;
+    memset(&r, 0, sizeof r);
+    r.ranks = 2;
+    r.steps = 2;
+    r.oom_rank = -1;
+    for (int q = 0; q < 2; q++) {
+        r.done[q] = 2;
+        for (int s = 0; s < 2; s++) r.peak[q][s] = r.model_peak[q][s] = 1000u + (uint64_t)(10 * q + s);
+    }
+    assert_int_equal(mc_sh_ranks_out(dir, 1, 2, &r, "--verify passed: one", 5, err, sizeof err), 0);
+    assert_int_equal(mc_sh_ranks_out(dir, 0, 2, &r, "--verify passed: zero", 5, err, sizeof err), 0);
+    snprintf(path, sizeof path, "%s/ranks.csv", dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char text[2000] = "";
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    static mc_sh_gpu_result back;
+    memset(&back, 0, sizeof back);
+    back.ranks = 2;
+    back.oom_rank = -1;
+    assert_int_equal(mc_sh_rows_read(text, &back, err, sizeof err), 0);
+    assert_true(back.done[0] == 2 && back.done[1] == 2 && back.peak[1][1] == 1011);
+    assert_null(strstr(text + 1, MC_SH_ROWS_HEADER)); /* one header */
+    snprintf(path, sizeof path, "%s/verify.txt", dir);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    assert_string_equal(text, "--verify passed: zero\n--verify passed: one\n");
+    /* A world of 3 whose rank 2 never writes: rank 0 names it, merges nothing. */
+    char dir2[] = "/tmp/memclaims-ranks-out-XXXXXX";
+    assert_non_null(mkdtemp(dir2));
+    assert_int_equal(mc_sh_ranks_out(dir2, 0, 3, &r, "", 0.2, err, sizeof err), -1);
+    assert_non_null(strstr(err, "rank 1's figures not in"));
+    snprintf(path, sizeof path, "%s/ranks.csv", dir2);
+    assert_int_not_equal(access(path, F_OK), 0);
+    const char *names[] = {"rank0.csv", "rank1.csv", "rank0.verify", "rank1.verify", "ranks.csv", "verify.txt"};
+    for (int i = 0; i < 6; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        unlink(path);
+    }
+    snprintf(path, sizeof path, "%s/rank0.csv", dir2);
+    unlink(path);
+    rmdir(dir);
+    rmdir(dir2);
+}
+
 static void test_oom_rank(void **state)
 {
     (void)state;
@@ -264,7 +321,7 @@ int main(void)
         cmocka_unit_test(test_rows_round_trip), cmocka_unit_test(test_check_line),
         cmocka_unit_test(test_ranks_merged),    cmocka_unit_test(test_killed_rank),
         cmocka_unit_test(test_error_rank),      cmocka_unit_test(test_oom_rank),
-        cmocka_unit_test(test_early_stop),
+        cmocka_unit_test(test_early_stop),      cmocka_unit_test(test_ranks_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

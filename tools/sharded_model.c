@@ -36,7 +36,6 @@
  * Exit: 0; 1 when a GPU figure differs from the model or the check fails;
  * 2 for bad input (one line on stderr); 3 a CUDA or NCCL error (a rank past
  * its deadline included); 77 fewer GPUs than N, or built without NCCL. */
-#define _POSIX_C_SOURCE 200809L /* open_memstream, nanosleep */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,107 +63,6 @@ typedef enum {
     GPU_THREADS, /* --threads: one process, a thread a rank */
     GPU_RANK     /* started by a launcher (torchrun, mpirun, or GPU_PROCS): this process is one rank */
 } gpu_layout;
-
-/* --ranks-out DIR under a launcher: this rank's rows into DIR/rankR.csv (and its
- * check into DIR/rankR.verify), each written whole under a temporary name
- * then renamed; rank 0 then waits (within the deadline) for every rank's
- * and merges them into DIR/ranks.csv (and DIR/verify.txt). */
-static int write_whole(const char *dir, const char *name, const char *text)
-{
-    char tmp[1100], path[1100];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, name);
-    FILE *f = fopen(tmp, "wx");
-    if (!f) return -1;
-    bool ok = fputs(text, f) >= 0;
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
-}
-
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *b = NULL;
-    size_t n = 0;
-    FILE *m = open_memstream(&b, &n);
-    CHECK(m != NULL, "out of host memory");
-    char buf[4096];
-    size_t got;
-    while ((got = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, got, m);
-    fclose(f);
-    fclose(m);
-    return b;
-}
-
-static int write_rank_files(const char *dir, int rank, int world, const mc_sh_gpu_result *res, const char *check,
-                            double deadline_s)
-{
-    char name[64], *text = NULL;
-    size_t n = 0;
-    FILE *m = open_memstream(&text, &n);
-    CHECK(m != NULL, "out of host memory");
-    fprintf(m, "%s\n", MC_SH_ROWS_HEADER);
-    mc_sh_rows_write(m, res, rank);
-    fclose(m);
-    snprintf(name, sizeof name, "rank%d.csv", rank);
-    int rc = write_whole(dir, name, text);
-    free(text);
-    if (rc == 0 && check[0]) {
-        snprintf(name, sizeof name, "rank%d.verify", rank);
-        char line[620];
-        snprintf(line, sizeof line, "%s\n", check);
-        rc = write_whole(dir, name, line);
-    }
-    if (rc != 0) {
-        fprintf(stderr, "sharded_model: rank %d: cannot write its figures into --ranks-out '%s'\n", rank, dir);
-        return -1;
-    }
-    if (rank != 0) return 0;
-    /* Rank 0 merges, once every rank's are there. */
-    char *merged = NULL, *verify = NULL;
-    size_t mn = 0, vn = 0;
-    FILE *mm = open_memstream(&merged, &mn), *vm = open_memstream(&verify, &vn);
-    CHECK(mm && vm, "out of host memory");
-    fprintf(mm, "%s\n", MC_SH_ROWS_HEADER);
-    const size_t hl = strlen(MC_SH_ROWS_HEADER) + 1;
-    const struct timespec nap = {0, 50 * 1000 * 1000};
-    double waited = 0;
-    for (int q = 0; q < world && rc == 0; q++) {
-        char path[1100];
-        snprintf(path, sizeof path, "%s/rank%d.csv", dir, q);
-        char *t;
-        while (!(t = read_all(path)) && waited < deadline_s) {
-            nanosleep(&nap, NULL);
-            waited += 0.05;
-        }
-        if (!t) {
-            fprintf(stderr, "sharded_model: rank 0: rank %d's figures not in --ranks-out '%s' after %.0f s; nothing merged\n",
-                    q, dir, deadline_s);
-            rc = -1;
-            break;
-        }
-        if (strlen(t) >= hl) fputs(t + hl, mm);
-        free(t);
-        snprintf(path, sizeof path, "%s/rank%d.verify", dir, q);
-        if (check[0] && (t = read_all(path))) {
-            fputs(t, vm);
-            free(t);
-        }
-    }
-    fclose(mm);
-    fclose(vm);
-    if (rc == 0) rc = write_whole(dir, "ranks.csv", merged);
-    if (rc == 0 && check[0]) rc = write_whole(dir, "verify.txt", verify);
-    free(merged);
-    free(verify);
-    if (rc == 0) fprintf(stderr, "sharded_model: rank 0: every rank's figures merged into %s/ranks.csv\n", dir);
-    return rc;
-}
 
 /* --gpu: every rank on its GPU, its figures beside its model's. */
 static int run_gpu(mc_sh_config *c, mc_sh_gpu_opts o, bool sms_given, bool threads, const char *out_dir,
@@ -272,7 +170,13 @@ static int run_gpu(mc_sh_config *c, mc_sh_gpu_opts o, bool sms_given, bool threa
         fprintf(stderr, "sharded_model: %s\n", check);
         if (!(res.check.verified && res.check.passed)) rc = MC_EXIT_VERIFY;
     }
-    if (out_dir && write_rank_files(out_dir, l.rank, c->world, &res, check, sh_deadline(&o)) != 0) return MC_EXIT_CUDA;
+    if (out_dir) {
+        if (mc_sh_ranks_out(out_dir, l.rank, c->world, &res, check, sh_deadline(&o), err, sizeof err) != 0) {
+            fprintf(stderr, "sharded_model: %s\n", err);
+            return MC_EXIT_CUDA;
+        }
+        if (l.rank == 0) fprintf(stderr, "sharded_model: rank 0: every rank's figures merged into %s/ranks.csv\n", out_dir);
+    }
     return rc;
 }
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "csv.h"
 
 extern char **environ;
 
@@ -182,6 +183,80 @@ static char *slurp(const char *path)
     }
     b[n] = '\0';
     return b;
+}
+
+/* ------------------------------------------------------------ --ranks-out */
+
+/* name in dir, written whole: the rows of rank (rows != NULL) or text. */
+static int write_whole(const char *dir, const char *name, const mc_sh_gpu_result *rows, int rank, const char *text)
+{
+    mc_file f;
+    if (mc_file_open(&f, dir, name) != 0) return -1;
+    if (rows) {
+        fprintf(f.fp, "%s\n", MC_SH_ROWS_HEADER);
+        mc_sh_rows_write(f.fp, rows, rank);
+    } else if (text) {
+        fputs(text, f.fp);
+    }
+    return mc_file_commit(&f);
+}
+
+int mc_sh_ranks_out(const char *dir, int rank, int world, const mc_sh_gpu_result *res, const char *check,
+                    double wait_s, char *err, size_t len)
+{
+    char name[64], line[700];
+    snprintf(name, sizeof name, "rank%d.csv", rank);
+    int rc = write_whole(dir, name, res, rank, NULL);
+    if (rc == 0 && check[0]) {
+        snprintf(name, sizeof name, "rank%d.verify", rank);
+        snprintf(line, sizeof line, "%s\n", check);
+        rc = write_whole(dir, name, NULL, 0, line);
+    }
+    if (rc != 0) {
+        snprintf(err, len, "rank %d: cannot write its figures into '%s'", rank, dir);
+        return -1;
+    }
+    if (rank != 0) return 0;
+    /* Rank 0 merges, once every rank's are there (each appears whole, by its rename). */
+    char *merged = NULL, *verify = NULL;
+    size_t mn = 0, vn = 0;
+    FILE *mm = open_memstream(&merged, &mn), *vm = open_memstream(&verify, &vn);
+    CHECK(mm && vm, "out of host memory");
+    fprintf(mm, "%s\n", MC_SH_ROWS_HEADER);
+    const size_t hl = strlen(MC_SH_ROWS_HEADER) + 1;
+    const double t0 = now_s();
+    for (int q = 0; q < world && rc == 0; q++) {
+        char path[1100];
+        snprintf(path, sizeof path, "%s/rank%d.csv", dir, q);
+        while (access(path, F_OK) != 0 && now_s() - t0 < wait_s) {
+            struct timespec nap = {0, 50 * 1000 * 1000}; /* 50 ms */
+            nanosleep(&nap, NULL);
+        }
+        if (access(path, F_OK) != 0) {
+            snprintf(err, len, "rank 0: rank %d's figures not in '%s' after %.0f s; nothing merged", q, dir, wait_s);
+            rc = -1;
+            break;
+        }
+        char *t = slurp(path);
+        if (strlen(t) >= hl) fputs(t + hl, mm);
+        free(t);
+        snprintf(path, sizeof path, "%s/rank%d.verify", dir, q);
+        if (check[0]) {
+            t = slurp(path);
+            fputs(t, vm);
+            free(t);
+        }
+    }
+    fclose(mm);
+    fclose(vm);
+    if (rc == 0 && (write_whole(dir, "ranks.csv", NULL, 0, merged) != 0 ||
+                    (check[0] && write_whole(dir, "verify.txt", NULL, 0, verify) != 0))) {
+        snprintf(err, len, "rank 0: cannot write the merged figures into '%s'", dir);
+        rc = -1;
+    }
+    free(merged);
+    free(verify);
+    return rc;
 }
 
 /* The last line of text that says something (the rank's own last word),

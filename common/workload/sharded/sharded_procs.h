@@ -48,6 +48,15 @@ int mc_sh_check_parse(const char *text, mc_sh_check *v);
 /* Merges one rank's check (a) into the world's (acc), first: acc zeroed with verified and passed true. */
 void mc_sh_check_merge(mc_sh_check *acc, const mc_sh_check *a, int rank);
 
+/* sharded_model --ranks-out DIR, ranks a launcher started: rank's rows
+ * into DIR/rankR.csv and, where check is not "", its check's line into
+ * DIR/rankR.verify, each written whole (csv.h's mc_file); rank 0 then
+ * waits up to wait_s seconds for every rank's and merges them into
+ * DIR/ranks.csv (one header) and DIR/verify.txt. Returns 0, or -1 with one
+ * line in err ("rank 0: rank 3's figures not in DIR after 300 s"). */
+int mc_sh_ranks_out(const char *dir, int rank, int world, const mc_sh_gpu_result *res, const char *check,
+                    double wait_s, char *err, size_t len);
+
 /* Runs argv (argv[0] the program: build/sharded_model; NULL-terminated) as
  * `world` ranks on GPUs 0..world-1 (of those this process sees), waits for
  * all, and fills res (res->ranks, res->steps set here; steps is the
