@@ -14,8 +14,8 @@
  * fully_shard on each layer then the whole (common/workload/sharded_tfm.h),
  * with build/workload --arch encoder's flags (--d-model, --heads,
  * --enc-layers, --ff, --dropout, --activation, --norm-first, --batch-first,
- * --optimizer sgd|momentum|adam; fp32, one micro-step), model-only: no --gpu
- * yet (tests/torch/fsdp_transformer_reference.py is PyTorch's run).
+ * --optimizer sgd|momentum|adam; fp32, one micro-step); with --gpu, dropout 0
+ * (tests/torch/fsdp_transformer_reference.py is PyTorch's run).
  *
  * The network flags are build/workload's (fp32, accum 1, no checkpointing
  * only). Output: CSV, `step,peak_allocated,allocated_end,peak_reserved,status`,
@@ -358,9 +358,8 @@ int main(int argc, char **argv)
             return MC_EXIT_USAGE;
         }
     }
-    if (transformer && (gpu || arch_given)) {
-        fprintf(stderr, "sharded_model: --model transformer %s\n",
-                gpu ? "is model-only for now: no --gpu" : "is nn.TransformerEncoder: give no --arch");
+    if (transformer && arch_given) {
+        fprintf(stderr, "sharded_model: --model transformer is nn.TransformerEncoder: give no --arch\n");
         return MC_EXIT_USAGE;
     }
     if (transformer) {
@@ -380,7 +379,7 @@ int main(int argc, char **argv)
                "figures per step, no GPU.\n"
                "  --model transformer  nn.TransformerEncoder under FSDP2 (--mode plain|zero2|fsdp) with\n"
                "             build/workload --arch encoder's flags (--seq, --batch, --d-model, ...; fp32,\n"
-               "             sgd, momentum or adam), model-only (default --model mlp)\n"
+               "             sgd, momentum or adam; with --gpu, dropout 0) (default --model mlp)\n"
                "  --segments FILE  with --model transformer: put the model's segments where a PyTorch\n"
                "             run's went (its NAME.rankR.segments: `alloc ADDR BYTES STREAM` lines)\n"
                "Output: step,peak_allocated,allocated_end,peak_reserved,status\n"
@@ -416,9 +415,35 @@ int main(int argc, char **argv)
         fprintf(stderr, "sharded_model: --mode and --world are required\n");
         return MC_EXIT_USAGE;
     }
+    if (transformer && gpu) {
+        if (trace_path || seg_path) {
+            fprintf(stderr, "sharded_model: --gpu writes no --trace and takes no --segments\n");
+            return MC_EXIT_USAGE;
+        }
+        /* the runner's network: the encoder, its knobs in c.wl (sharded_tfm.h mc_sh_tfm_model) */
+        static mc_tfm_config net;
+        static mc_sh_model model;
+        net = cli.tfm;
+        model = mc_sh_tfm_model(&net);
+        c.model = &model;
+        c.wl = mc_sh_net_default();
+        c.wl.layers = (int)net.enc_layers; /* FSDP2's units */
+        c.wl.batch = net.batch;
+        c.wl.optimizer = net.optimizer;
+        c.wl.lr = net.lr;
+        c.wl.seed = net.seed;
+        c.wl.sm_count = net.sm_count;
+        if (model.check(&c, err, sizeof err) != 0) {
+            fprintf(stderr, "sharded_model: %s\n", err);
+            return MC_EXIT_USAGE;
+        }
+        go.steps = cli.steps;
+        go.verify = verify;
+        return run_gpu(&c, go, cli.sms_given, threads, ranks_out, argv);
+    }
     if (transformer) {
-        if (verify || go.deadline_s > 0 || go.fault != MC_SH_FAULT_NONE || go.pause_s > 0) {
-            fprintf(stderr, "sharded_model: --verify, --deadline, --pause-ms and --inject need --gpu\n");
+        if (verify || go.deadline_s > 0 || go.fault != MC_SH_FAULT_NONE || go.pause_s > 0 || threads || ranks_out) {
+            fprintf(stderr, "sharded_model: --verify, --deadline, --pause-ms, --inject, --threads and --ranks-out need --gpu\n");
             return MC_EXIT_USAGE;
         }
         return run_transformer(&cli, &c, trace_path, seg_path);

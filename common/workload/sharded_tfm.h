@@ -18,13 +18,24 @@
  * The reference: tests/torch/fsdp_transformer_reference.py; the test:
  * tests/scripts/test_fsdp_transformer_fixtures.sh; the tool:
  * build/sharded_model --model transformer. Here because it joins two
- * models (README Layout: only common/workload/ may). */
+ * models (README Layout: only common/workload/ may).
+ *
+ * On a GPU (gpu set) the same requests take real blocks and the model's
+ * kernels compute in them; FSDP2's collectives and copies are the
+ * runner's (sharded/sharded_gpu.h, through hooks): mc_sh_tfm_model makes
+ * this network one the runner trains, as it trains the MLP. Every rank
+ * builds the same weights from the seed, then keeps its rows; rank r draws
+ * its own batch (randn from a seed of its own), or, with fixed_data, the
+ * sequences r B .. r B + B - 1 of one global batch drawn on the host, the
+ * same every step, so that one GPU trained on the global batch is the
+ * ranks' check. */
 #ifndef MC_SHARDED_TFM_H
 #define MC_SHARDED_TFM_H
 
 #include <stddef.h>
 #include <stdio.h>
 
+#include "workload/sharded/sharded_gpu.h"
 #include "workload/sharded/sharded_seq.h"
 #include "workload/transformer/tfm.h"
 
@@ -44,11 +55,15 @@ typedef struct {
      * agrees, as build/replay places a trace's (kept by reference). */
     const uint64_t *seg_addr, *seg_bytes;
     int nseg;
+    bool gpu;                  /* on the current CUDA device */
+    const mc_sh_hooks *hooks;  /* GPU: the runner's (kept by value), or NULL */
+    bool fixed_data;           /* GPU: the global batch's sequences (above) */
 } mc_sh_tfm_config;
 
 typedef struct mc_sh_tfm mc_sh_tfm;
 
-/* 0, or -1 with one line in err. */
+/* 0, or -1 with one line in err (on a GPU: also a head size its kernels do
+ * not take, and dropout, which would give each rank the same masks). */
 int mc_sh_tfm_check(const mc_sh_tfm_config *c, char *err, size_t len);
 /* Built as the wrapper leaves it; NULL with err for a bad configuration. */
 mc_sh_tfm *mc_sh_tfm_create(const mc_sh_tfm_config *c, char *err, size_t len);
@@ -60,6 +75,11 @@ void mc_sh_tfm_segments(const mc_sh_tfm *s, int *differ, uint64_t *conflicts);
 /* Bytes allocated after set-up (before the first step). */
 uint64_t mc_sh_tfm_allocated(const mc_sh_tfm *s);
 void mc_sh_tfm_destroy(mc_sh_tfm *s);
+
+/* The network for the GPU runner (sharded_gpu.h): net is kept by
+ * reference; the runner's mc_sh_config gives the mode, world, rank, and in
+ * wl the batch a rank, optimizer, lr, seed, fixed_data and SM count. */
+mc_sh_model mc_sh_tfm_model(const mc_tfm_config *net);
 
 #ifdef __cplusplus
 }

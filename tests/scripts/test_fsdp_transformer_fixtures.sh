@@ -114,7 +114,13 @@ refused() { # WHAT ARGS...: exit 2 and one line on stderr
     check_eq "$1: exit 2, one line" "$rc $(wc -l < "$tmp/err")" "2 1"
 }
 # shellcheck disable=SC2086
-refused "--gpu with --model transformer" --model transformer --mode fsdp --world 2 $net --gpu
+refused "--gpu with dropout (every rank would draw the same masks)" --model transformer --mode fsdp --world 2 $net --dropout 0.1 --gpu
+# shellcheck disable=SC2086
+refused "--gpu with --trace" --model transformer --mode fsdp --world 2 $net --gpu --trace "$tmp/t.trace"
+# shellcheck disable=SC2086
+refused "--verify without --gpu" --model transformer --mode fsdp --world 2 $net --verify
+# shellcheck disable=SC2086
+refused "--gpu, DDP of the Transformer (not modelled)" --model transformer --mode ddp --world 2 $net --gpu
 # shellcheck disable=SC2086
 refused "--arch with --model transformer" --model transformer --mode fsdp --world 2 --arch encoder $net
 # shellcheck disable=SC2086

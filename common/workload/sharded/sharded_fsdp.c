@@ -8,9 +8,40 @@
 
 #include "check.h"
 #include "sharded_plan.h"
+#include "workload/core/wl_gpu.h"
 
 #define WL_CTX (f->ctx)
-#define MAX_UNIT_PARAMS 64 /* parameters a unit, for the chunk lists on the stack */
+#define MAX_UNIT_PARAMS MC_SH_UNIT_MAX /* parameters a unit, for the chunk lists on the stack */
+#define G (f->ctx->gpu)
+#define P(t) ((void *)(uintptr_t)(t).addr)
+
+static void comm(const mc_fsdp *f, const mc_sh_comm *c)
+{
+    if (f->hooks.comm) f->hooks.comm(f->hooks.ctx, c);
+}
+
+/* A call of the runner about unit u: its parameters' shapes, and src[k]
+ * (and out[k]) the tensors of each (NULL: none). */
+static void unit_comm(const mc_fsdp *f, int u, mc_sh_comm *c, const wl_t *src, bool src_grads, bool out_full)
+{
+    const mc_fsdp_unit *y = &f->u[u];
+    c->layer = u;
+    c->n = y->n;
+    for (int k = 0; k < y->n; k++) {
+        const int i = y->first + k;
+        c->rows[k] = f->p[i].dim0;
+        c->cols[k] = f->p[i].rest;
+        const wl_t *t = src ? &src[i] : src_grads ? f->p[i].grad : NULL;
+        if (t) {
+            c->src[k] = t->addr;
+            c->src_bytes[k] = t->bytes;
+        }
+        if (out_full) {
+            c->out[k] = f->p[i].full->addr;
+            c->out_bytes[k] = f->p[i].full->bytes;
+        }
+    }
+}
 
 int mc_fsdp_init(mc_fsdp *f, wl_ctx *ctx, int world, int rank, bool reshard_after_forward, int sm_count,
                  const int *unit_params, int nunits, mc_fsdp_param *params, char *err, size_t len)
@@ -54,6 +85,8 @@ int mc_fsdp_init(mc_fsdp *f, wl_ctx *ctx, int world, int rank, bool reshard_afte
     }
     return 0;
 }
+
+void mc_fsdp_set_hooks(mc_fsdp *f, const mc_sh_hooks *h) { f->hooks = *h; }
 
 void mc_fsdp_free(mc_fsdp *f)
 {
@@ -102,6 +135,12 @@ int mc_fsdp_setup(mc_fsdp *f)
             const int i = y->first + k;
             snprintf(what, sizeof what, "padded shard of %s", f->p[i].name);
             AK(f->shard[i], mc_fsdp_shard_bytes(f, i), MC_WL_WEIGHTS, what);
+            if (G) { /* this rank's rows, zeros past the parameter's end (every rank holds the same whole) */
+                const uint64_t first = (uint64_t)(mc_fsdp_padded_rows(f->p[i].dim0, f->world) * f->rank);
+                mc_gpu_zero(G, P(f->shard[i]), f->shard[i].bytes);
+                mc_gpu_copy(G, P(f->shard[i]), (const float *)P(*f->p[i].full) + first * (uint64_t)f->p[i].rest,
+                            mc_fsdp_local_bytes(f, i));
+            }
         }
         for (int k = 0; k < y->n; k++) F(*f->p[y->first + k].full);
     }
@@ -118,8 +157,13 @@ static int unshard(mc_fsdp *f, int u)
     if (f->world == 1 || y->ag.addr || y->gathered) return 0;
     uint64_t chunk[MAX_UNIT_PARAMS];
     const uint64_t shard = unit_chunks(f, u, chunk);
-    return wl_alloc_on(f->ctx, MC_FSDP_STREAM_ALL_GATHER, &y->ag, (uint64_t)f->world * shard, MC_WL_WEIGHTS, false,
-                       "all_gather_output");
+    if (wl_alloc_on(f->ctx, MC_FSDP_STREAM_ALL_GATHER, &y->ag, (uint64_t)f->world * shard, MC_WL_WEIGHTS, false,
+                    "all_gather_output"))
+        return -1;
+    mc_sh_comm c = {.kind = MC_SH_ALLGATHER, .dst = y->ag.addr, .dst_bytes = y->ag.bytes};
+    unit_comm(f, u, &c, f->shard, false, false);
+    comm(f, &c);
+    return 0;
 }
 
 /* wait_for_unshard: each parameter's padded unsharded storage, the
@@ -141,6 +185,9 @@ static int wait_unshard(mc_fsdp *f, int u, bool forward)
     A(f->copy_meta, mc_fsdp_split_copy_meta_bytes(chunk, y->n, f->world, f->sm_count), MC_WL_OTHER,
       "split_with_sizes_copy metadata");
     F(f->copy_meta);
+    mc_sh_comm c = {.kind = MC_SH_COPY_OUT, .dst = y->ag.addr, .dst_bytes = y->ag.bytes};
+    unit_comm(f, u, &c, f->shard, false, true);
+    comm(f, &c);
     if (forward && f->ag_state) { /* the previous unit's, after this copy-out */
         F(*f->ag_state);
         f->ag_state = NULL;
@@ -191,6 +238,8 @@ int mc_fsdp_pre_backward(mc_fsdp *f, int u)
 static void free_rs_input(mc_fsdp *f)
 {
     if (!f->rs_state) return;
+    mc_sh_comm c = {.kind = MC_SH_INPUT_FREED, .dst = f->rs_state->addr, .dst_bytes = f->rs_state->bytes};
+    comm(f, &c);
     F(*f->rs_state);
     f->rs_state = NULL;
 }
@@ -209,11 +258,18 @@ int mc_fsdp_post_backward(mc_fsdp *f, int u)
     A(y->rs_in, (uint64_t)f->world * shard, MC_WL_GRADS, "reduce_scatter_input");
     A(f->copy_meta, mc_fsdp_chunk_cat_meta_bytes(chunk, y->n), MC_WL_OTHER, "chunk_cat metadata");
     F(f->copy_meta);
+    mc_sh_comm c = {.kind = MC_SH_CHUNK_CAT, .dst = y->rs_in.addr, .dst_bytes = y->rs_in.bytes};
+    unit_comm(f, u, &c, NULL, true, false);
+    comm(f, &c); /* the copy-in only reads the grads */
     for (int k = 0; k < y->n - 1; k++) F(*f->p[y->first + k].grad); /* unsharded_grads.clear() */
     if (wl_alloc_on(f->ctx, MC_FSDP_STREAM_REDUCE_SCATTER, &y->rs_out, shard, MC_WL_GRADS, false,
                     "reduce_output (sharded grads)"))
         return -1;
     F(*f->p[y->first + y->n - 1].grad); /* the loop variable's, at foreach_reduce's return */
+    c.kind = MC_SH_REDUCE_SCATTER;
+    c.out[0] = y->rs_out.addr;
+    c.out_bytes[0] = y->rs_out.bytes;
+    comm(f, &c);
     uint64_t off = 0;
     for (int k = 0; k < y->n; k++) { /* the sharded .grad: views of reduce_output */
         const int i = y->first + k;
@@ -232,6 +288,8 @@ int mc_fsdp_backward_end(mc_fsdp *f)
     for (int u = 0; u < f->nunits; u++)
         if (!f->u[u].reduced && mc_fsdp_post_backward(f, u)) return -1;
     free_rs_input(f);
+    mc_sh_comm end = {.kind = MC_SH_BACKWARD_END};
+    comm(f, &end);
     return 0;
 }
 

@@ -31,15 +31,21 @@
  * The model's own parameters (wl_t) are where the unsharded storage goes
  * while a unit is gathered, and the model's .grad of each (AccumulateGrad's)
  * is what post-backward reduces: the model keeps its request sequence and
- * calls these at FSDP2's hook points. Model-only (no GPU arithmetic, no
- * collectives). The MLP's own copy of these rules is sharded_seq.c's,
- * which also drives the GPU runner. */
+ * calls these at FSDP2's hook points. On a GPU (the context's gpu set) the
+ * set-up copies this rank's rows into its shards, and the collectives and
+ * their copies are asked of a runner (mc_sh_hooks, sharded_gpu.h) where
+ * sharded_seq.c asks them for the MLP: the all-gather after its output is
+ * made, the copy-out after the unsharded storage, chunk_cat after the
+ * reduce-scatter input, the reduce-scatter after its output, the wait
+ * before that input is freed, and the backward's end after the final
+ * callback. The MLP's own copy of these rules is sharded_seq.c's. */
 #ifndef MC_SHARDED_FSDP_H
 #define MC_SHARDED_FSDP_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "sharded_seq.h"
 #include "workload/core/optimizer_step.h"
 #include "workload/core/wl_ctx.h"
 
@@ -82,6 +88,7 @@ typedef struct {
     wl_t copy_meta, barrier;
     wl_t *ag_state, *rs_state; /* the all-gather output whose free is deferred; the last
                                   reduce-scatter input */
+    mc_sh_hooks hooks;         /* a GPU runner's (comm NULL: none) */
 } mc_fsdp;
 
 /* Units of unit_params[u] parameters each, params in order (kept by
@@ -90,6 +97,8 @@ typedef struct {
 int mc_fsdp_init(mc_fsdp *f, wl_ctx *ctx, int world, int rank, bool reshard_after_forward, int sm_count,
                  const int *unit_params, int nunits, mc_fsdp_param *params, char *err, size_t len);
 void mc_fsdp_free(mc_fsdp *f);
+/* A GPU runner's hooks (kept by value), before mc_fsdp_setup. */
+void mc_fsdp_set_hooks(mc_fsdp *f, const mc_sh_hooks *h);
 /* Padded shard and local bytes of parameter i on this rank. */
 uint64_t mc_fsdp_shard_bytes(const mc_fsdp *f, int i);
 uint64_t mc_fsdp_local_bytes(const mc_fsdp *f, int i);

@@ -57,6 +57,35 @@ extern "C" int mc_sh_gpu_run_rank(const mc_sh_config *c, const mc_sh_gpu_opts *o
 #include "workload/core/wl_kernels.cuh"
 
 
+/* ------------------------------------------------------------ the MLP */
+
+/* sharded_seq.h's MLP as a runner's network (mc_sh_model). */
+static int mlp_check(const mc_sh_config *c, char *err, size_t len) { return mc_sh_config_check(c, err, len); }
+static void *mlp_create(const mc_sh_config *c, bool gpu, const mc_sh_hooks *h, char *err, size_t len)
+{
+    return gpu ? mc_sh_create_gpu(c, h, err, len) : mc_sh_create(c, NULL, h, err, len);
+}
+static mc_wl_status mlp_setup_status(const void *m) { return mc_sh_setup_status((const mc_sh_run *)m); }
+static mc_wl_status mlp_step(void *m, mc_sh_step_result *out) { return mc_sh_step((mc_sh_run *)m, out); }
+static int mlp_param_count(const void *m) { return mc_sh_param_count((const mc_sh_run *)m); }
+static int64_t mlp_param_numel(const void *m, int i) { return mc_sh_param_numel((const mc_sh_run *)m, i); }
+static int64_t mlp_param_row(const void *m, int i) /* a weight [out, in]'s row: in; a bias's: 1 */
+{
+    const mc_sh_run *r = (const mc_sh_run *)m;
+    return i % 2 ? 1 : i == 0 ? r->c.wl.in : r->c.wl.width;
+}
+static int64_t mlp_read_param(void *m, int i, float *host, int64_t *first_row)
+{
+    return mc_sh_read_param((mc_sh_run *)m, i, host, first_row);
+}
+static mc_wl_gpu *mlp_gpu(void *m) { return ((mc_sh_run *)m)->ctx.gpu; }
+static void mlp_destroy(void *m) { mc_sh_destroy((mc_sh_run *)m); }
+
+static const mc_sh_model MLP = {NULL, mlp_check, mlp_create, mlp_setup_status, mlp_step, mlp_param_count,
+                                mlp_param_numel, mlp_param_row, mlp_read_param, mlp_gpu, mlp_destroy};
+
+static const mc_sh_model *model_of(const mc_sh_config *c) { return c->model ? c->model : &MLP; }
+
 /* ------------------------------------------------------------ a rank */
 
 static void ctx_open(rank_ctx *k)
@@ -85,18 +114,18 @@ static void ctx_close(rank_ctx *k)
 }
 
 /* This rank's parameters against the reference's (its rows of them). */
-static void compare(rank_ctx *k, mc_sh_run *r)
+static void compare(rank_ctx *k, const mc_sh_model *M, void *r)
 {
     k->max_rel = k->max_abs = 0;
     k->worst_param = 0;
     k->elems = k->elems_off = 0;
-    for (int i = 0; i < mc_sh_param_count(r); i++) {
-        const int64_t whole = mc_sh_param_numel(r, i);
-        const int64_t row = i % 2 ? 1 : i == 0 ? k->c.wl.in : k->c.wl.width; /* elements of a row */
+    for (int i = 0; i < M->param_count(r); i++) {
+        const int64_t whole = M->param_numel(r, i);
+        const int64_t row = M->param_row(r, i); /* elements of a row */
         float *mine = (float *)malloc((size_t)whole * sizeof(float));
         CHECK(mine != NULL, "out of host memory");
         int64_t first_row = 0;
-        const int64_t n = mc_sh_read_param(r, i, mine, &first_row);
+        const int64_t n = M->read_param(r, i, mine, &first_row);
         const float *ref = k->ref[i] + first_row * row;
         double diff = 0, scale = 0;
         for (int64_t j = 0; j < whole; j++) scale = fmax(scale, fabs((double)k->ref[i][j]));
@@ -125,11 +154,12 @@ static void *rank_main(void *arg)
     c.rank = k->id ? k->rank : 0;
     mc_sh_hooks hooks = {k, sh_gpu_on_comm};
     char err[256];
-    mc_sh_run *r = mc_sh_create_gpu(&c, &hooks, err, sizeof err);
+    const mc_sh_model *M = model_of(&c);
+    void *r = M->create(&c, true, &hooks, err, sizeof err);
     CHECK(r != NULL, "sharded GPU run: %s", err); /* the configuration was checked */
-    k->def = mc_gpu_stream(r->ctx.gpu); /* the step's own stream (core/wl_kernels.cuh) */
+    k->def = mc_gpu_stream(M->gpu(r)); /* the step's own stream (core/wl_kernels.cuh) */
     mc_sh_gpu_result *res = k->res;
-    if (mc_sh_setup_status(r) != MC_WL_OK) {
+    if (M->setup_status(r) != MC_WL_OK) {
         res->oom_rank = k->rank;
         res->oom_step = 0;
         sh_gpu_fail(k, 0, "out of memory in set-up");
@@ -154,7 +184,7 @@ static void *rank_main(void *arg)
             sh_gpu_fail(k, 0, "out of memory (injected)");
             break;
         }
-        mc_wl_status st = mc_sh_step(r, &sr);
+        mc_wl_status st = M->step(r, &sr);
         if (st == MC_WL_OOM) {
             pthread_mutex_lock(&k->sh->mu);
             if (res->oom_rank < 0) {
@@ -181,13 +211,13 @@ static void *rank_main(void *arg)
         }
     }
     if (sh_gpu_failed(k)) sh_gpu_abort(k);
-    if (k->id && k->ref && !sh_gpu_failed(k)) compare(k, r);
+    if (k->id && k->ref && !sh_gpu_failed(k)) compare(k, M, r);
     if (!k->id && !sh_gpu_failed(k)) /* the reference: its parameters, whole */
-        for (int i = 0; i < mc_sh_param_count(r); i++) {
+        for (int i = 0; i < M->param_count(r); i++) {
             int64_t first_row;
-            mc_sh_read_param(r, i, k->ref[i], &first_row);
+            M->read_param(r, i, k->ref[i], &first_row);
         }
-    mc_sh_destroy(r);
+    M->destroy(r);
     if (k->id && !k->aborted) CHECK_NCCL(ncclCommDestroy(k->comm));
     ctx_close(k);
     return NULL;
@@ -256,37 +286,38 @@ static int run_once(const mc_sh_config *c0, const mc_sh_gpu_opts *o, int first, 
         snprintf(err, len, "ranks 1..%d and steps 1..%d", MC_SH_MAX_GPUS, MC_SH_MAX_STEPS);
         return -1;
     }
-    if (mc_sh_config_check(&c, err, len) != 0) return -1;
+    const mc_sh_model *M = model_of(&c);
+    if (M->check(&c, err, len) != 0) return -1;
     if (!mc_sh_gpu_available(device0 + count, err, len)) return -1;
     memset(res, 0, sizeof *res);
     res->ranks = world;
     res->steps = o->steps;
     res->oom_rank = -1;
+    int nparams = 0;
+    float **ref = NULL;
     for (int q = first; q < first + count; q++) { /* the host model of each rank */
         mc_sh_config m = c;
         m.rank = q;
-        mc_sh_run *r = mc_sh_create(&m, NULL, NULL, err, len);
+        void *r = M->create(&m, false, NULL, err, len);
         if (!r) return -1;
         for (int s = 0; s < o->steps; s++) {
             mc_sh_step_result sr;
-            mc_sh_step(r, &sr);
+            M->step(r, &sr);
             res->model_peak[q][s] = sr.peak_allocated;
             res->model_end[q][s] = sr.allocated_end;
         }
-        mc_sh_destroy(r);
-    }
-    float **ref = NULL;
-    if (o->verify) {
-        ref = (float **)calloc((size_t)(2 * c.wl.layers), sizeof *ref);
-        CHECK(ref != NULL, "out of host memory");
-        for (int l = 0; l < c.wl.layers; l++) {
-            int64_t in = l ? c.wl.width : c.wl.in, out = l == c.wl.layers - 1 ? c.wl.out : c.wl.width;
-            ref[2 * l] = (float *)malloc((size_t)(in * out) * sizeof(float));
-            ref[2 * l + 1] = (float *)malloc((size_t)out * sizeof(float));
-            CHECK(ref[2 * l] && ref[2 * l + 1], "out of host memory");
+        if (o->verify && !ref) { /* room for the reference's parameters, whole */
+            nparams = M->param_count(r);
+            ref = (float **)calloc((size_t)nparams, sizeof *ref);
+            CHECK(ref != NULL, "out of host memory");
+            for (int i = 0; i < nparams; i++) {
+                ref[i] = (float *)malloc((size_t)M->param_numel(r, i) * sizeof(float));
+                CHECK(ref[i] != NULL, "out of host memory");
+            }
         }
-        if (reference(&c, o, device0, ref, err, len) != 0) return -1;
+        M->destroy(r);
     }
+    if (ref && reference(&c, o, device0, ref, err, len) != 0) return -1;
     setenv("NCCL_NVLS_ENABLE", "0", 1); /* NVLink multicast off, whatever was set: it can take shared GPUs out of service */
     ncclUniqueId id;
     if (id_in) id = *id_in;
@@ -335,8 +366,7 @@ static int run_once(const mc_sh_config *c0, const mc_sh_gpu_opts *o, int first, 
         if (!(res->loss[k[q].rank][o->steps - 1] < res->loss[k[q].rank][0])) v->loss_falls = false;
     }
     v->passed = v->verified && v->max_rel <= MC_SH_VERIFY_TOL && v->loss_falls;
-    if (ref)
-        for (int i = 0; i < 2 * c.wl.layers; i++) free(ref[i]);
+    for (int i = 0; ref && i < nparams; i++) free(ref[i]);
     free(ref);
     free(k);
     free(t);

@@ -106,6 +106,29 @@ typedef struct {
     int fault_rank, fault_step;
 } mc_sh_gpu_opts;
 
+/* The network the runner trains: the MLP (sharded_seq.h; mc_sh_config's
+ * model NULL) or another whose step makes the same calls of the runner
+ * (mc_sh_hooks) at the same points: the Transformer under FSDP2
+ * (common/workload/sharded_tfm.h). create makes rank c->rank's model of
+ * c->mode over c->world ranks (plain over 1 with data_chunks for the
+ * check's one GPU), on the current device (gpu) or model-only; parameters
+ * are numbered 0 .. param_count - 1, each [numel / row, row] sharded on
+ * its rows; read_param as mc_sh_read_param; gpu: the GPU context its step
+ * runs on (core/wl_gpu.h: its stream is the rank's default stream). */
+typedef struct mc_sh_model {
+    const void *net; /* the network's own configuration */
+    int (*check)(const mc_sh_config *c, char *err, size_t len);
+    void *(*create)(const mc_sh_config *c, bool gpu, const mc_sh_hooks *h, char *err, size_t len);
+    mc_wl_status (*setup_status)(const void *m);
+    mc_wl_status (*step)(void *m, mc_sh_step_result *out);
+    int (*param_count)(const void *m);
+    int64_t (*param_numel)(const void *m, int i);
+    int64_t (*param_row)(const void *m, int i);
+    int64_t (*read_param)(void *m, int i, float *host, int64_t *first_row);
+    struct mc_wl_gpu *(*gpu)(void *m);
+    void (*destroy)(void *m);
+} mc_sh_model;
+
 /* 1 if this build has NCCL and `ranks` CUDA devices exist; else 0 with the
  * reason ("built without NCCL (set NCCL_HOME)", "needs 2 GPUs, found 1"). */
 int mc_sh_gpu_available(int ranks, char *why, size_t len);

@@ -29,8 +29,8 @@ static void after_default(rank_ctx *k, cudaStream_t s)
 /* ------------------------------------------------------------ FSDP2 copies */
 
 /* A plan of sharded_copies.h, queued on the default stream. */
-static void queue_plan(rank_ctx *k, const mc_sh_copy_plan *p, const uint64_t dst[2], uint64_t dst0_bytes,
-                       const uint64_t src[2])
+static void queue_plan(rank_ctx *k, const mc_sh_copy_plan *p, const uint64_t *dst, uint64_t dst0_bytes,
+                       const uint64_t *src)
 {
     if (p->zero_dst) CHECK_CUDA(cudaMemsetAsync(vp(dst[0]), 0, dst0_bytes, k->def));
     for (int i = 0; i < p->n; i++) {
@@ -40,19 +40,18 @@ static void queue_plan(rank_ctx *k, const mc_sh_copy_plan *p, const uint64_t dst
     }
 }
 
-/* split_with_sizes_copy: the all-gather output into the unsharded weight
- * and bias (N = 1: the shards are the whole). */
+/* split_with_sizes_copy: the all-gather output into each unsharded
+ * parameter (N = 1: the shards are the whole). */
 static void copy_out(rank_ctx *k, const mc_sh_comm *c)
 {
     if (!c->dst) {
-        d2d(c->out[0], c->src[0], c->src_bytes[0], k->def);
-        d2d(c->out[1], c->src[1], c->src_bytes[1], k->def);
+        for (int i = 0; i < c->n; i++) d2d(c->out[i], c->src[i], c->src_bytes[i], k->def);
         return;
     }
     CHECK_CUDA(cudaStreamWaitEvent(k->def, k->ev_ag[c->layer], 0));
     mc_sh_copy_plan p;
-    mc_sh_copy_out_plan(c->rows[0], c->cols[0], k->world, &p);
-    const uint64_t src[2] = {c->dst, 0};
+    mc_sh_copy_out_plan_n(c->n, c->rows, c->cols, k->world, &p);
+    const uint64_t src[1] = {c->dst};
     queue_plan(k, &p, c->out, c->out_bytes[0], src);
 }
 
@@ -60,8 +59,8 @@ static void copy_out(rank_ctx *k, const mc_sh_comm *c)
 static void chunk_cat(rank_ctx *k, const mc_sh_comm *c)
 {
     mc_sh_copy_plan p;
-    mc_sh_chunk_cat_plan(c->rows[0], c->cols[0], k->world, &p);
-    const uint64_t dst[2] = {c->dst, 0};
+    mc_sh_chunk_cat_plan_n(c->n, c->rows, c->cols, k->world, &p);
+    const uint64_t dst[1] = {c->dst};
     queue_plan(k, &p, dst, c->dst_bytes, c->src);
 }
 
@@ -95,10 +94,12 @@ void sh_gpu_on_comm(void *ctx, const mc_sh_comm *c)
         k->ncoll++;
         break;
     case MC_SH_ALLGATHER: { /* copy-in and all-gather on the all-gather stream */
-        const uint64_t chunk = c->src_bytes[0] + c->src_bytes[1], mine = c->dst + (uint64_t)k->rank * chunk;
+        uint64_t chunk = 0;
+        for (int i = 0; i < c->n; i++) chunk += c->src_bytes[i];
+        const uint64_t mine = c->dst + (uint64_t)k->rank * chunk;
         CHECK_CUDA(cudaStreamWaitEvent(k->s_ag, k->ev_ag_dep, 0));
-        d2d(mine, c->src[0], c->src_bytes[0], k->s_ag);
-        d2d(mine + c->src_bytes[0], c->src[1], c->src_bytes[1], k->s_ag);
+        for (uint64_t i = 0, off = 0; i < (uint64_t)c->n; off += c->src_bytes[i++])
+            d2d(mine + off, c->src[i], c->src_bytes[i], k->s_ag);
         CHECK_NCCL(ncclAllGather(fp(mine), fp(c->dst), chunk / 4, ncclFloat, k->comm, k->s_ag));
         CHECK_CUDA(cudaEventRecord(k->ev_ag[c->layer], k->s_ag));
         k->ncoll++;

@@ -46,7 +46,7 @@ typedef struct rank_ctx {
     uint64_t ncoll;
     shared *sh;
     mc_sh_gpu_result *res;
-    float *const *ref;       /* verify: the reference's parameters (whole), or NULL */
+    float *const *ref;       /* verify: the reference's parameters (whole, the model's numbering), or NULL */
     double max_rel, max_abs;
     int worst_param;
     uint64_t elems, elems_off;

@@ -46,6 +46,7 @@ static void comm(mc_sh_run *r, const mc_sh_comm *c)
 static void fill_shapes(const mc_sh_run *r, int l, mc_sh_comm *c)
 {
     c->layer = l;
+    c->n = 2;
     c->rows[0] = c->rows[1] = r->ly[l].out;
     c->cols[0] = r->ly[l].in;
     c->cols[1] = 1;

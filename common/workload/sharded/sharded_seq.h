@@ -68,6 +68,7 @@
 #include <stdio.h>
 
 #include "alloc/alloc_model.h"
+#include "sharded_copies.h"
 #include "workload/core/optimizer.h"
 #include "workload/core/wl_types.h"
 
@@ -107,6 +108,9 @@ typedef struct {
                               chunk q drawn as rank rank * data_chunks + q draws its batch
                               (0 or 1: one chunk), so that one GPU can train on the batch
                               of N ranks (the check of sharded_gpu.h) */
+    const struct mc_sh_model *model; /* GPU runner: NULL, the MLP of wl; else another network
+                              (sharded_gpu.h), of which wl gives the batch, optimizer, lr, seed,
+                              fixed_data, SM count and, as layers, its units */
 } mc_sh_config;
 
 /* What the step asks of a GPU runner at this point (sharded_gpu.cu carries
@@ -119,11 +123,11 @@ typedef enum {
     MC_SH_COPY_TO_BUCKET,   /* DDP: grad src[0] is ready: copy it into the bucket at dst */
     MC_SH_ALLREDUCE,        /* DDP: bucket `layer` (dst) is full: all-reduce it (average) */
     MC_SH_COPY_FROM_BUCKET, /* DDP: end of backward: the bucket view src[0] into grad dst */
-    MC_SH_ALLGATHER,        /* FSDP: unshard: shards src[0..1] into this rank's chunk of the
-                               all-gather output dst, all-gathered (N = 1: no dst, nothing) */
-    MC_SH_COPY_OUT,         /* FSDP: wait_for_unshard: dst (N = 1: the shards src[0..1])
-                               split into the unsharded out[0..1] */
-    MC_SH_CHUNK_CAT,        /* FSDP: grads src[0..1] into the reduce-scatter input dst, each
+    MC_SH_ALLGATHER,        /* FSDP: unshard: the padded shards src[0..n) into this rank's chunk
+                               of the all-gather output dst, all-gathered (N = 1: no dst, nothing) */
+    MC_SH_COPY_OUT,         /* FSDP: wait_for_unshard: dst (N = 1: the shards src[0..n))
+                               split into the unsharded out[0..n) */
+    MC_SH_CHUNK_CAT,        /* FSDP: grads src[0..n) into the reduce-scatter input dst, each
                                rank's rows padded to its shard */
     MC_SH_REDUCE_SCATTER,   /* FSDP: dst reduce-scattered (average) into out[0], the flat
                                sharded grads of layer `layer` */
@@ -134,11 +138,13 @@ typedef enum {
 
 typedef struct {
     mc_sh_comm_kind kind;
-    int layer;             /* Linear index, or bucket index for DDP's bucket events */
+    int layer;             /* the FSDP unit (a Linear, a Transformer layer), or DDP's bucket */
+    int n;                 /* FSDP: the unit's parameters, src/out/rows/cols [0, n) (the MLP's: 2,
+                              the weight and its bias) */
     uint64_t dst, dst_bytes;
-    uint64_t src[2], src_bytes[2];
-    uint64_t out[2], out_bytes[2];
-    int64_t rows[2], cols[2]; /* FSDP: the weight's and bias's unsharded shape (bias cols 1) */
+    uint64_t src[MC_SH_UNIT_MAX], src_bytes[MC_SH_UNIT_MAX];
+    uint64_t out[MC_SH_UNIT_MAX], out_bytes[MC_SH_UNIT_MAX];
+    int64_t rows[MC_SH_UNIT_MAX], cols[MC_SH_UNIT_MAX]; /* FSDP: parameter k's unsharded shape (a bias: cols 1) */
 } mc_sh_comm;
 
 typedef struct {

@@ -62,6 +62,8 @@ typedef struct {
     int sm_count;                /* for PyTorch's reduction scratch (132 on an H100) */
     int trace_steps;             /* steps written to the trace (2) */
     uint64_t seed;               /* GPU: weights, data and dropout streams */
+    uint64_t data_seed;          /* GPU: src and tgt's instead (0: seed), so that data-parallel
+                                    ranks draw batches of their own from the same weights */
     double lr;                   /* 0: the reference's (sgd and momentum 0.01, adam and adamw 1e-3) */
 } mc_tfm_config;
 
@@ -71,7 +73,7 @@ typedef struct {
  * model.parameters() order concatenated; src, tgt [tokens, d_model] in the
  * model's layout (batch-major with batch_first, else sequence-major). */
 typedef struct {
-    const float *params;
+    const float *params;                  /* NULL: the model's own init */
     const float *const *src, *const *tgt; /* [accum] each, for step 1 (later steps reuse them) */
     float *grads;                         /* NULL: not captured */
     float *losses;                        /* [accum] of step 1 (loss / K as PyTorch's); NULL: none */

@@ -35,7 +35,7 @@ static void capture_grads(void *arg)
 
 int tfm_optimizer(mc_tfm *T, bool *skipped)
 {
-    const wl_opt_param *ps = T->wrapped ? T->wrap_params : T->params; /* a wrapper's: the local shards */
+    const wl_opt_param *ps = T->wrap_params ? T->wrap_params : T->params; /* a wrapper's: the local shards */
     return wl_optim_step(&T->ctx, &T->opt, ps, T->np, false, capture_grads, T, skipped);
 }
 

@@ -366,8 +366,9 @@ static void fill_data(mc_tfm *T, tb *s, tb *t, int k)
         mc_gpu_from_host(G, TBP(t), T->data->tgt[k], (uint64_t)n * 4);
         return;
     }
-    mc_gpu_randn(G, (float *)TBP(s), n, T->c.seed, (1ULL << 40) + 2 * T->micro);
-    mc_gpu_randn(G, (float *)TBP(t), n, T->c.seed, (1ULL << 40) + 2 * T->micro + 1);
+    const uint64_t seed = T->c.data_seed ? T->c.data_seed : T->c.seed;
+    mc_gpu_randn(G, (float *)TBP(s), n, seed, (1ULL << 40) + 2 * T->micro);
+    mc_gpu_randn(G, (float *)TBP(t), n, seed, (1ULL << 40) + 2 * T->micro + 1);
 }
 
 static int micro_step(mc_tfm *T, int k)
@@ -526,10 +527,12 @@ mc_wl_status mc_tfm_step(mc_tfm *T, mc_workload_step_result *r)
     wl_reset_peak(w);
     int rc = 0;
     if (TG(T)) mc_gpu_step_begin(TG(T));
+    if (T->wrap.step_begin) T->wrap.step_begin(T->wrap.ctx);
     for (int k = 0; k < T->c.accum && rc == 0; k++) rc = micro_step(T, k);
     bool skipped = false;
     if (rc == 0) rc = tfm_optimizer(T, &skipped);
     if (rc == 0) tfm_zero_grad(T);
+    if (rc == 0 && T->wrap.step_end) T->wrap.step_end(T->wrap.ctx);
     if (rc != 0) { /* a caught OutOfMemoryError, then zero_grad */
         r->status = MC_WL_OOM;
         tfm_unwind(T);

@@ -144,7 +144,7 @@ void tfm_init_params(mc_tfm *T)
     for (int i = 0; i < T->np; i++) {
         tparam *p = &T->p[i];
         float *d = FPT(p->p);
-        if (T->data) {
+        if (T->data && T->data->params) {
             mc_gpu_from_host(G, d, T->data->params + off, (uint64_t)p->n * 4);
             off += (uint64_t)p->n;
             continue;

@@ -27,8 +27,8 @@ int mc_tfm_wrap_check(const mc_tfm_config *c, char *err, size_t len)
 int mc_tfm_wrap(mc_tfm *T, const mc_tfm_wrap_hooks *h, const wl_opt_param *ps, int np, char *err, size_t len)
 {
     if (mc_tfm_wrap_check(&T->c, err, len) != 0) return -1;
-    if (T->ctx.gpu || T->wrapped || np != T->np || T->step > 0) {
-        snprintf(err, len, "a wrapper goes on a model-only Transformer before its first step, once, "
+    if (T->wrapped || (ps && np != T->np) || T->step > 0) {
+        snprintf(err, len, "a wrapper goes on a Transformer before its first step, once, "
                  "with its %d parameters", T->np);
         return -1;
     }
@@ -36,6 +36,14 @@ int mc_tfm_wrap(mc_tfm *T, const mc_tfm_wrap_hooks *h, const wl_opt_param *ps, i
     T->wrap_params = ps;
     T->wrapped = true;
     return 0;
+}
+
+void mc_tfm_step_hooks(mc_tfm *T, void *ctx, void (*begin)(void *ctx), void (*end)(void *ctx))
+{
+    CHECK(!T->wrapped && T->step == 0, "transformer: step hooks go on an unwrapped model before its first step");
+    T->wrap.ctx = ctx;
+    T->wrap.step_begin = begin;
+    T->wrap.step_end = end;
 }
 
 wl_ctx *mc_tfm_ctx(mc_tfm *T) { return &T->ctx; }

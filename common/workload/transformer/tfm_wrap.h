@@ -14,6 +14,10 @@
  *                     made it runs in backward
  *   backward_end      the engine's final callback, before backward() returns
  *   zero_grad         in zero_grad(set_to_none=True), after the model's own
+ *   step_begin        after the step's peak is reset, before its first request
+ *   step_end          after zero_grad of a step that ran whole, before the
+ *                     model waits for the GPU (a runner waits for the step
+ *                     here, under its deadline)
  *
  * Each int hook returns 0, or -1 when a request was refused (the step is
  * then out of memory). The wrapper takes the parameters' storage over
@@ -21,7 +25,9 @@
  * is gathered, its unsharded storage) and their .grad (mc_tfm_grad:
  * AccumulateGrad's, its to reduce and free), and gives the optimizer its
  * own list (the local shards). nn.TransformerEncoder only, fp32, one
- * micro-step, no checkpointing, offload, --fused or causal mask. Model-only. */
+ * micro-step, no checkpointing, offload, --fused or causal mask. On a GPU
+ * the model's kernels read each parameter where the wrapper put its
+ * storage, and write each .grad where AccumulateGrad's request put it. */
 #ifndef MC_TFM_WRAP_H
 #define MC_TFM_WRAP_H
 
@@ -46,6 +52,8 @@ typedef struct {
     int (*post_backward)(void *ctx, int layer);
     int (*backward_end)(void *ctx);
     void (*zero_grad)(void *ctx);
+    void (*step_begin)(void *ctx);
+    void (*step_end)(void *ctx);
 } mc_tfm_wrap_hooks;
 
 /* mc_tfm_create(c, false, trace, ...) over the caller's backend (a host
@@ -54,10 +62,15 @@ mc_tfm *mc_tfm_create_on(const mc_tfm_config *c, ca_backend be, FILE *trace, cha
 
 /* 0, or -1 with one line in err: what the wrapper does not cover. */
 int mc_tfm_wrap_check(const mc_tfm_config *c, char *err, size_t len);
-/* Installs the hooks (kept by value) and the optimizer's list (np
- * parameters in model.parameters() order, kept by reference) on a model
- * made with mc_tfm_create(on_gpu false). 0, or -1 with err. */
+/* Installs the hooks (kept by value; any may be NULL) and the optimizer's
+ * list (np parameters in model.parameters() order, kept by reference;
+ * NULL: the model's own) on a model before its first step. 0, or -1 with
+ * err. */
 int mc_tfm_wrap(mc_tfm *T, const mc_tfm_wrap_hooks *h, const wl_opt_param *ps, int np, char *err, size_t len);
+
+/* step_begin and step_end alone, on a model that no wrapper holds (a
+ * runner's one-GPU check), before its first step. */
+void mc_tfm_step_hooks(mc_tfm *T, void *ctx, void (*begin)(void *ctx), void (*end)(void *ctx));
 
 wl_ctx *mc_tfm_ctx(mc_tfm *T);
 int mc_tfm_nparams(const mc_tfm *T);               /* model.parameters(): 12 a layer */
