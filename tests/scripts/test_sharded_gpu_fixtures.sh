@@ -13,8 +13,10 @@
 # the host model of today: it gives, rank by rank and step by step, the
 # figures the runs recorded as the model's, and it equals PyTorch's except
 # where the fixtures' README names a difference. The stopping: a rank out
-# of memory and a rank that hangs. C24's own runs. And sharded_model's
-# refusals of its GPU flags, which need no GPU.
+# of memory and a rank that hangs. C24's own runs. sharded_model's
+# refusals of its GPU flags, which need no GPU. And sharded_speed.py
+# --model transformer on hand-made files (no GPU, no torch): its summary,
+# the command lines it runs, its refusals.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -164,4 +166,124 @@ refused_under "... --ranks-out that holds this rank's figures already (never ove
 }
 check_eq "... which left the figures there as they were" "$(wc -c < "$tmp/rank1.csv")" 0
 check "... which wrote no trace" test ! -e "$tmp/t"
+
+# ---- sharded_speed.py --model transformer, on hand-made files -----------------
+# Two ranks, four steps; rank 0's step times at steps 3 and 4 (the ones
+# summarised, after WARM = 2) chosen so that the medians are plain numbers.
+speed=$root/tests/torch/sharded_speed.py
+tfm_suite() { # FILE T3 T4 [STEP: rank 1's model_peak off there]
+    awk -v t3="$2" -v t4="$3" -v bad="${4:-0}" 'BEGIN {
+        print "rank,step,peak_allocated,allocated_end,model_peak,model_end,step_time_s,loss,status"
+        for (q = 0; q < 2; q++) for (s = 1; s <= 4; s++) {
+            p = (s == 1) ? 1000 : 1100 + 8 * q
+            t = (q == 0 && s == 3) ? t3 : (q == 0 && s == 4) ? t4 : (s == 1 ? 0.5 : 0.015)
+            printf "%d,%d,%d,600,%d,600,%s,%.2f,ok\n", q, s, p, p + (q == 1 && s == bad ? 512 : 0), t, 1 - s / 10
+        } }' > "$1"
+}
+tfm_torch() { # FILE RANK T3 T4 [STEP: peak off there]
+    awk -v q="$2" -v t3="$3" -v t4="$4" -v bad="${5:-0}" 'BEGIN {
+        print "step,peak_allocated,allocated_end,peak_reserved,status,step_time_s"
+        for (s = 1; s <= 4; s++)
+            printf "%d,%d,600,2097152,ok,%s\n", s, ((s == 1) ? 1000 : 1100 + 8 * q) + (s == bad ? 512 : 0),
+                   s == 3 ? t3 : s == 4 ? t4 : 0.5 }' > "$1"
+}
+o=$tmp/tfm
+mkdir -p "$o/torch"
+printf 'pause_ms=300\nsteps=4\ngpus=2\nmodel=transformer\n' > "$o/run.txt"
+tfm_suite "$o/tfm768_zero2.suite1.csv" 0.010 0.012
+tfm_suite "$o/tfm768_zero2.suite2.csv" 0.011 0.013
+echo "sharded_model: --verify passed: parameters within 1e-07 of one GPU's" > "$o/tfm768_zero2.verify.txt"
+tfm_torch "$o/torch/tfm768_zero2.rank0.csv" 0 0.020 0.022
+tfm_torch "$o/torch/tfm768_zero2.rank1.csv" 1 0.5 0.5
+# fsdp: rank 1's step 4 peak off PyTorch's, a model figure off in the second run, the check failed
+tfm_suite "$o/tfm768_fsdp.suite1.csv" 0.020 0.024
+tfm_suite "$o/tfm768_fsdp.suite2.csv" 0.025 0.027 3
+echo "sharded_model: --verify FAILED: rank 1, parameter 3" > "$o/tfm768_fsdp.verify.txt"
+tfm_torch "$o/torch/tfm768_fsdp.rank0.csv" 0 0.040 0.044
+tfm_torch "$o/torch/tfm768_fsdp.rank1.csv" 1 0.5 0.5 4
+want=$(printf '%s\n' \
+    "name	mode	gpus	suite_ms	torch_ms	ratio	suite1_ms	suite2_ms	suite_peak	torch_peak	model_peak	gpu_equals_model	gpu_equals_torch	verify	suite_pause_ms" \
+    "tfm768	zero2	2	11.500000	21.000000	0.5476	11.000000	12.000000	1100	1100	1100	yes	yes	passed	300" \
+    "tfm768	fsdp	2	24.500000	42.000000	0.5833	22.000000	26.000000	1100	1100	1100	no	no	FAILED	300")
+python3 "$speed" "$o" --model transformer --summarize > "$tmp/out" 2>&1; rc=$?
+check_eq "sharded_speed --model transformer --summarize: exit 0, zero2 then fsdp (no ddp), every column" \
+    "$rc:$(cat "$o/speed.tsv")" "0:$want"
+python3 "$speed" "$o" --model transformer --only tfm768 --steps 3 --gpus 4 --summarize > /dev/null 2>&1; rc=$?
+check_eq "... the same with --only tfm768, --steps and --gpus (ignored when summarising)" "$rc:$(cat "$o/speed.tsv")" "0:$want"
+python3 "$speed" "$o" --model transformer --only tfm1024 --summarize > /dev/null 2>&1; rc=$?
+check_eq "... --only a configuration with no files: exit 0, the header alone" "$rc:$(cat "$o/speed.tsv")" "0:${want%%$'\n'*}"
+python3 "$speed" "$o" --summarize > "$tmp/out" 2>&1; rc=$?
+check_eq "... without --model transformer over its run: exit 2, speed.tsv left as it was" \
+    "$rc:$(grep -c 'holds a --model transformer run' "$tmp/out"):$(wc -l < "$o/speed.tsv")" "2:1:1"
+python3 "$speed" "$o" --model transformer --only w1024_adam --summarize > "$tmp/out" 2>&1; rc=$?
+check_eq "... --only an MLP configuration with --model transformer: exit 2, naming the transformer's" \
+    "$rc:$(grep -c 'tfm768,tfm1024' "$tmp/out")" "2:1"
+mv "$o/torch/tfm768_fsdp.rank1.csv" "$tmp/r1.csv"
+: > "$o/tfm768_zero2.suite2.csv" # a run that printed nothing
+python3 "$speed" "$o" --model transformer --summarize > "$tmp/out" 2>&1; rc=$?
+check_eq "... a rank's PyTorch figures missing, a suite run empty: exit 1, no row for either, no traceback" \
+    "$rc:$(awk 'NR > 1' "$o/speed.tsv" | wc -l):$(grep -c Traceback "$tmp/out")" "1:0:0"
+
+# The run without GPUs: subprocess.run stubbed, the command lines and
+# PyTorch's configuration file recorded (ROOT, PY: the repository, python3).
+stub_run() { # SUITE_EXIT PYTORCH_EXIT ARGS...: sharded_speed's main with every command recorded
+    python3 - "$root" "$@" <<'EOF'
+import os, sys
+root, suite_rc, torch_rc, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+sys.path.insert(0, os.path.join(root, "tests", "torch"))
+import sharded_speed as s
+
+class Done:
+    def __init__(self, rc, out=""):
+        self.returncode, self.stdout, self.stderr = rc, out, ""
+
+def run(cmd, **kw):
+    line = " ".join(cmd).replace(sys.executable, "PY").replace(root, "ROOT")
+    if "--configs" in cmd:
+        with open(cmd[cmd.index("--configs") + 1]) as f:
+            line += "  [" + f.read().strip().replace("\t", " | ") + "]"
+    print(line.replace(out, "OUT"))
+    return Done(torch_rc if "--configs" in cmd else suite_rc)
+
+s.subprocess.run = run
+sys.argv = ["sharded_speed.py"] + sys.argv[4:]
+sys.stderr = open(os.devnull, "w")
+print("exit", s.main())
+EOF
+}
+net768=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import sharded_speed as s; print(dict(s.TFM_CONFIGS)["tfm768"])' "$root/tests/torch")
+check_eq "the brief's tfm768 is among the transformer's configurations" "$net768" \
+    "--d-model 768 --heads 12 --enc-layers 6 --ff 3072 --dropout 0 --activation gelu --seq 512 --batch 8 --optimizer adam"
+got=$(stub_run 0 0 "$tmp/run" --model transformer --gpus 4 --steps 3 --only tfm768)
+s1="ROOT/build/sharded_model --model transformer --gpu"
+t1="PY ROOT/tests/torch/fsdp_transformer_reference.py OUT/torch --configs"
+check_eq "--model transformer: suite with --verify, PyTorch (--no-history, its one line), suite; zero2 then fsdp" "$got" \
+    "$(printf '%s\n' \
+    "$s1 --mode zero2 --world 4 --steps 3 --pause-ms 300 $net768 --verify" \
+    "$t1 OUT/torch/tfm768_zero2.conf --no-history --steps 3 --gpus 4  [tfm768_zero2 | --mode zero2 $net768]" \
+    "$s1 --mode zero2 --world 4 --steps 3 --pause-ms 300 $net768" \
+    "$s1 --mode fsdp --world 4 --steps 3 --pause-ms 300 $net768 --verify" \
+    "$t1 OUT/torch/tfm768_fsdp.conf --no-history --steps 3 --gpus 4  [tfm768_fsdp | --mode fsdp $net768]" \
+    "$s1 --mode fsdp --world 4 --steps 3 --pause-ms 300 $net768" \
+    "exit 1")"
+check_eq "... its run.txt says which model it ran" "$(cat "$tmp/run/run.txt")" "$(printf 'pause_ms=300\nsteps=3\ngpus=4\nmodel=transformer')"
+net=$(awk -F'\t' '$1 == "odd_momentum" { print $2 }' "$tmp/configs")
+check_eq "--model mlp (the default): the MLP's runs as before, ddp first, no --model flag, no model= in run.txt" \
+    "$(stub_run 0 0 "$tmp/mlp" --only odd_momentum | head -2)$(grep -c model= "$tmp/mlp/run.txt")" \
+    "$(printf '%s\n' \
+    "ROOT/build/sharded_model --gpu --mode ddp --world 2 --steps 8 --pause-ms 300 $net --verify" \
+    "PY ROOT/tests/torch/fsdp_reference.py OUT/torch --configs OUT/torch/odd_momentum_ddp.conf --steps 8 --gpus 2  [odd_momentum_ddp | --mode ddp $net]")0"
+first_words() { awk '{ printf "%s%s", (NR > 1 ? " " : ""), ($1 == "exit" ? $0 : $1) }'; }
+check_eq "PyTorch's reference waived (exit 77): sharded_speed stops there with 77" \
+    "$(stub_run 0 77 "$tmp/w" --model transformer --only tfm1024 | first_words)" "ROOT/build/sharded_model PY exit 77"
+check_eq "the suite waived (no NCCL, too few GPUs): 77 before PyTorch is started" \
+    "$(stub_run 77 0 "$tmp/w" --model transformer --only tfm1024 | first_words)" "ROOT/build/sharded_model exit 77"
+
+# Without torch: both scripts' --help; the reference refuses --trace with --no-history.
+check "sharded_speed.py --help names the transformer's configurations" \
+    sh -c "python3 '$speed' --help | tr -s ' \n' '  ' | grep -q 'transformer: tfm768,tfm1024'"
+check "fsdp_transformer_reference.py --help offers --no-history" \
+    sh -c "python3 '$root/tests/torch/fsdp_transformer_reference.py' --help | grep -q -- '--no-history'"
+python3 "$root/tests/torch/fsdp_transformer_reference.py" "$tmp/x" --trace --no-history > /dev/null 2>&1; rc=$?
+check_eq "fsdp_transformer_reference.py --trace --no-history: exit 2 (the trace is the history)" "$rc" 2
 summary

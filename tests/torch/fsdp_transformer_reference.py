@@ -4,7 +4,7 @@ nn.TransformerEncoder under FSDP2 (issue 30 item 7; the model:
 build/sharded_model --model transformer). Run it on a machine with GPUS GPUs:
 
     python3 tests/torch/fsdp_transformer_reference.py OUTDIR [--gpus 2] [--steps 4] [--only NAME,...]
-    python3 tests/torch/fsdp_transformer_reference.py OUTDIR --configs FILE [--gpus N] [--trace]
+    python3 tests/torch/fsdp_transformer_reference.py OUTDIR --configs FILE [--gpus N] [--trace | --no-history]
 
 The fixtures live in tests/fixtures/fsdp_transformer/wN/, one folder per
 world size N (w2: --gpus 2, w4: --gpus 4), each an OUTDIR of this script;
@@ -55,7 +55,13 @@ It writes into OUTDIR (tests/torch/fsdp_reference.py's shapes):
                      driver, in order (address, bytes, stream; from a memory
                      history without stacks, kept from the model's first
                      tensor): build/sharded_model --segments puts the model's
-                     segments there, as build/replay places a trace's
+                     segments there, as build/replay places a trace's.
+                     Not with --no-history: then no memory history is
+                     recorded (it costs host time at every allocation and
+                     free, so a run that is timed beside the suite's,
+                     tests/torch/sharded_speed.py --model transformer, goes
+                     without) and no .segments file is written; the other
+                     files are written as without it
   NAME.rankR.csv     one row per step: step,peak_allocated,allocated_end,
                      peak_reserved,status,step_time_s
                      (max_memory_allocated() after reset_peak_memory_stats()
@@ -174,8 +180,9 @@ def write_atomic(path, text):
     os.replace(path + ".tmp", path)
 
 
-def run_rank(name, mode, cfg, outdir, steps, trace):
-    """One rank, under torchrun (RANK, LOCAL_RANK, WORLD_SIZE set)."""
+def run_rank(name, mode, cfg, outdir, steps, trace, history=True):
+    """One rank, under torchrun (RANK, LOCAL_RANK, WORLD_SIZE set). trace
+    needs history (main refuses --trace with --no-history)."""
     os.environ["NCCL_NVLS_ENABLE"] = "0"  # before NCCL initialises, whatever was set
     try:
         import torch
@@ -199,11 +206,12 @@ def run_rank(name, mode, cfg, outdir, steps, trace):
         if trace:
             marks.append((len(torch.cuda.memory._snapshot()["device_traces"][local]), label))
 
-    # This rank's allocator events from the model's first tensor: always
-    # without stacks (cheap), for the segments' addresses; with Python stacks
-    # under --trace.
-    torch.cuda.memory._record_memory_history(enabled="all", context="all" if trace else None,
-                                             stacks="python", max_entries=MAX_EVENTS)
+    # This rank's allocator events from the model's first tensor: without
+    # stacks (cheap, yet host time at every allocation), for the segments'
+    # addresses; with Python stacks under --trace; none under --no-history.
+    if history:
+        torch.cuda.memory._record_memory_history(enabled="all", context="all" if trace else None,
+                                                 stacks="python", max_entries=MAX_EVENTS)
     torch.manual_seed(0)
     layer = nn.TransformerEncoderLayer(cfg.d_model, cfg.heads, dim_feedforward=cfg.ff, dropout=0.0,
                                        activation=cfg.activation, batch_first=cfg.batch_first,
@@ -258,9 +266,10 @@ def run_rank(name, mode, cfg, outdir, steps, trace):
         time.sleep(REAP_S)  # let the watchdog release this step's finished collectives
     base = os.path.join(outdir, "%s.rank%d" % (name, rank))
     write_atomic(base + ".init", "".join("%s=%d\n" % kv for kv in held))
-    snap = torch.cuda.memory._snapshot()
-    torch.cuda.memory._record_memory_history(enabled=None)
-    write_atomic(base + ".segments", segment_lines(snap["device_traces"][local]))
+    if history:
+        snap = torch.cuda.memory._snapshot()
+        torch.cuda.memory._record_memory_history(enabled=None)
+        write_atomic(base + ".segments", segment_lines(snap["device_traces"][local]))
     if trace:  # gzipped: Python stacks repeat (scripts/snapshot2trace reads .pickle.gz)
         tbase = os.path.join(outdir, "trace", "%s.rank%d" % (name, rank))
         os.makedirs(os.path.dirname(tbase), exist_ok=True)
@@ -300,12 +309,17 @@ def main():
     ap.add_argument("--trace", action="store_true",
                     help="also write every rank's allocator events with Python stacks (trace/NAME.rankR.pickle.gz, "
                          "a torch.cuda.memory snapshot; trace/NAME.rankR.marks)")
+    ap.add_argument("--no-history", action="store_true",
+                    help="record no memory history and write no .segments files (for timed runs: the history "
+                         "costs host time at every allocation)")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--child", help=argparse.SUPPRESS)  # NAME under torchrun
     ap.add_argument("--mode", choices=MODES, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.steps < 1 or a.gpus < 1:
         ap.error("--steps and --gpus must be >= 1")
+    if a.trace and a.no_history:
+        ap.error("--trace needs the memory history: not with --no-history")
     configs = CONFIGS
     if a.configs:
         try:
@@ -322,7 +336,7 @@ def main():
             ap.error("unknown configuration %s" % a.child)
         label = a.child if Cfg(table[a.child]).mode else "%s_%s" % (a.child, a.mode)
         return run_rank(label, a.mode, Cfg(table[a.child]), a.outdir, a.steps,
-                        os.environ.get("FSDP_TFM_REFERENCE_TRACE") == "1")
+                        os.environ.get("FSDP_TFM_REFERENCE_TRACE") == "1", history=not a.no_history)
 
     names = [s for s in a.only.split(",") if s] or [n for n, _ in configs]
     bad = [s for s in names if s not in table]
@@ -357,6 +371,8 @@ def main():
                    "--child", n, "--mode", mode, "--steps", str(a.steps)]
             if a.configs:
                 cmd += ["--configs", os.path.abspath(a.configs)]
+            if a.no_history:
+                cmd += ["--no-history"]
             try:
                 rc = subprocess.run(cmd, env=env, timeout=CHILD_TIMEOUT_S).returncode
             except subprocess.TimeoutExpired:
