@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # nn.TransformerEncoder under FSDP2 (issue 30 item 7): the per-rank model
 # (build/sharded_model --model transformer, common/workload/sharded_tfm.h)
-# against PyTorch's own figures, tests/fixtures/fsdp_transformer/wN/ (one
-# folder per world size N, written by tests/torch/fsdp_transformer_reference.py
-# under torchrun on N GPUs).
+# against PyTorch's own figures, tests/fixtures/fsdp_transformer/ (wN: the
+# random draws, one folder per world size N; real_wN: the sizes of
+# tests/torch/sharded_speed.py --model transformer; each written by
+# tests/torch/fsdp_transformer_reference.py under torchrun on N GPUs).
 #
 #   tests/scripts/test_fsdp_transformer_fixtures.sh BUILD_DIR [FIXTURE_DIR ...]
 #
@@ -25,7 +26,7 @@ build=${1:-build/san}
 shift || true
 dirs=("$@")
 if [ ${#dirs[@]} -eq 0 ]; then
-    for d in "$root"/tests/fixtures/fsdp_transformer/w*; do [ -d "$d" ] && dirs+=("$d"); done
+    for d in "$root"/tests/fixtures/fsdp_transformer/*/; do [ -f "$d/configs.txt" ] && dirs+=("${d%/}"); done
 fi
 model=$build/sharded_model
 tmp=$(mktemp -d)
@@ -137,6 +138,7 @@ refused "--segments with the MLP" --mode fsdp --world 2 --layers 2 --in 4 --widt
 for d in "${dirs[@]}"; do
     [ -f "$d/configs.txt" ] || continue
     world=$(basename "$d"); world=${world#w}
+    case $world in *[!0-9]*|'') continue ;; esac # wN only: real_wN holds the speed runs' sizes
     check_eq "$(basename "$d")/configs.txt holds random_configs.py --fsdp-tfm's draws on $world ranks" \
         "$(grep -v '^#' "$d/configs.txt" | sed 's/ --world [0-9]*//; s/--model transformer //; s/ --steps [0-9]*$//')" \
         "$(python3 "$root/tests/torch/random_configs.py" --fsdp-tfm --list)"
@@ -156,15 +158,19 @@ for fixtures in "${dirs[@]}"; do
         continue
     fi
     # set-up: the bytes after building the model and before step 1 (the
-    # model's --trace replayed up to its "# fully_shard" and "# step 1" lines)
+    # model's --trace replayed up to its "# fully_shard" and "# step 1" lines;
+    # replay places the trace's segments at its own addresses, which are
+    # PyTorch's where --segments put them)
     bad_init=""
     while IFS=$'\t' read -r name flags; do
         case "$name" in ''|'#'*) continue ;; esac
         for init in "$fixtures/$name".rank*.init; do
             [ -f "$init" ] || continue
             rank=${init##*.rank}; rank=${rank%.init}
+            seg=() # the segments where PyTorch's went, as in the steps' comparison
+            [ -f "$fixtures/$name.rank$rank.segments" ] && seg=(--segments "$fixtures/$name.rank$rank.segments")
             # shellcheck disable=SC2086
-            "$model" $flags --rank "$rank" --steps 1 --trace "$tmp/init.trace" > /dev/null 2>&1
+            "$model" $flags --rank "$rank" "${seg[@]}" --steps 1 --trace "$tmp/init.trace" > /dev/null 2>&1
             got=$("$build/replay" "$tmp/init.trace" 2>/dev/null | awk -F, 'NR > 1 { print $6 }' |
                   awk 'NR == FNR { a[FNR] = $1; next }
                        /^# fully_shard/ { m = a[k] } /^# step 1/ { print m + 0, a[k] + 0; exit }
