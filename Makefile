@@ -121,6 +121,7 @@ endif
 # helpers of one or two experiments, linked into experiments and tests only.
 LIB_DIRS   := common common/results common/alloc common/trace common/workload \
               common/workload/core common/workload/mlp common/workload/transformer \
+              common/workload/transformer/kernels common/workload/transformer/reference \
               common/workload/sharded
 COMMON_SRC := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c $(d)/*.cu))
 COMMON_OBJ := $(patsubst %,$(BUILD)/obj/%.o,$(COMMON_SRC))

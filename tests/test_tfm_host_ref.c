@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "workload/transformer/tfm_host_ref.h"
+#include "workload/transformer/reference/tfm_host_ref.h"
 #include "workload/core/optimizer_ref.h"
-#include "workload/transformer/tfm_rng.h"
+#include "workload/transformer/kernels/tfm_rng.h"
 #include "test_util.h"
 
 static double rnd(uint64_t *s)

@@ -11,7 +11,7 @@
 
 #include <math.h>
 
-#include "workload/transformer/tfm_rng.h"
+#include "workload/transformer/kernels/tfm_rng.h"
 #include "test_util.h"
 
 /* Random123 kat_vectors, philox4x32 10 rounds: counter, key, result. */

@@ -12,7 +12,7 @@
 #include "csv.h"
 #include "options.h"
 #include "provenance.h"
-#include "workload/transformer/tfm_kernels.h"
+#include "workload/transformer/kernels/tfm_kernels.h"
 
 static int usage(const char *msg)
 {

@@ -61,7 +61,7 @@
 
 #include "check.h"
 #include "tfm_internal.h"
-#include "tfm_kernels.h"
+#include "workload/transformer/kernels/tfm_kernels.h"
 #include "workload/core/wl_profile.h"
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }

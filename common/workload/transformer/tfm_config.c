@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "tfm.h"
-#include "tfm_kernels.h"
+#include "workload/transformer/kernels/tfm_kernels.h"
 
 #define MAX_WIDTH (1LL << 16)
 #define MAX_LAYERS 1024

@@ -17,7 +17,7 @@
  * streams as eager (tfm_rng): fused and eager compute the same values. */
 #include "check.h"
 #include "tfm_internal.h"
-#include "tfm_kernels.h"
+#include "workload/transformer/kernels/tfm_kernels.h"
 
 /* FusedActDropoutBackward (a: n, es, rows): du = dy * kept / (1 - p) * act'(u). */
 static int act_dropout_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])

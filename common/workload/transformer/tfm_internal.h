@@ -38,7 +38,7 @@
 #include <stdint.h>
 
 #include "tfm.h"
-#include "tfm_kernels.h"
+#include "workload/transformer/kernels/tfm_kernels.h"
 #include "tfm_wrap.h"
 #include "workload/core/optimizer_step.h"
 #include "workload/core/wl_ctx.h"

@@ -28,7 +28,7 @@
  */
 #include "check.h"
 #include "tfm_internal.h"
-#include "tfm_kernels.h"
+#include "workload/transformer/kernels/tfm_kernels.h"
 
 static bool needs_grad(tv x) { return x.node != -1; }
 

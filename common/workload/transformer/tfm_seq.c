@@ -47,9 +47,9 @@
 #include "trace/trace.h"
 #include "check.h"
 #include "tfm_internal.h"
-#include "tfm_host_ref.h"
+#include "workload/transformer/reference/tfm_host_ref.h"
 #include "tfm_offload.h"
-#include "tfm_kernels.h"
+#include "workload/transformer/kernels/tfm_kernels.h"
 
 /* ------------------------------------------------------------ layers */
 

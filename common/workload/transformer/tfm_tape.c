@@ -9,7 +9,7 @@
 
 #include "check.h"
 #include "tfm_internal.h"
-#include "tfm_kernels.h"
+#include "workload/transformer/kernels/tfm_kernels.h"
 #include "workload/core/pytorch_consts.h"
 #include "workload/core/reduce_scratch.h"
 

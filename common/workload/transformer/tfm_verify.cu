@@ -13,11 +13,11 @@
 
 #include "check.h"
 #include "check_cuda.h"
-#include "tfm_host_ref.h"
+#include "workload/transformer/reference/tfm_host_ref.h"
 #include "workload/core/optimizer_ref.h"
 #include "workload/core/optimizer_step.h"
-#include "tfm_kernels.h"
-#include "tfm_rng.h"
+#include "workload/transformer/kernels/tfm_kernels.h"
+#include "workload/transformer/kernels/tfm_rng.h"
 #include "tfm_verify_util.h"
 
 /* ------------------------------------------------------------ LayerNorm */

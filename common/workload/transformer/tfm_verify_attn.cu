@@ -20,8 +20,8 @@
 
 #include "check.h"
 #include "check_cuda.h"
-#include "tfm_host_ref.h"
-#include "tfm_kernels.h"
+#include "workload/transformer/reference/tfm_host_ref.h"
+#include "workload/transformer/kernels/tfm_kernels.h"
 #include "tfm_verify_util.h"
 
 enum { SEQ_FIRST = 0, BATCH_FIRST = 1, SEPARATE = 2, MHA = 3 };

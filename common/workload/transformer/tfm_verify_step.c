@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "tfm_host_ref.h"
-#include "tfm_kernels.h"
+#include "workload/transformer/reference/tfm_host_ref.h"
+#include "workload/transformer/kernels/tfm_kernels.h"
 #include "tfm_verify.h"
 #include "tfm.h"
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "tfm_rng.h"
+#include "workload/transformer/kernels/tfm_rng.h"
 
 /* ------------------------------------------------------------ attention */
 
