@@ -1,4 +1,4 @@
-/* Tests of the Transformer's dropout generator (common/workload/transformer/tfm_rng.h):
+/* Tests of the Transformer's dropout generator (common/workload/transformer/kernels/tfm_rng.h):
  * Philox4x32-10 against Random123's known-answer vectors, the keep rate
  * against 1 - p, the threshold's edges, and independence of offsets; attention's
  * byte stream (tfm_rng_attn_keep): which byte an element reads, its keep rate

@@ -103,7 +103,7 @@ out=$(env -u CUDNN_HOME PYTHONPATH="$pip" FAKE_CAPS='8.6\n' make --no-print-dire
 check "CUDNN_HOME unset: cuDNN from PyTorch's pip package" grep -qF -- "-L$pip/nvidia/cudnn/lib -Wl,-rpath,$pip/nvidia/cudnn/lib -l:libcudnn.so.9" <<<"$out"
 # Built without cuDNN, its file is the fallback's stubs: compiled for real (CI has cuDNN, so only this builds them)
 out=$(make --no-print-directory V=1 BUILD="$tmp/d5" CUDNN_HOME= CUDA_ARCH=sm_90 \
-    "$tmp/d5/obj/common/workload/transformer/tfm_attention_cudnn.cu.o" 2>&1); rc=$?
+    "$tmp/d5/obj/common/workload/transformer/kernels/tfm_attention_cudnn.cu.o" 2>&1); rc=$?
 check_eq "without cuDNN, tfm_attention_cudnn.cu compiles" "$rc" 0
 check_that "... without a warning" $(grep -qi warning <<<"$out"; echo $((!$?)))
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Which file of common/workload/transformer/ (then core/, mlp/, sharded/)
-# calls which, read from BUILD_DIR's
+# Which file of common/workload/transformer/ (then core/, mlp/, sharded/,
+# and the Transformer's kernels/ and reference/) calls which, read from BUILD_DIR's
 # objects (nm: a file calls another when it leaves undefined a symbol the
 # other defines): no circle among them (tfm_internal.h's map), and the tape
 # (tfm_tape.c) calls nothing of tfm_seq.c or tfm_offload.c: it reaches
@@ -70,11 +70,12 @@ check_eq "the tape calls nothing of tfm_seq.c or tfm_offload.c" \
 check "tfm_seq.c installs the offload hooks" grep -q '^tfm_seq.c tfm_offload.c$' "$tmp/edges"
 
 # The other folders of the workload: no circle among the files of each.
-for d in core mlp sharded; do
+for d in core mlp sharded transformer/kernels transformer/reference; do
     o=$build/obj/common/workload/$d
-    edges "$o" > "$tmp/edges.$d"
-    check "common/workload/$d/'s files call each other (the graph is read: $(wc -l < "$tmp/edges.$d") edges)" test -s "$tmp/edges.$d"
-    check_eq "no circle among common/workload/$d/'s files" "$(circles < "$tmp/edges.$d")" ""
+    e=$tmp/edges.${d//\//.}
+    edges "$o" > "$e"
+    check "common/workload/$d/'s files call each other (the graph is read: $(wc -l < "$e") edges)" test -s "$e"
+    check_eq "no circle among common/workload/$d/'s files" "$(circles < "$e")" ""
 done
 check_eq "sharded_seq.c calls nothing of sharded_run.c (the step's requests under the life cycle)" \
     "$(grep -E '^sharded_seq.c sharded_run.c$' "$tmp/edges.sharded")" ""

@@ -23,7 +23,8 @@
  *   tfm_attn.c, tfm_fused_ops.c -> tfm_ops.c -> tfm_tape.c
  *   tfm_offload.c -> tfm_tape.c
  *   tfm_wrap.c -> tfm_config.c (a wrapper's set-up and accessors)
- *   tfm_tape.c -> the kernels (tfm_kernels.h) only
+ *   tfm_tape.c -> the kernels (kernels/tfm_kernels.h) only
+ *   kernels/, reference/ -> nothing of this folder
  *
  * The tape calls back up through function pointers alone: each node's
  * bwd_fn (set by the op that recorded it), the saved-tensor hooks

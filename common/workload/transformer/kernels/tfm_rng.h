@@ -1,6 +1,8 @@
 /* tfm_rng.h: the Transformer workload's dropout randomness, one counter-based
  * generator for the GPU kernels and the float64 host reference, so both draw
- * the same decisions bit for bit. Header-only, plain C99 and CUDA C++.
+ * the same decisions bit for bit. Header-only, plain C99 and CUDA C++. It
+ * sits with the kernels, whose draw it is; the reference
+ * (reference/tfm_host_ref.c) includes it from here.
  *
  * Philox4x32-10 (Salmon et al., SC'11; the generator cuRAND and PyTorch
  * use), keyed by the 64-bit seed; the 128-bit counter is (index / 4, offset):
