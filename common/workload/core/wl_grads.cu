@@ -82,7 +82,7 @@ static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static int sm_count(void)
 {
-    static int sms = 0; /* one device per process */
+    static int sms = 0; /* of the first device asked: a process's GPUs are of one kind */
     if (!sms) {
         int dev = 0;
         CHECK_CUDA(cudaGetDevice(&dev));

@@ -102,8 +102,8 @@ static void attn_bwd_gpu(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT], void *dout, vo
     const tfm_view v = model_view(T);
     mc_wl_prof *prof = mc_gpu_prof(TG(T)); /* --profile: the kernels' file has no hooks of its own */
     mc_prof_begin(prof, MC_PROF_ATTENTION);
-    tfm_attn_bwd(TG(T), &a, TBP(out[0]), v, TBP(out[1]), v, TBP(out[2]), v, delta, dq_acc, dout, v, SAP(nd, 0), v,
-                 SAP(nd, 1), v, SAP(nd, 2), v, SAP(nd, 3), v, SAP(nd, 4), tfm_dt(T, (int)nd->a[4]));
+    tfm_attn_bwd(TG(T), &a, TBP(out[0]), v, TBP(out[1]), v, TBP(out[2]), v, delta, dq_acc, dout, v, SAP(T, nd, 0), v,
+                 SAP(T, nd, 1), v, SAP(T, nd, 2), v, SAP(T, nd, 3), v, SAP(T, nd, 4), tfm_dt(T, (int)nd->a[4]));
     mc_prof_end(prof);
 }
 
@@ -169,14 +169,14 @@ static int cudnn_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
     if (ws && TG(T)) {
         const tfm_attn a = attn_of(T, nd->a);
         const tfm_view v = model_view(T);
-        const tfm_cudnn_io io = {SAP(nd, 5), SAP(nd, 6), TBP(ws), ws_bytes, NULL};
+        const tfm_cudnn_io io = {SAP(T, nd, 5), SAP(T, nd, 6), TBP(ws), ws_bytes, NULL};
         /* the backward runs where the forward ran: other kernels draw another dropout mask */
         int rc = -1;
         if (nd->a[8]) {
             mc_wl_prof *prof = mc_gpu_prof(TG(T));
             mc_prof_begin(prof, MC_PROF_ATTENTION);
             rc = tfm_cudnn_attn_bwd(TG(T), &a, TBP(out[0]), v, TBP(out[1]), v, TBP(out[2]), v, TBP(nd->gin[0]), v,
-                                    SAP(nd, 0), v, SAP(nd, 1), v, SAP(nd, 2), v, SAP(nd, 3), v, SAP(nd, 4),
+                                    SAP(T, nd, 0), v, SAP(T, nd, 1), v, SAP(T, nd, 2), v, SAP(T, nd, 3), v, SAP(T, nd, 4),
                                     tfm_dt(T, es), &io);
             mc_prof_end(prof);
             CHECK(rc == 0 || a.dropout_p == 0.0f,

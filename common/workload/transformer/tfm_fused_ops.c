@@ -28,7 +28,7 @@ static int act_dropout_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
     if (!out[0]) return -1;
     const bool gelu = T->c.activation == MC_TFM_GELU;
     if (TG(T))
-        tfm_fused_bwd(TG(T), TBP(out[0]), TBP(nd->gin[0]), tfm_dt(T, es), SAP(nd, 0), gelu ? SAP(nd, 1) : NULL,
+        tfm_fused_bwd(TG(T), TBP(out[0]), TBP(nd->gin[0]), tfm_dt(T, es), SAP(T, nd, 0), gelu ? SAP(T, nd, 1) : NULL,
                       NULL, rows, n / rows, gelu ? TFM_ACT_GELU : TFM_ACT_RELU, (float)T->c.dropout,
                       tfm_dt(T, es));
     return 0;
@@ -70,7 +70,7 @@ static int dropout_add_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
         out[1] = tb_new(T, (uint64_t)(n * es_br), MC_WL_ACTIVATIONS, "fused dropout+add backward: the branch's");
         if (!out[1]) return -1;
         if (TG(T))
-            tfm_fused_bwd(TG(T), TBP(out[1]), TBP(g), tfm_dt(T, es_out), SAP(nd, 0), NULL, NULL, rows, n / rows,
+            tfm_fused_bwd(TG(T), TBP(out[1]), TBP(g), tfm_dt(T, es_out), SAP(T, nd, 0), NULL, NULL, rows, n / rows,
                           TFM_ACT_NONE, (float)T->c.dropout, tfm_dt(T, es_br));
     }
     tb_ref(g);

@@ -82,7 +82,10 @@ typedef struct tnode {
     int nsaved;
     struct { int node, slot, es; } next[MAX_NEXT]; /* es: the gradient's element size */
     int nnext;
-    uint64_t sa[MAX_SAVED];    /* the saved tensors' device addresses (a view's or a parameter's too) */
+    uint64_t sa[MAX_SAVED];    /* the saved tensors' device addresses (a view's too); a parameter's: its offset */
+    int sp[MAX_SAVED];         /* a saved parameter's index + 1 (0: none): its address is read in backward,
+                                  where a wrapper may have put its storage since (FSDP2's reshard and
+                                  gather: the saved tensor is the same parameter, its storage new) */
     tb *gin[3];                /* input buffer: the gradient of each output */
     int gin_es[3];             /* ... its element size */
     bool gin_nc[3];            /* ... held as a non-contiguous view */
@@ -203,9 +206,10 @@ typedef struct mc_tfm mc_tfm;
 #define WL_CTX (&T->ctx)
 /* tfm_tape.c: the device address of a tensor: its storage's plus its offset, or a parameter's. */
 uint64_t tv_addr(const mc_tfm *T, tv x);
+uint64_t tape_saved_addr(const mc_tfm *T, const tnode *nd, int i); /* saved tensor i's address now */
 #define TVP(T, x) ((void *)(uintptr_t)tv_addr((T), (x)))
 #define TBP(b) ((void *)(uintptr_t)((b)->t.addr))
-#define SAP(nd, i) ((void *)(uintptr_t)(nd)->sa[i])
+#define SAP(T, nd, i) ((void *)(uintptr_t)tape_saved_addr((T), (nd), (i)))
 /* MC_DT_* of a tensor of element size es (4: fp32, else the autocast dtype). */
 int tfm_dt(const mc_tfm *T, int es);
 

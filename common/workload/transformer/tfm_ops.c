@@ -123,11 +123,11 @@ static int addmm_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
         if (!(out[1] = tb_new(T, (uint64_t)(rows * in * es), MC_WL_ACTIVATIONS, "mm: grad of linear input")))
             return -1;
         if (workspaces(T, false)) return -1;
-        if (TG(T)) mc_gpu_gemm_dx(TG(T), T->handle, TBP(out[1]), TBP(nd->gin[0]), SAP(nd, 1), rows, in, o, dt);
+        if (TG(T)) mc_gpu_gemm_dx(TG(T), T->handle, TBP(out[1]), TBP(nd->gin[0]), SAP(T, nd, 1), rows, in, o, dt);
     }
     if (!(out[2] = tb_new(T, (uint64_t)(o * in * es), MC_WL_GRADS, "mm: grad of weight"))) return -1;
     if (workspaces(T, false)) return -1;
-    if (TG(T)) mc_gpu_gemm_dw(TG(T), T->handle, TBP(out[2]), TBP(nd->gin[0]), SAP(nd, 0), rows, in, o, dt);
+    if (TG(T)) mc_gpu_gemm_dw(TG(T), T->handle, TBP(out[2]), TBP(nd->gin[0]), SAP(T, nd, 0), rows, in, o, dt);
     tb *g = nd->gin[0];
     tb_ref(g);
     tape_apply_return(T, nd);
@@ -152,12 +152,12 @@ static int mm_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
     const int es = (int)nd->a[3], dt = tfm_dt(T, es);
     if (!(out[1] = tb_new(T, (uint64_t)(o * in * es), MC_WL_GRADS, "mm: grad of weight"))) return -1;
     if (workspaces(T, false)) return -1;
-    if (TG(T)) mc_gpu_gemm_dw(TG(T), T->handle, TBP(out[1]), TBP(nd->gin[0]), SAP(nd, 0), rows, in, o, dt);
+    if (TG(T)) mc_gpu_gemm_dw(TG(T), T->handle, TBP(out[1]), TBP(nd->gin[0]), SAP(T, nd, 0), rows, in, o, dt);
     if (nd->next[0].node == -1) return 0;
     if (!(out[0] = tb_new(T, (uint64_t)(rows * in * es), MC_WL_ACTIVATIONS, "mm: grad of linear input")))
         return -1;
     if (workspaces(T, false)) return -1;
-    if (TG(T)) mc_gpu_gemm_dx(TG(T), T->handle, TBP(out[0]), TBP(nd->gin[0]), SAP(nd, 1), rows, in, o, dt);
+    if (TG(T)) mc_gpu_gemm_dx(TG(T), T->handle, TBP(out[0]), TBP(nd->gin[0]), SAP(T, nd, 1), rows, in, o, dt);
     return 0;
 }
 
@@ -295,14 +295,14 @@ static int layer_norm_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
             out[k] = s;
         }
         if (TG(T) && !T->ctx.oom) /* the partial sums and their final pass, while the blocks live */
-            tfm_ln_bwd(TG(T), out[0] ? TBP(out[0]) : NULL, TBP(out[1]), TBP(out[2]), dy, SAP(nd, 0),
-                       param_ptr(T, (int)nd->a[2]), SAP(nd, 3), SAP(nd, 4), rows, E, part_g, part_b,
+            tfm_ln_bwd(TG(T), out[0] ? TBP(out[0]) : NULL, TBP(out[1]), TBP(out[2]), dy, SAP(T, nd, 0),
+                       param_ptr(T, (int)nd->a[2]), SAP(T, nd, 3), SAP(T, nd, 4), rows, E, part_g, part_b,
                        part_rows, MC_DT_F32);
         tb_unref(T, bb);
         tb_unref(T, gb);
     } else if (TG(T)) {
-        tfm_ln_bwd(TG(T), out[0] ? TBP(out[0]) : NULL, TBP(out[1]), TBP(out[2]), dy, SAP(nd, 0),
-                   param_ptr(T, (int)nd->a[2]), SAP(nd, 3), SAP(nd, 4), rows, E, NULL, NULL, 0, MC_DT_F32);
+        tfm_ln_bwd(TG(T), out[0] ? TBP(out[0]) : NULL, TBP(out[1]), TBP(out[2]), dy, SAP(T, nd, 0),
+                   param_ptr(T, (int)nd->a[2]), SAP(T, nd, 3), SAP(T, nd, 4), rows, E, NULL, NULL, 0, MC_DT_F32);
     }
     tb_unref(T, c);
     return T->ctx.oom ? -1 : 0;
@@ -351,9 +351,9 @@ static int elementwise_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
     if (!TG(T)) return 0;
     const int dt = tfm_dt(T, (int)nd->a[1]);
     if (nd->a[2] == EW_DROPOUT)
-        tfm_dropout_bwd(TG(T), TBP(out[0]), TBP(nd->gin[0]), SAP(nd, 0), nd->a[0], (float)T->c.dropout, dt);
+        tfm_dropout_bwd(TG(T), TBP(out[0]), TBP(nd->gin[0]), SAP(T, nd, 0), nd->a[0], (float)T->c.dropout, dt);
     else
-        tfm_act_bwd(TG(T), TBP(out[0]), TBP(nd->gin[0]), SAP(nd, 0), nd->a[0],
+        tfm_act_bwd(TG(T), TBP(out[0]), TBP(nd->gin[0]), SAP(T, nd, 0), nd->a[0],
                     nd->a[2] == EW_RELU ? TFM_ACT_RELU : TFM_ACT_GELU, dt);
     return 0;
 }

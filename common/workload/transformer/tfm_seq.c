@@ -272,6 +272,7 @@ static int recompute(mc_tfm *T, int g)
         for (int s = 0; s < r->nsaved && s < o->nsaved; s++) {
             o->saved[s] = r->saved[s];
             o->sa[s] = r->sa[s];
+            o->sp[s] = r->sp[s];
             r->saved[s] = NULL;
         }
         for (int s = o->nsaved; s < r->nsaved; s++) tb_unref(T, r->saved[s]);

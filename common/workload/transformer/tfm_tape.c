@@ -198,10 +198,11 @@ void tape_edge_view(mc_tfm *T, int node, int k)
  * (counted, no reference); the recomputation keeps the real one, and stops
  * once the last one the layer saved is saved again. A pack hook may keep it
  * instead (--offload: on the host). */
-static void save(mc_tfm *T, int node, tb *b, uint64_t addr, uint64_t bytes)
+static void save(mc_tfm *T, int node, tb *b, uint64_t addr, uint64_t bytes, int param)
 {
     tnode *nd = &T->tape[node];
     CHECK(nd->nsaved < MAX_SAVED, "transformer: too many saved tensors");
+    nd->sp[nd->nsaved] = 0;
     /* Autograd off (no_grad, inference_mode): no node is made in PyTorch and
      * nothing is saved, so a tensor goes with its last Python owner. The
      * tape's nodes stay (they hold nothing) and go with tape_clear. */
@@ -216,7 +217,8 @@ static void save(mc_tfm *T, int node, tb *b, uint64_t addr, uint64_t bytes)
         return;
     }
     tb_ref(b);
-    nd->sa[nd->nsaved] = addr;
+    nd->sa[nd->nsaved] = param >= 0 ? addr - T->p[param].p.addr : addr;
+    nd->sp[nd->nsaved] = param + 1;
     nd->saved[nd->nsaved++] = b;
     if (T->recomputing) {
         const tgroup *g = &T->grp[T->rec_target];
@@ -227,7 +229,7 @@ static void save(mc_tfm *T, int node, tb *b, uint64_t addr, uint64_t bytes)
 
 void tape_save(mc_tfm *T, int node, tb *b)
 {
-    save(T, node, b, b ? b->t.addr : 0, b ? b->t.bytes : 0);
+    save(T, node, b, b ? b->t.addr : 0, b ? b->t.bytes : 0, -1);
 }
 
 /* A view or a parameter: its own address; a view's elements are
@@ -236,7 +238,13 @@ void tape_save_tv(mc_tfm *T, int node, tv x)
 {
     const uint64_t bytes = (uint64_t)(x.n * x.es);
     CHECK(!x.b || (uint64_t)x.off + bytes <= x.b->t.bytes, "transformer: a saved view past its storage");
-    save(T, node, x.b, tv_addr(T, x), bytes);
+    const int param = x.b ? -1 : x.node <= -2 ? -2 - x.node : (int)T->tape[x.node].a[2];
+    save(T, node, x.b, tv_addr(T, x), bytes, param);
+}
+
+uint64_t tape_saved_addr(const mc_tfm *T, const tnode *nd, int i)
+{
+    return nd->sp[i] ? T->p[nd->sp[i] - 1].p.addr + nd->sa[i] : nd->sa[i];
 }
 
 static void release_group_inputs(mc_tfm *T, tgroup *g)

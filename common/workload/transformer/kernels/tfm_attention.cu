@@ -110,11 +110,8 @@ static void attn_fwd_d(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view vo, fl
 {
     constexpr int R = tile_of<D>::R, P = tile_of<D>::P;
     const size_t smem = sizeof(float) * (size_t)(3 * R * P + R * (R + 1));
-    static bool ready = false; /* one device per process */
-    if (!ready) {
-        allow_smem(k_attn_fwd<T, D>, smem);
-        ready = true;
-    }
+    static bool seen[TC_MAX_DEVICES];
+    if (tc_first_on_device(seen)) allow_smem(k_attn_fwd<T, D>, smem);
     const float p = a->dropout_p;
     const uint32_t thr = tfm_rng_attn_threshold(p);
     const float f = p > 0.0f ? (float)(1.0 / (1.0 - (double)p)) : 1.0f;

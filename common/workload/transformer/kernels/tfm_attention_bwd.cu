@@ -202,11 +202,10 @@ static void attn_bwd_d(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, 
     constexpr int R = tile_of<D>::R, P = tile_of<D>::P;
     const size_t smem_kv = sizeof(float) * (size_t)(4 * R * P + 2 * R * (R + 1) + 2 * R);
     const size_t smem_q = sizeof(float) * (size_t)(4 * R * P + R * (R + 1) + 2 * R);
-    static bool ready = false; /* one device per process */
-    if (!ready) {
+    static bool seen[TC_MAX_DEVICES];
+    if (tc_first_on_device(seen)) {
         allow_smem(k_attn_dkdv<T, D>, smem_kv);
         allow_smem(k_attn_dq<T, D>, smem_q);
-        ready = true;
     }
     cudaStream_t st_ = mc_gpu_stream(g);
     const int64_t rows = (int64_t)a->B * a->H * a->Lq;

@@ -134,11 +134,8 @@ static void fwd_d(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view vo, float *
 {
     constexpr int BR = 16 * TC_WARPS;
     const size_t smem = tc_fwd_smem<T, D>();
-    static bool ready = false; /* one device per process */
-    if (!ready) {
-        allow_smem(k_attn_fwd_tc<T, D>, smem);
-        ready = true;
-    }
+    static bool seen[TC_MAX_DEVICES];
+    if (tc_first_on_device(seen)) allow_smem(k_attn_fwd_tc<T, D>, smem);
     const float p = a->dropout_p;
     const uint32_t thr = tfm_rng_attn_threshold(p);
     const float f = p > 0.0f ? (float)(1.0 / (1.0 - (double)p)) : 1.0f;
@@ -197,7 +194,7 @@ bool tc_usable(const tfm_attn *a, int dt, const void *const *ptrs, int n_ptrs,
                const tfm_view *views, int n_views)
 {
     if (!g_tc_on) return false;
-    static int major = -1, optin = 0; /* one device per process */
+    static int major = -1, optin = 0; /* of the first device asked: a process's GPUs are of one kind */
     if (major < 0) {
         major = device_attr(cudaDevAttrComputeCapabilityMajor);
         optin = device_attr(cudaDevAttrMaxSharedMemoryPerBlockOptin);

@@ -46,6 +46,20 @@
 #define TC_WARPS 4 /* 16 rows of a tile per warp */
 #define TC_THREADS (32 * TC_WARPS)
 
+/* A kernel's shared-memory opt-in is a property of the device it was set
+ * on: a process whose threads drive several GPUs (sharded_model --threads)
+ * sets it once on each. True the first time this device is seen by `seen`
+ * (a function's own static array). */
+#define TC_MAX_DEVICES 64
+static inline bool tc_first_on_device(bool seen[TC_MAX_DEVICES])
+{
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= TC_MAX_DEVICES) return true;
+    if (seen[dev]) return false;
+    seen[dev] = true;
+    return true;
+}
+
 /* Elements of T in one 16-byte chunk (a cp.async copy); also the pad of
  * every shared row. */
 template <typename T> constexpr int tc_chunk = 16 / (int)sizeof(T);

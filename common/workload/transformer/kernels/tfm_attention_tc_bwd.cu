@@ -244,12 +244,11 @@ static void bwd_d(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm_view vdq, void 
 {
     constexpr int B64 = 16 * TC_WARPS;
     const size_t smem_q = tc_dq_smem<T, D>();
-    static bool ready = false; /* one device per process */
-    if (!ready) {
+    static bool seen[TC_MAX_DEVICES];
+    if (tc_first_on_device(seen)) {
         allow_smem(k_attn_dkdv_tc<T, D, true>, tc_dkdv_smem<T, D, true>());
         allow_smem(k_attn_dkdv_tc<T, D, false>, tc_dkdv_smem<T, D, false>());
         allow_smem(k_attn_dq_tc<T, D>, smem_q);
-        ready = true;
     }
     cudaStream_t st_ = mc_gpu_stream(g);
     const float p = a->dropout_p;
