@@ -341,8 +341,23 @@ static mc_wl_status m_step(void *m, mc_sh_step_result *out) { return mc_sh_tfm_s
 static struct mc_wl_gpu *m_gpu(void *m) { return mc_tfm_ctx(((mc_sh_tfm *)m)->T)->gpu; }
 static void m_destroy(void *m) { mc_sh_tfm_destroy(m); }
 
+static int m_segments(void *m, const uint64_t **addr, const uint64_t **bytes)
+{
+    return wl_ctx_segments(mc_tfm_ctx(((mc_sh_tfm *)m)->T), addr, bytes);
+}
+
+static void *m_create_placed(const mc_sh_config *c, const uint64_t *addr, const uint64_t *bytes, int n, char *err,
+                             size_t len)
+{
+    mc_sh_tfm_config t = from_runner(c, false, NULL);
+    t.seg_addr = addr;
+    t.seg_bytes = bytes;
+    t.nseg = n;
+    return mc_sh_tfm_create(&t, err, len);
+}
+
 mc_sh_model mc_sh_tfm_model(const mc_tfm_config *net)
 {
-    return (mc_sh_model){net, m_check, m_create, m_setup_status, m_step, param_count, param_numel, param_row,
-                         read_param, m_gpu, m_destroy};
+    return (mc_sh_model){net,        m_check,   m_create, m_setup_status, m_step,         param_count, param_numel,
+                         param_row,  read_param, m_gpu,   m_destroy,      m_segments,     m_create_placed};
 }

@@ -14,14 +14,64 @@
 
 /* ------------------------------------------------------------ life cycle */
 
+/* The CUDA backend with its segments recorded (wl_ctx_segments). */
+static int logged_malloc(void *ctx, uint64_t bytes, uint64_t *addr)
+{
+    wl_ctx *x = ctx;
+    const int rc = x->cuda.dev_malloc(x->cuda.ctx, bytes, addr);
+    if (rc != 0) return rc;
+    if (x->nseg == x->cap_seg) {
+        x->cap_seg = x->cap_seg ? 2 * x->cap_seg : 64;
+        x->seg_addr = realloc(x->seg_addr, (size_t)x->cap_seg * sizeof *x->seg_addr);
+        x->seg_bytes = realloc(x->seg_bytes, (size_t)x->cap_seg * sizeof *x->seg_bytes);
+        CHECK(x->seg_addr && x->seg_bytes, "out of host memory");
+    }
+    x->seg_addr[x->nseg] = *addr;
+    x->seg_bytes[x->nseg++] = bytes;
+    return 0;
+}
+
+static void logged_free(void *ctx, uint64_t addr, uint64_t bytes)
+{
+    wl_ctx *x = ctx;
+    x->cuda.dev_free(x->cuda.ctx, addr, bytes);
+}
+
+static int logged_map(void *ctx, uint64_t bytes)
+{
+    wl_ctx *x = ctx;
+    return x->cuda.dev_map(x->cuda.ctx, bytes);
+}
+
+static void logged_unmap(void *ctx, uint64_t bytes)
+{
+    wl_ctx *x = ctx;
+    x->cuda.dev_unmap(x->cuda.ctx, bytes);
+}
+
+int wl_ctx_segments(const wl_ctx *x, const uint64_t **addr, const uint64_t **bytes)
+{
+    *addr = x->seg_addr;
+    *bytes = x->seg_bytes;
+    return x->nseg;
+}
+
 void wl_ctx_open(wl_ctx *x, const ca_config *alloc, bool on_gpu, uint64_t host_capacity,
                  int micro_steps, FILE *trace, int trace_steps)
 {
     ca_backend be;
     x->trace = trace;
     x->trace_steps = trace_steps;
+    x->seg_addr = x->seg_bytes = NULL;
+    x->nseg = x->cap_seg = 0;
     if (on_gpu) {
-        be = ca_cuda_backend();
+        x->cuda = ca_cuda_backend();
+        be = x->cuda;
+        be.ctx = x;
+        be.dev_malloc = logged_malloc;
+        be.dev_free = logged_free;
+        if (x->cuda.dev_map) be.dev_map = logged_map;
+        if (x->cuda.dev_unmap) be.dev_unmap = logged_unmap;
         x->gpu = mc_gpu_create(micro_steps);
     } else {
         x->host = ca_host_create(host_capacity);
@@ -34,6 +84,8 @@ void wl_ctx_open(wl_ctx *x, const ca_config *alloc, bool on_gpu, uint64_t host_c
 
 void wl_ctx_open_backend(wl_ctx *x, const ca_config *alloc, ca_backend be)
 {
+    x->seg_addr = x->seg_bytes = NULL;
+    x->nseg = x->cap_seg = 0;
     x->a = ca_create(alloc, be);
     CHECK(x->a != NULL, "ca_create");
 }
@@ -47,6 +99,8 @@ void wl_ctx_close(wl_ctx *x)
     if (x->host) ca_host_destroy(x->host);
     if (x->gpu) mc_gpu_destroy(x->gpu);
     free(x->live);
+    free(x->seg_addr);
+    free(x->seg_bytes);
     memset(x, 0, sizeof *x);
 }
 

@@ -49,6 +49,9 @@ typedef struct {
     int32_t n_live, cap_live;
     uint64_t cat_bytes[MC_WL_NCAT];           /* live bytes of each category (block sizes) */
     uint64_t peak_seen, peak_cat[MC_WL_NCAT]; /* the step's peak so far and its breakdown */
+    ca_backend cuda;           /* on a GPU: the CUDA backend, whose segments are recorded here */
+    uint64_t *seg_addr, *seg_bytes; /* ... in the order the driver gave them */
+    int nseg, cap_seg;
 } wl_ctx;
 
 /* Opens the allocator model with `alloc` over the CUDA backend (on_gpu:
@@ -58,6 +61,9 @@ void wl_ctx_open(wl_ctx *x, const ca_config *alloc, bool on_gpu, uint64_t host_c
                  int micro_steps, FILE *trace, int trace_steps);
 /* The same over a backend the caller made (no GPU context, no trace). */
 void wl_ctx_open_backend(wl_ctx *x, const ca_config *alloc, ca_backend be);
+/* On a GPU: the segments the driver gave, in order (addresses and bytes;
+ * n of them), to place a host model's where these went; else 0. */
+int wl_ctx_segments(const wl_ctx *x, const uint64_t **addr, const uint64_t **bytes);
 /* Frees every live tensor (untraced), the allocator, the host device, the GPU context. */
 void wl_ctx_close(wl_ctx *x);
 

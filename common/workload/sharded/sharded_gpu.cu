@@ -81,8 +81,9 @@ static int64_t mlp_read_param(void *m, int i, float *host, int64_t *first_row)
 static mc_wl_gpu *mlp_gpu(void *m) { return ((mc_sh_run *)m)->ctx.gpu; }
 static void mlp_destroy(void *m) { mc_sh_destroy((mc_sh_run *)m); }
 
-static const mc_sh_model MLP = {NULL, mlp_check, mlp_create, mlp_setup_status, mlp_step, mlp_param_count,
-                                mlp_param_numel, mlp_param_row, mlp_read_param, mlp_gpu, mlp_destroy};
+static const mc_sh_model MLP = {NULL,          mlp_check,     mlp_create,     mlp_setup_status, mlp_step,
+                                mlp_param_count, mlp_param_numel, mlp_param_row, mlp_read_param,   mlp_gpu,
+                                mlp_destroy,   NULL,          NULL};
 
 static const mc_sh_model *model_of(const mc_sh_config *c) { return c->model ? c->model : &MLP; }
 
@@ -211,6 +212,17 @@ static void *rank_main(void *arg)
         }
     }
     if (sh_gpu_failed(k)) sh_gpu_abort(k);
+    if (k->id && M->segments) { /* where the driver put them, for the model held to this run */
+        const uint64_t *a, *b;
+        k->nseg = M->segments(r, &a, &b);
+        k->seg_addr = (uint64_t *)malloc((size_t)(k->nseg + 1) * sizeof(uint64_t));
+        k->seg_bytes = (uint64_t *)malloc((size_t)(k->nseg + 1) * sizeof(uint64_t));
+        CHECK(k->seg_addr && k->seg_bytes, "out of host memory");
+        if (k->nseg) {
+            memcpy(k->seg_addr, a, (size_t)k->nseg * sizeof(uint64_t));
+            memcpy(k->seg_bytes, b, (size_t)k->nseg * sizeof(uint64_t));
+        }
+    }
     if (k->id && k->ref && !sh_gpu_failed(k)) compare(k, M, r);
     if (!k->id && !sh_gpu_failed(k)) /* the reference: its parameters, whole */
         for (int i = 0; i < M->param_count(r); i++) {
@@ -344,6 +356,23 @@ static int run_once(const mc_sh_config *c0, const mc_sh_gpu_opts *o, int first, 
         CHECK(pthread_create(&t[q], NULL, rank_main, &k[q]) == 0, "pthread_create");
     }
     for (int q = 0; q < count; q++) pthread_join(t[q], NULL);
+    for (int q = 0; q < count; q++) { /* each rank's model again, its segments where the GPU's went */
+        if (k[q].seg_addr && M->create_placed) {
+            mc_sh_config m = c;
+            m.rank = k[q].rank;
+            void *r = M->create_placed(&m, k[q].seg_addr, k[q].seg_bytes, k[q].nseg, err, len);
+            CHECK(r != NULL, "sharded GPU run: the placed model: %s", err); /* the configuration was checked */
+            for (int s = 0; s < o->steps; s++) {
+                mc_sh_step_result sr;
+                M->step(r, &sr);
+                res->model_peak[k[q].rank][s] = sr.peak_allocated;
+                res->model_end[k[q].rank][s] = sr.allocated_end;
+            }
+            M->destroy(r);
+        }
+        free(k[q].seg_addr);
+        free(k[q].seg_bytes);
+    }
     int rc = 0;
     if (sh.failed && sh.fatal) {
         snprintf(err, len, "%s", sh.why);

@@ -114,7 +114,10 @@ typedef struct {
  * check's one GPU), on the current device (gpu) or model-only; parameters
  * are numbered 0 .. param_count - 1, each [numel / row, row] sharded on
  * its rows; read_param as mc_sh_read_param; gpu: the GPU context its step
- * runs on (core/wl_gpu.h: its stream is the rank's default stream). */
+ * runs on (core/wl_gpu.h: its stream is the rank's default stream). Which
+ * cached block a request gets depends on where the driver put each
+ * segment; the model of a rank whose network says where (segments) is
+ * built again after the GPU run with its segments where the GPU's went. */
 typedef struct mc_sh_model {
     const void *net; /* the network's own configuration */
     int (*check)(const mc_sh_config *c, char *err, size_t len);
@@ -127,6 +130,13 @@ typedef struct mc_sh_model {
     int64_t (*read_param)(void *m, int i, float *host, int64_t *first_row);
     struct mc_wl_gpu *(*gpu)(void *m);
     void (*destroy)(void *m);
+    /* Optional (NULL: the host model places its segments as the driver does
+     * in this process, as the MLP's always matches): the segments a GPU
+     * model got from the driver, in order; and a host model whose segments
+     * go there, which the runner then holds the GPU run's figures to. */
+    int (*segments)(void *m, const uint64_t **addr, const uint64_t **bytes);
+    void *(*create_placed)(const mc_sh_config *c, const uint64_t *addr, const uint64_t *bytes, int n, char *err,
+                           size_t len);
 } mc_sh_model;
 
 /* 1 if this build has NCCL and `ranks` CUDA devices exist; else 0 with the

@@ -47,6 +47,8 @@ typedef struct rank_ctx {
     shared *sh;
     mc_sh_gpu_result *res;
     float *const *ref;       /* verify: the reference's parameters (whole, the model's numbering), or NULL */
+    uint64_t *seg_addr, *seg_bytes; /* the GPU model's segments, in order (mc_sh_model.segments) */
+    int nseg;
     double max_rel, max_abs;
     int worst_param;
     uint64_t elems, elems_off;
