@@ -73,6 +73,23 @@ for d in "$fx"/h100x2 "$fx"/h100x4 "$fx"/h100x4_3gpus; do
         "$(sort "$tmp/$n.torch_off")" "$known"
 done
 
+# The Transformer under FSDP2 (tests/fixtures/sharded_gpu_tfm/): the summary
+# is its files', every GPU figure equals the model's (placed where the GPU's
+# segments went), and the suite's step is no slower than PyTorch's.
+for d in "$root"/tests/fixtures/sharded_gpu_tfm/w*; do
+    [ -f "$d/speed.tsv" ] || continue
+    n=tfm_$(basename "$d")
+    rm -rf "${tmp:?}/$n" && cp -r "$d" "$tmp/$n" && rm -f "$tmp/$n/speed.tsv"
+    python3 "$root/tests/torch/sharded_speed.py" "$tmp/$n" --model transformer --summarize > /dev/null 2>&1
+    check_eq "$n: speed.tsv is the summary of its runs' files" "$(cat "$tmp/$n/speed.tsv")" "$(cat "$d/speed.tsv")"
+    check_eq "$n: every row of both wrappers (zero2, fsdp)" \
+        "$(awk -F'\t' 'NR > 1 { c[$1]++ } END { for (k in c) if (c[k] != 2) print k }' "$d/speed.tsv")" ""
+    check_eq "$n: every rank's GPU figures equal its model's at every step (gpu_equals_model)" \
+        "$(awk -F'\t' 'NR > 1 && $12 != "yes" { print $1, $2 }' "$d/speed.tsv")" ""
+    check_eq "$n: the suite's step at most PyTorch's (ratio <= 1)" \
+        "$(awk -F'\t' 'NR > 1 && $6 > 1 { print $1, $2, $6 }' "$d/speed.tsv")" ""
+done
+
 # ---- the stopping -------------------------------------------------------------
 f=$fx/h100x4/fault_oom.txt
 check_eq "h100x4: rank 1 out of memory at step 3 (injected): its row says so" \
