@@ -224,7 +224,7 @@ static int read_segments(const char *path, uint64_t **addr, uint64_t **bytes, in
     return 0;
 }
 
-/* --model transformer: the encoder's figures per step (model-only). */
+/* --model transformer without --gpu: the encoder's figures per step, model-only. */
 static int run_transformer(const mc_workload_cli *cli, const mc_sh_config *c, const char *trace_path,
                            const char *seg_path)
 {

@@ -1,7 +1,8 @@
 /* sharded_tfm.h: one rank's allocator figures, step by step, when the
  * Transformer workload's nn.TransformerEncoder (transformer/tfm.h: fp32,
  * one micro-step, the encoder alone) trains under FSDP2 on N ranks, each
- * with its own batch of B sequences (issue 30 item 7), model-only:
+ * with its own batch of B sequences (issue 30 item 7), and (below) its
+ * step on the GPUs:
  *
  *   layer = nn.TransformerEncoderLayer(...); model = nn.TransformerEncoder(
  *           layer, enc, enable_nested_tensor=False); del layer   (on the device)

@@ -1,5 +1,7 @@
-/* sharded_gpu.h: the data-parallel training step of sharded_seq.h run for
- * real on N GPUs, one thread per GPU (rank r on device r), each with its
+/* sharded_gpu.h: the data-parallel training step of sharded_seq.h (or of
+ * another network that makes the same calls: mc_sh_model below, the
+ * Transformer's encoder under FSDP2) run for real on N GPUs, one thread per
+ * GPU (rank r on device r), or one process a rank, each with its
  * own caching-allocator model over the CUDA backend (so its figures are
  * the allocator's, request for request the host model's), its own NCCL
  * communicator (ncclCommInitRank over one unique id) and its own streams:
