@@ -54,7 +54,7 @@ int mc_tfm_parse_flag(mc_workload_cli *cli, const char *a, const char *v, bool *
     if (!strcmp(a, "--offload")) { c->offload = true; return 0; }
     static const char *const valued[] = {"--arch", "--d-model", "--heads", "--enc-layers", "--dec-layers",
                                          "--ff", "--dropout", "--activation", "--seq", "--batch",
-                                         "--optimizer", NULL};
+                                         "--optimizer", "--build", NULL};
     int k = 0;
     while (valued[k] && strcmp(valued[k], a)) k++;
     if (!valued[k]) return 1; /* not a Transformer flag */
@@ -94,6 +94,10 @@ int mc_tfm_parse_flag(mc_workload_cli *cli, const char *a, const char *v, bool *
         if (whole(v, 1, 1 << 24, &n)) return bad(err, len, a, "a whole number from 1 to 16777216", v);
         c->batch = n;
         cli->batch_given = true;
+    } else if (!strcmp(a, "--build")) {
+        if (!strcmp(v, "host")) c->build_host = true;
+        else if (!strcmp(v, "device")) c->build_host = false;
+        else return bad(err, len, a, "host or device", v);
     } else { /* --optimizer */
         if (mc_wl_optimizer_parse(v, MC_WL_ADAMW, &c->optimizer) != 0)
             return bad(err, len, a, mc_wl_optimizer_words(MC_WL_ADAMW), v);

@@ -20,6 +20,8 @@ statistics, cuBLAS handles and workspaces, as build/workload) builds
                                                     norm_first=, device="cuda")
                  model = nn.TransformerEncoder(layer, enc, enable_nested_tensor=False)
                  del layer
+    --build host: the same made on the host (no device=), then
+                 model = model.cuda(), as the seeds build it (issue 32)
                  --causal: mask = nn.Transformer.generate_square_subsequent_mask(L,
                            device="cuda"), once, before the first step
     opt   = SGD(lr) | SGD(lr, momentum=0.9) | Adam(lr) | AdamW(lr)   (foreach on CUDA)
@@ -137,12 +139,14 @@ class Cfg:
     CHOICES = {"--arch": ("arch", ("transformer", "encoder")),
                "--activation": ("activation", ("relu", "gelu")),
                "--optimizer": ("optimizer", ("sgd", "momentum", "adam", "adamw")),
-               "--precision": ("precision", ("fp32", "fp16", "bf16"))}
+               "--precision": ("precision", ("fp32", "fp16", "bf16")),
+               "--build": ("build", ("device", "host"))}
 
     def __init__(self, flags, steps):
         self.arch, self.d_model, self.heads, self.enc, self.dec, self.ff = None, 512, 8, 6, 6, 2048
         self.dropout, self.activation, self.seq, self.batch, self.accum = 0.1, "relu", None, None, 1
         self.optimizer, self.precision, self.steps = "sgd", "fp32", steps
+        self.build = "device"
         self.norm_first = self.batch_first = self.causal = self.checkpoint = False
         toks = flags.split()
         i = 0
@@ -228,8 +232,10 @@ class Training:
         from torch.utils.checkpoint import checkpoint
         self.torch, self.cfg, self.dev = torch, cfg, dev
         self.F, self.checkpoint = F, checkpoint
+        # --build host: made on the host and moved, as the seeds and most user
+        # code do (nn.Transformer(...).cuda()); device: made on the GPU
         common = dict(dropout=cfg.dropout, activation=cfg.activation, batch_first=cfg.batch_first,
-                      norm_first=cfg.norm_first, device=dev)
+                      norm_first=cfg.norm_first, device=dev if cfg.build == "device" else None)
         self.mask = None
         if cfg.arch == "transformer":
             model = nn.Transformer(d_model=cfg.d_model, nhead=cfg.heads, num_encoder_layers=cfg.enc,
@@ -238,6 +244,9 @@ class Training:
             layer = nn.TransformerEncoderLayer(cfg.d_model, cfg.heads, dim_feedforward=cfg.ff, **common)
             model = nn.TransformerEncoder(layer, cfg.enc, enable_nested_tensor=False)
             del layer
+        if cfg.build == "host":
+            model = model.cuda(dev)  # Module._apply: each parameter moved, children first
+        if cfg.arch != "transformer":
             if cfg.causal:
                 self.mask = nn.Transformer.generate_square_subsequent_mask(cfg.seq, device=dev)
         model.train()

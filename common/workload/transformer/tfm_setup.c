@@ -103,14 +103,37 @@ static int template_and_clones(mc_tfm *T, bool dec, wl_t *tmpl, int first, int l
     return 0;
 }
 
+/* model.cuda() of a model made on the host: Module._apply moves each
+ * module's children before its own parameters, so every layer's
+ * MultiheadAttention gives its out_proj (a child) before its in_proj
+ * (its own), and a stack's norm comes after its layers: a new block each,
+ * in that order, nothing freed (the host's tensors are not the device's). */
+static int moved_to_device(mc_tfm *T, int first, int layers, bool dec, int norm)
+{
+    static const int ENC[TFM_ENC_PER] = {2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11};
+    static const int DEC[TFM_DEC_PER] = {2, 3, 0, 1, 6, 7, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17};
+    const int per = dec ? TFM_DEC_PER : TFM_ENC_PER;
+    for (int l = 0; l < layers; l++)
+        for (int i = 0; i < per; i++)
+            if (alloc_param(T, first + l * per + (dec ? DEC[i] : ENC[i]))) return -1;
+    return norm >= 0 && (alloc_param(T, norm) || alloc_param(T, norm + 1)) ? -1 : 0;
+}
+
 int tfm_setup(mc_tfm *T)
 {
     wl_t enc_t[TFM_ENC_PER], dec_t[TFM_DEC_PER];
     memset(enc_t, 0, sizeof enc_t);
     memset(dec_t, 0, sizeof dec_t);
-    int rc = template_and_clones(T, false, enc_t, T->enc_first, (int)T->c.enc_layers, T->enc_norm);
-    if (rc == 0 && T->c.arch == MC_TFM_TRANSFORMER)
-        rc = template_and_clones(T, true, dec_t, T->dec_first, (int)T->c.dec_layers, T->dec_norm);
+    int rc;
+    if (T->c.build_host) {
+        rc = moved_to_device(T, T->enc_first, (int)T->c.enc_layers, false, T->enc_norm);
+        if (rc == 0 && T->c.arch == MC_TFM_TRANSFORMER)
+            rc = moved_to_device(T, T->dec_first, (int)T->c.dec_layers, true, T->dec_norm);
+    } else {
+        rc = template_and_clones(T, false, enc_t, T->enc_first, (int)T->c.enc_layers, T->enc_norm);
+        if (rc == 0 && T->c.arch == MC_TFM_TRANSFORMER)
+            rc = template_and_clones(T, true, dec_t, T->dec_first, (int)T->c.dec_layers, T->dec_norm);
+    }
     for (int i = 0; i < TFM_ENC_PER; i++) wl_free(&T->ctx, &enc_t[i]);
     for (int i = 0; i < TFM_DEC_PER; i++) wl_free(&T->ctx, &dec_t[i]);
     if (rc == 0 && T->c.causal) { /* generate_square_subsequent_mask: full, then triu */
