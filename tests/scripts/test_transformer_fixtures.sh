@@ -93,6 +93,7 @@ compare_fixtures() {
 
 if [ "$mode" = --fixtures-only ] || [ "$mode" = --gpu ]; then
     compare_fixtures
+    fix=$root/tests/fixtures/transformer_build exact=1 compare_fixtures
     summary; exit $?
 fi
 
