@@ -1,0 +1,160 @@
+/* Tests of the calls the Transformer under FSDP2 makes of a GPU runner
+ * (sharded_tfm.h, sharded/sharded_fsdp.c: mc_sh_hooks), without a GPU: the
+ * model-only run with a recording runner. Each step starts and ends once;
+ * each layer is all-gathered once in the forward and (ZeRO-3) once more
+ * in the backward, its copy-out always after its own all-gather, its
+ * gradients chunk_cat'ed and reduce-scattered once, every reduce-scatter
+ * input waited for before it is freed; every call names the layer's 12
+ * parameters with their shapes, and its buffers' sizes agree with them. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "workload/sharded/sharded_plan.h"
+#include "workload/sharded_tfm.h"
+
+#define MAX_CALLS 4096
+
+typedef struct {
+    int n;
+    mc_sh_comm_kind kind[MAX_CALLS];
+    int layer[MAX_CALLS];
+    const char *bad; /* the first inconsistency seen, or NULL */
+    int world;
+    int64_t rows[12], cols[12];
+} recorder;
+
+static void on_comm(void *ctx, const mc_sh_comm *c)
+{
+    recorder *r = ctx;
+    assert_true(r->n < MAX_CALLS);
+    r->kind[r->n] = c->kind;
+    r->layer[r->n++] = c->layer;
+    if (r->bad) return;
+    const bool unit = c->kind == MC_SH_ALLGATHER || c->kind == MC_SH_COPY_OUT || c->kind == MC_SH_CHUNK_CAT ||
+                      c->kind == MC_SH_REDUCE_SCATTER;
+    if (!unit) return;
+    if (c->n != 12) {
+        r->bad = "a call names other than the layer's 12 parameters";
+        return;
+    }
+    uint64_t shards = 0; /* a rank's chunk: the padded shards */
+    for (int k = 0; k < 12; k++) {
+        if (c->rows[k] != r->rows[k] || c->cols[k] != r->cols[k]) r->bad = "a parameter's shape is not its own";
+        shards += (uint64_t)(mc_fsdp_padded_rows(c->rows[k], r->world) * c->cols[k]) * 4;
+    }
+    if (c->kind == MC_SH_ALLGATHER) {
+        uint64_t src = 0;
+        for (int k = 0; k < 12; k++) src += c->src_bytes[k];
+        if (src != shards || c->dst_bytes < (uint64_t)r->world * shards) r->bad = "all-gather sizes";
+    }
+    if (c->kind == MC_SH_COPY_OUT)
+        for (int k = 0; k < 12; k++)
+            if (c->out_bytes[k] < (uint64_t)(r->world * mc_fsdp_padded_rows(c->rows[k], r->world) * c->cols[k]) * 4)
+                r->bad = "an unsharded parameter smaller than its padded rows";
+    if (c->kind == MC_SH_CHUNK_CAT && c->dst_bytes < (uint64_t)r->world * shards) r->bad = "chunk_cat's input";
+    if (c->kind == MC_SH_REDUCE_SCATTER && c->out_bytes[0] < shards) r->bad = "reduce-scatter's output";
+}
+
+static int count(const recorder *r, int from, int to, mc_sh_comm_kind k)
+{
+    int n = 0;
+    for (int i = from; i < to; i++) n += r->kind[i] == k;
+    return n;
+}
+
+static void run(mc_sh_mode mode, int world, int layers)
+{
+    recorder rec;
+    memset(&rec, 0, sizeof rec);
+    rec.world = world;
+    mc_sh_hooks hooks = {&rec, on_comm};
+    mc_sh_tfm_config c = {.tfm = mc_tfm_config_default(), .mode = mode, .world = world, .rank = world - 1,
+                          .hooks = &hooks};
+    c.tfm.arch = MC_TFM_ENCODER;
+    c.tfm.d_model = 48; /* head size 12 */
+    c.tfm.heads = 4;
+    c.tfm.enc_layers = layers;
+    c.tfm.ff = 33; /* odd: padded shards */
+    c.tfm.dropout = 0;
+    c.tfm.seq = 9;
+    c.tfm.batch = 3;
+    c.tfm.optimizer = MC_WL_ADAM;
+    char err[256];
+    mc_sh_tfm *s = mc_sh_tfm_create(&c, err, sizeof err);
+    if (!s) fail_msg("%s", err);
+    const int64_t E = 48, F = 33;
+    const int64_t rows[12] = {3 * E, 3 * E, E, E, F, F, E, E, E, E, E, E}, cols[12] = {E, 1, E, 1, E, 1, F, 1, 1, 1, 1, 1};
+    memcpy(rec.rows, rows, sizeof rows);
+    memcpy(rec.cols, cols, sizeof cols);
+    const int steps = 3;
+    for (int k = 0; k < steps; k++) {
+        const int from = rec.n;
+        mc_sh_step_result out;
+        assert_int_equal(mc_sh_tfm_step(s, &out), MC_WL_OK);
+        const int to = rec.n;
+        assert_int_equal(rec.kind[from], MC_SH_STEP_BEGIN);
+        assert_int_equal(rec.kind[to - 1], MC_SH_STEP_END);
+        assert_int_equal(count(&rec, from, to, MC_SH_STEP_BEGIN), 1);
+        assert_int_equal(count(&rec, from, to, MC_SH_STEP_END), 1);
+        assert_int_equal(count(&rec, from, to, MC_SH_BACKWARD_END), 1);
+        const int gathers = mode == MC_SH_FSDP ? 2 * layers : layers; /* ZeRO-3 gathers again in backward */
+        assert_int_equal(count(&rec, from, to, MC_SH_ALLGATHER), world > 1 ? gathers : 0);
+        assert_int_equal(count(&rec, from, to, MC_SH_COPY_OUT), gathers);
+        assert_int_equal(count(&rec, from, to, MC_SH_CHUNK_CAT), layers);
+        assert_int_equal(count(&rec, from, to, MC_SH_REDUCE_SCATTER), layers);
+        assert_int_equal(count(&rec, from, to, MC_SH_INPUT_FREED), layers);
+        /* a layer's copy-out follows its own all-gather; each reduce-scatter
+           follows its chunk_cat, and each input is waited for before the
+           next reduce-scatter input is made or the backward ends */
+        int pending[64] = {0}, waits_owed = 0;
+        for (int i = from; i < to; i++) {
+            const int l = rec.layer[i];
+            switch (rec.kind[i]) {
+            case MC_SH_ALLGATHER: pending[l] = 1; break;
+            case MC_SH_COPY_OUT:
+                if (world > 1) assert_true(pending[l]);
+                pending[l] = 0;
+                break;
+            case MC_SH_CHUNK_CAT: assert_int_equal(waits_owed, 0); break;
+            case MC_SH_REDUCE_SCATTER:
+                assert_int_equal(rec.kind[i - 1], MC_SH_CHUNK_CAT);
+                waits_owed++;
+                break;
+            case MC_SH_INPUT_FREED: waits_owed--; break;
+            case MC_SH_BACKWARD_END: assert_int_equal(waits_owed, 0); break;
+            default: break;
+            }
+        }
+    }
+    if (rec.bad) fail_msg("%s", rec.bad);
+    mc_sh_tfm_destroy(s);
+}
+
+static void test_zero3(void **state)
+{
+    (void)state;
+    run(MC_SH_FSDP, 2, 3);
+    run(MC_SH_FSDP, 3, 1);
+    run(MC_SH_FSDP, 1, 2);
+}
+
+static void test_zero2(void **state)
+{
+    (void)state;
+    run(MC_SH_ZERO2, 2, 3);
+    run(MC_SH_ZERO2, 4, 2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_zero3),
+        cmocka_unit_test(test_zero2),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
