@@ -93,7 +93,8 @@ compare_fixtures() {
 
 if [ "$mode" = --fixtures-only ] || [ "$mode" = --gpu ]; then
     compare_fixtures
-    fix=$root/tests/fixtures/transformer_build exact=1 compare_fixtures
+    # the committed ones also built on the host (not when given a folder to compare: the self-checks)
+    [ -z "${TRANSFORMER_FIXTURES:-}" ] && fix=$root/tests/fixtures/transformer_build exact=1 compare_fixtures
     summary; exit $?
 fi
 
