@@ -116,6 +116,18 @@ def write_atomic(path, text):
     os.replace(path + ".tmp", path)
 
 
+def read_configs(path):
+    """NAME<TAB>flags lines of a file ('#' comments and blank lines
+    skipped); OSError where it cannot be read, ValueError where a line is
+    not NAME<TAB>flags (fsdp_transformer_reference.py reads its own so)."""
+    with open(path) as f:
+        configs = [tuple(line.rstrip("\n").split("\t", 1)) for line in f
+                   if line.strip() and not line.startswith("#")]
+    if any(len(c) != 2 for c in configs):
+        raise ValueError("every line is NAME<TAB>flags")
+    return configs
+
+
 def run_rank(name, mode, flags, outdir, steps):
     """One rank, under torchrun (RANK, LOCAL_RANK, WORLD_SIZE set)."""
     os.environ["NCCL_NVLS_ENABLE"] = "0"  # before NCCL initialises, whatever was set
@@ -231,13 +243,11 @@ def main():
     configs = CONFIGS
     if a.configs:
         try:
-            with open(a.configs) as f:
-                configs = [tuple(line.rstrip("\n").split("\t", 1)) for line in f
-                           if line.strip() and not line.startswith("#")]
+            configs = read_configs(a.configs)
         except OSError as e:
             ap.error("cannot read --configs: %s" % e)
-        if any(len(c) != 2 for c in configs):
-            ap.error("--configs: every line is NAME<TAB>flags")
+        except ValueError as e:
+            ap.error("--configs: %s" % e)
     table = dict(configs)
     if a.list:
         for n, fl in configs:

@@ -86,67 +86,50 @@ import subprocess
 import sys
 import time
 
+import transformer_reference as tref
+from fsdp_reference import CHILD_TIMEOUT_S, HEADER, LR, REAP_S, read_configs, write_atomic
 from random_configs import FSDP_TFM_DEFAULT_N, FSDP_TFM_DEFAULT_SEED, draw_fsdp_tfm
 
 CONFIGS = draw_fsdp_tfm(FSDP_TFM_DEFAULT_N, FSDP_TFM_DEFAULT_SEED)
 MODES = ("fsdp", "zero2")
 DEFAULT_STEPS = 4
-LR = {"sgd": 0.01, "momentum": 0.01, "adam": 1e-3}  # build/workload's
-CHILD_TIMEOUT_S = 300
 MAX_EVENTS = 1000000  # the memory history's ring: every event of set-up and the steps
-REAP_S = 0.3  # tests/torch/fsdp_reference.py's REAP_S: NCCL's watchdog lets go of a step's tensors
-HEADER = "step,peak_allocated,allocated_end,peak_reserved,status,step_time_s"
 
 
 class Cfg:
     """build/sharded_model --model transformer's network flags, strictly:
-    build/workload's Transformer flags for one nn.TransformerEncoder in
-    fp32 with one micro-step (no --arch, --accum, --precision,
-    --checkpoint, --causal, --fused or --offload)."""
+    build/workload's Transformer flags (transformer_reference.py's Cfg
+    parses them) for one nn.TransformerEncoder made on the device, in fp32
+    with one micro-step and dropout 0, and --mode."""
 
-    INTS = {"--d-model": "d_model", "--heads": "heads", "--enc-layers": "layers", "--ff": "ff",
-            "--seq": "seq", "--batch": "batch"}
-    FLAGS = {"--norm-first": "norm_first", "--batch-first": "batch_first"}
-    CHOICES = {"--activation": ("activation", ("relu", "gelu")),
-               "--optimizer": ("optimizer", tuple(LR)),
-               "--mode": ("mode", MODES)}
+    REFUSED = ("--arch", "--dec-layers", "--accum", "--precision", "--checkpoint", "--causal", "--build",
+               "--steps")
 
     def __init__(self, flags):
-        # build/workload's defaults (PyTorch's), but dropout: given as 0 or refused
-        self.d_model, self.heads, self.layers, self.ff = 512, 8, 6, 2048
-        self.dropout, self.activation, self.optimizer = None, "relu", "sgd"
-        self.seq = self.batch = self.mode = None
-        self.norm_first = self.batch_first = False
         toks = flags.split()
-        i = 0
-        while i < len(toks):
-            t = toks[i]
-            if t in self.FLAGS:
-                setattr(self, self.FLAGS[t], True)
-                i += 1
-                continue
-            if i + 1 >= len(toks):
-                raise ValueError("%s needs a value" % t)
-            v = toks[i + 1]
-            if t in self.INTS:
-                n = int(v)
-                if n < 1:
-                    raise ValueError("%s needs a whole number >= 1" % t)
-                setattr(self, self.INTS[t], n)
-            elif t == "--dropout":
-                self.dropout = float(v)
-            elif t in self.CHOICES and v in self.CHOICES[t][1]:
-                setattr(self, self.CHOICES[t][0], v)
-            else:
-                raise ValueError("bad option %s %s" % (t, v))
-            i += 2
-        if self.seq is None or self.batch is None:
-            raise ValueError("missing --seq or --batch")
-        if self.dropout != 0:
+        self.mode = None
+        if "--mode" in toks:
+            i = toks.index("--mode")
+            if i + 1 >= len(toks) or toks[i + 1] not in MODES:
+                raise ValueError("bad option --mode %s" % " ".join(toks[i + 1:i + 2]))
+            self.mode = toks[i + 1]
+            del toks[i:i + 2]
+        for t in toks:
+            if t in self.REFUSED:
+                raise ValueError("bad option %s (the FSDP2 model takes the encoder alone, fp32, one "
+                                 "micro-step, made on the device)" % t)
+        base = tref.Cfg("--arch encoder " + " ".join(toks), 1)
+        if base.dropout != 0:
             raise ValueError("give --dropout 0 (the model's FSDP2 run has no dropout)")
-        if self.d_model % self.heads or (self.d_model // self.heads) % 4:
+        if base.optimizer not in LR:
+            raise ValueError("bad option --optimizer %s" % base.optimizer)
+        if (base.d_model // base.heads) % 4:
             raise ValueError("--heads must divide --d-model in heads of a multiple of 4 "
                              "(memory-efficient attention's)")
+        self.d_model, self.heads, self.layers, self.ff = base.d_model, base.heads, base.enc, base.ff
+        self.dropout, self.activation, self.optimizer = base.dropout, base.activation, base.optimizer
+        self.seq, self.batch = base.seq, base.batch
+        self.norm_first, self.batch_first = base.norm_first, base.batch_first
 
     def net(self):
         """The flags again, without --mode: what configs.txt carries after --world."""
@@ -172,12 +155,6 @@ def segment_lines(events):
             out.append("%s 0x%x %d %d\n" % ("alloc" if a == "segment_alloc" else "free", e["addr"],
                                              e["size"], e.get("stream", 0)))
     return "".join(out)
-
-
-def write_atomic(path, text):
-    with open(path + ".tmp", "w") as f:
-        f.write(text)
-    os.replace(path + ".tmp", path)
 
 
 def run_rank(name, mode, cfg, outdir, steps, trace, history=True):
@@ -287,16 +264,6 @@ def run_rank(name, mode, cfg, outdir, steps, trace, history=True):
                          world, steps, os.environ.get("NCCL_NVLS_ENABLE", "")))
     dist.destroy_process_group()
     return 0
-
-
-def read_configs(path):
-    """NAME<TAB>flags lines of a file ('#' comments and blank lines skipped)."""
-    with open(path) as f:
-        configs = [tuple(line.rstrip("\n").split("\t", 1)) for line in f
-                   if line.strip() and not line.startswith("#")]
-    if any(len(c) != 2 for c in configs):
-        raise ValueError("every line is NAME<TAB>flags")
-    return configs
 
 
 def main():
