@@ -307,12 +307,14 @@ static int run_once(const mc_sh_config *c0, const mc_sh_gpu_opts *o, int first, 
     res->oom_rank = -1;
     int nparams = 0;
     float **ref = NULL;
+    const bool placed = M->segments && M->create_placed; /* its models come after the GPU run */
     for (int q = first; q < first + count; q++) { /* the host model of each rank */
+        if (placed && (!o->verify || ref)) break;
         mc_sh_config m = c;
         m.rank = q;
         void *r = M->create(&m, false, NULL, err, len);
         if (!r) return -1;
-        for (int s = 0; s < o->steps; s++) {
+        for (int s = 0; s < o->steps && !placed; s++) {
             mc_sh_step_result sr;
             M->step(r, &sr);
             res->model_peak[q][s] = sr.peak_allocated;
@@ -357,7 +359,7 @@ static int run_once(const mc_sh_config *c0, const mc_sh_gpu_opts *o, int first, 
     }
     for (int q = 0; q < count; q++) pthread_join(t[q], NULL);
     for (int q = 0; q < count; q++) { /* each rank's model again, its segments where the GPU's went */
-        if (k[q].seg_addr && M->create_placed) {
+        if (placed && k[q].seg_addr) {
             mc_sh_config m = c;
             m.rank = k[q].rank;
             void *r = M->create_placed(&m, k[q].seg_addr, k[q].seg_bytes, k[q].nseg, err, len);
