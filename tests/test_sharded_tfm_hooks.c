@@ -5,7 +5,10 @@
  * in the backward, its copy-out always after its own all-gather, its
  * gradients chunk_cat'ed and reduce-scattered once, every reduce-scatter
  * input waited for before it is freed; every call names the layer's 12
- * parameters with their shapes, and its buffers' sizes agree with them. */
+ * parameters with their shapes, and its buffers' sizes agree with them.
+ * The --verify check's one GPU (plain, world 1, the ranks' batches as
+ * data_chunks) trains them as micro-steps of gradient accumulation, which
+ * no other mode or world takes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -150,11 +153,71 @@ static void test_zero2(void **state)
     run(MC_SH_ZERO2, 4, 2);
 }
 
+static mc_sh_tfm_config small(mc_sh_mode mode, int world, int accum, int64_t batch)
+{
+    mc_sh_tfm_config c = {.tfm = mc_tfm_config_default(), .mode = mode, .world = world, .rank = 0};
+    c.tfm.arch = MC_TFM_ENCODER;
+    c.tfm.d_model = 48;
+    c.tfm.heads = 4;
+    c.tfm.enc_layers = 2;
+    c.tfm.ff = 33;
+    c.tfm.dropout = 0;
+    c.tfm.seq = 9;
+    c.tfm.batch = batch;
+    c.tfm.accum = accum;
+    return c;
+}
+
+static void test_accumulation_only_for_the_check(void **state)
+{
+    (void)state;
+    char err[256];
+    mc_sh_tfm_config c = small(MC_SH_PLAIN, 1, 2, 6);
+    assert_int_equal(mc_sh_tfm_check(&c, err, sizeof err), 0);
+    c = small(MC_SH_PLAIN, 2, 2, 6);
+    assert_int_equal(mc_sh_tfm_check(&c, err, sizeof err), -1);
+    assert_non_null(strstr(err, "accumulation"));
+    c = small(MC_SH_FSDP, 2, 2, 6);
+    assert_int_equal(mc_sh_tfm_check(&c, err, sizeof err), -1);
+    assert_non_null(strstr(err, "accumulation"));
+    c = small(MC_SH_PLAIN, 1, 4, 6); /* 6 sequences are not 4 micro-batches */
+    assert_int_equal(mc_sh_tfm_check(&c, err, sizeof err), -1);
+}
+
+/* The runner's one GPU of the check (data_chunks N, N B sequences) is a
+ * model of N micro-steps of B sequences: its activations are a rank's,
+ * so its peak stays below one step over all N B sequences at once. */
+static void test_check_reference_takes_micro_steps(void **state)
+{
+    (void)state;
+    mc_tfm_config net = small(MC_SH_PLAIN, 1, 1, 3).tfm;
+    net.heads = 3; /* head size 16, as the GPU's kernels take (M.check checks for the GPU) */
+    const mc_sh_model M = mc_sh_tfm_model(&net);
+    mc_sh_config c = {.wl = mc_sh_net_default(), .mode = MC_SH_PLAIN, .world = 1, .model = &M};
+    c.wl.batch = 4 * 16;
+    c.wl.optimizer = MC_WL_MOMENTUM;
+    char err[256];
+    uint64_t peak[2];
+    for (int chunks = 1; chunks <= 4; chunks += 3) {
+        c.data_chunks = chunks;
+        if (M.check(&c, err, sizeof err) != 0) fail_msg("%s", err);
+        void *m = M.create(&c, false, NULL, err, sizeof err);
+        if (!m) fail_msg("%s", err);
+        mc_sh_step_result r;
+        assert_int_equal(M.step(m, &r), MC_WL_OK);
+        peak[chunks > 1] = r.peak_allocated;
+        M.destroy(m);
+    }
+    assert_true(peak[1] < peak[0]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_zero3),
         cmocka_unit_test(test_zero2),
+        cmocka_unit_test(test_accumulation_only_for_the_check),
+        cmocka_unit_test(test_check_reference_takes_micro_steps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,8 +32,8 @@ struct mc_sh_tfm {
     hinted h;
     mc_sh_hooks hooks;           /* the GPU runner's (comm NULL: none) */
     mc_tfm_data data;            /* fixed_data: the host's batch */
-    float *src, *tgt;
-    const float *srcp[1], *tgtp[1];
+    float *src, *tgt;            /* fixed_data: accum micro-batches, one after the other */
+    const float **srcp, **tgtp;  /* [accum]: each micro-batch's */
 };
 
 static int hinted_malloc(void *ctx, uint64_t bytes, uint64_t *addr)
@@ -57,7 +57,11 @@ static void hinted_free(void *ctx, uint64_t addr, uint64_t bytes)
 
 int mc_sh_tfm_check(const mc_sh_tfm_config *c, char *err, size_t len)
 {
-    if (mc_tfm_wrap_check(&c->tfm, err, len) != 0) return -1;
+    /* accumulation only on one plain GPU: the check's reference, which
+     * takes the ranks' batches as its micro-batches (sharded_tfm.h) */
+    mc_tfm_config net = c->tfm;
+    net.accum = 1;
+    if (mc_tfm_config_check(&c->tfm, err, len) != 0 || mc_tfm_wrap_check(&net, err, len) != 0) return -1;
     if (c->mode != MC_SH_PLAIN && c->mode != MC_SH_ZERO2 && c->mode != MC_SH_FSDP) {
         snprintf(err, len, "the Transformer's data-parallel modes are plain, zero2 and fsdp, not %s",
                  mc_sh_mode_name(c->mode));
@@ -69,6 +73,10 @@ int mc_sh_tfm_check(const mc_sh_tfm_config *c, char *err, size_t len)
     }
     if (c->world < 1 || c->world > 65536 || c->rank < 0 || c->rank >= c->world) {
         snprintf(err, len, "rank %d of %d ranks (1..65536)", c->rank, c->world);
+        return -1;
+    }
+    if (c->tfm.accum != 1 && !(c->mode == MC_SH_PLAIN && c->world == 1)) {
+        snprintf(err, len, "the Transformer under FSDP2 does not model gradient accumulation");
         return -1;
     }
     if (c->gpu && mc_tfm_gpu_check(&c->tfm, err, len) != 0) return -1;
@@ -100,25 +108,34 @@ static float host_normal(uint64_t seed, uint64_t which, uint64_t i)
 
 /* fixed_data: src and tgt, this rank's B sequences of the global batch
  * (sequence g = rank B + b), in the model's layout (batch-major with
- * batch_first, else sequence-major). */
+ * batch_first, else sequence-major), as accum micro-batches of B / accum
+ * sequences, in order (the check's one GPU: the ranks' batches, one a
+ * micro-step). */
 static void draw_host_batch(mc_sh_tfm *s)
 {
     const mc_tfm_config *t = &s->c.tfm;
-    const int64_t B = t->batch, L = t->seq, E = t->d_model, n = B * L * E;
-    s->src = malloc((size_t)n * sizeof(float));
-    s->tgt = malloc((size_t)n * sizeof(float));
-    CHECK(s->src && s->tgt, "out of host memory");
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t l = 0; l < L; l++) {
-            const uint64_t g = (uint64_t)(s->c.rank * B + b), base = (g * (uint64_t)L + (uint64_t)l) * (uint64_t)E;
-            const int64_t at = (t->batch_first ? b * L + l : l * B + b) * E;
-            for (int64_t e = 0; e < E; e++) {
-                s->src[at + e] = host_normal(t->seed, 0, base + (uint64_t)e);
-                s->tgt[at + e] = host_normal(t->seed, 1, base + (uint64_t)e);
+    const int K = t->accum;
+    const int64_t B = t->batch, mb = B / K, L = t->seq, E = t->d_model, n = mb * L * E;
+    s->src = malloc((size_t)(n * K) * sizeof(float));
+    s->tgt = malloc((size_t)(n * K) * sizeof(float));
+    s->srcp = malloc((size_t)K * sizeof *s->srcp);
+    s->tgtp = malloc((size_t)K * sizeof *s->tgtp);
+    CHECK(s->src && s->tgt && s->srcp && s->tgtp, "out of host memory");
+    for (int k = 0; k < K; k++) {
+        float *src = s->src + k * n, *tgt = s->tgt + k * n;
+        for (int64_t b = 0; b < mb; b++)
+            for (int64_t l = 0; l < L; l++) {
+                const uint64_t g = (uint64_t)(s->c.rank * B + k * mb + b),
+                               base = (g * (uint64_t)L + (uint64_t)l) * (uint64_t)E;
+                const int64_t at = (t->batch_first ? b * L + l : l * mb + b) * E;
+                for (int64_t e = 0; e < E; e++) {
+                    src[at + e] = host_normal(t->seed, 0, base + (uint64_t)e);
+                    tgt[at + e] = host_normal(t->seed, 1, base + (uint64_t)e);
+                }
             }
-        }
-    s->srcp[0] = s->src;
-    s->tgtp[0] = s->tgt;
+        s->srcp[k] = src;
+        s->tgtp[k] = tgt;
+    }
     s->data = (mc_tfm_data){.params = NULL, .src = s->srcp, .tgt = s->tgtp, .grads = NULL, .losses = NULL};
 }
 
@@ -208,6 +225,8 @@ mc_sh_tfm *mc_sh_tfm_create(const mc_sh_tfm_config *c, char *err, size_t len)
         if (s->h.d) ca_host_destroy(s->h.d);
         free(s->src);
         free(s->tgt);
+        free(s->srcp);
+        free(s->tgtp);
         free(s);
         return NULL;
     }
@@ -265,6 +284,8 @@ void mc_sh_tfm_destroy(mc_sh_tfm *s)
     free(s->p);
     free(s->src);
     free(s->tgt);
+    free(s->srcp);
+    free(s->tgtp);
     free(s);
 }
 
@@ -312,6 +333,7 @@ static mc_sh_tfm_config from_runner(const mc_sh_config *c, bool gpu, const mc_sh
     mc_sh_tfm_config t = {.tfm = *(const mc_tfm_config *)c->model->net, .mode = c->mode, .world = c->world,
                           .rank = c->rank, .gpu = gpu, .hooks = h, .fixed_data = c->wl.fixed_data};
     t.tfm.batch = c->wl.batch;
+    t.tfm.accum = c->data_chunks > 1 ? c->data_chunks : 1; /* the check's one GPU: a rank's batch a micro-step */
     t.tfm.optimizer = c->wl.optimizer;
     t.tfm.lr = c->wl.lr;
     t.tfm.seed = c->wl.seed;

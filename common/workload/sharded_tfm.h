@@ -29,7 +29,8 @@
  * its own batch (randn from a seed of its own), or, with fixed_data, the
  * sequences r B .. r B + B - 1 of one global batch drawn on the host, the
  * same every step, so that one GPU trained on the global batch is the
- * ranks' check. */
+ * ranks' check (plain, world 1, accum N: rank r's sequences its r-th
+ * micro-batch; accumulation is refused otherwise). */
 #ifndef MC_SHARDED_TFM_H
 #define MC_SHARDED_TFM_H
 

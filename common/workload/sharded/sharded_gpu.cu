@@ -246,8 +246,9 @@ extern "C" int mc_sh_gpu_available(int ranks, char *why, size_t len)
     return 1;
 }
 
-/* The one-GPU reference of verify: plain, the N ranks' batches as one, on
- * device 0, its parameters into ref (2L arrays, whole). */
+/* The one-GPU reference of verify: plain, the N ranks' batches as one
+ * (data_chunks N: the MLP's in one step, the Transformer's as N
+ * micro-steps), on device 0, its parameters into ref (whole). */
 static int reference(const mc_sh_config *c, const mc_sh_gpu_opts *o, int device, float **ref, char *err,
                      size_t len)
 {

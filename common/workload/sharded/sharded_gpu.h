@@ -36,7 +36,13 @@
  * over the batch (which the GPU count changes) moves elements of tiny
  * gradient by about lr either way: after 8 steps at width 1024, 24% of the
  * elements were beyond 1e-5 on two H100s, the largest 1.3e-3, while
- * momentum stayed within 1.2e-7. The optimizer's kernels are the
+ * momentum stayed within 1.2e-7. The Transformer's one GPU takes the
+ * ranks' batches as micro-batches of gradient accumulation (loss / N
+ * each, rank r's batch the r-th), so that its sums over tokens group as
+ * the ranks' do: taken as one batch of N B sequences, fp32's rounding of
+ * the sum over 8192 tokens of a LayerNorm bias's gradient, whose terms
+ * nearly cancel, put 1 or 2 of 50 M elements just beyond 1e-5 (1.15e-5)
+ * at tfm1024 on two H100s. The optimizer's kernels are the
  * workload's, checked against float64 by build/workload --verify.
  *
  * NCCL_NVLS_ENABLE=0 is set before the communicators are made: NVLink
