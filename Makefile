@@ -2,9 +2,13 @@
 #
 # Host code (common/*.c, tools/*.c, tools/*/*.c, tests/*.c, experiments/*.c)
 # is built with $(CC) -Wall -Wextra; CUDA code (*.cu) with nvcc for
-# $(CUDA_ARCH). SAN=1 puts every object, CUDA host code included, under
-# AddressSanitizer and UndefinedBehaviorSanitizer in build/san/ (what `make
-# test` runs).
+# $(CUDA_ARCH). SAN=1 puts every host object under AddressSanitizer and
+# UndefinedBehaviorSanitizer in build/san/ (what `make test` runs).
+# CUDA objects are built once, in build/obj/, and linked into both builds:
+# make test runs no kernel, so compiling them again under the sanitizers
+# cost two cores minutes after every make run-all; the host code in .cu
+# files is not instrumented (the .c files, the allocator model, parsers,
+# the report, are).
 
 CUDA_HOME ?= /usr/local/cuda
 NVCC      ?= $(CUDA_HOME)/bin/nvcc
@@ -13,7 +17,7 @@ CXX       ?= g++
 # CUDA_ARCH: what `make test` and single targets build for where the build
 # folder has no CUDA objects yet, Hopper (sm_90) machine code plus
 # compute_90 PTX (nvcc needs no GPU; make test runs no kernel); where it
-# has, the flags they were built with (BUILD/.cuda-arch), so that no goal
+# has, the flags they were built with (build/.cuda-arch), so that no goal
 # recompiles what another built. `make`, `make all`, `make run-all` and
 # `make test-gpu` build for the GPU this machine has, or for sm_90 when it
 # has none (scripts/cuda-arch); CUDA_ARCH given on the command line or in
@@ -37,7 +41,9 @@ endif
 
 # The flags CUDA objects were built with; rewritten only when they change,
 # so a change of architecture rebuilds them.
-ARCH_STAMP := $(BUILD)/.cuda-arch
+# CUDA objects' build folder: the plain build's (build/san's parent), or BUILD given.
+CU_BUILD   := $(patsubst %/san,%,$(BUILD))
+ARCH_STAMP := $(CU_BUILD)/.cuda-arch
 ARCH_GOALS := all run-all test-gpu
 ifneq ($(filter command line environment,$(origin CUDA_ARCH)),)
 CUDA_ARCH_FLAGS := $(if $(filter fat,$(CUDA_ARCH)),$(shell NVCC="$(NVCC)" scripts/cuda-arch fat),-arch=$(CUDA_ARCH))
@@ -51,7 +57,7 @@ CUDA_ARCH_FLAGS := $(or $(shell cat $(ARCH_STAMP) 2>/dev/null),-arch=$(CUDA_ARCH
 endif
 ifeq ($(filter-out clean help deps,$(or $(MAKECMDGOALS),all)),)
 else
-$(shell mkdir -p $(BUILD) && { [ "$$(cat $(ARCH_STAMP) 2>/dev/null)" = "$(CUDA_ARCH_FLAGS)" ] || echo "$(CUDA_ARCH_FLAGS)" > $(ARCH_STAMP); })
+$(shell mkdir -p $(CU_BUILD) && { [ "$$(cat $(ARCH_STAMP) 2>/dev/null)" = "$(CUDA_ARCH_FLAGS)" ] || echo "$(CUDA_ARCH_FLAGS)" > $(ARCH_STAMP); })
 endif
 
 ifeq ($(V),1)
@@ -67,8 +73,9 @@ empty     :=
 space     := $(empty) $(empty)
 # C++ warns when a designated initializer leaves a member out; descriptors
 # (mc_experiment) leave optional members out by design, as C allows.
-NVCCFLAGS := $(CUDA_ARCH_FLAGS) -std=c++17 $(OPT) -Icommon -Iexperiments -MMD -MP \
-             -Xcompiler $(subst $(space),$(comma),-Wall -Wextra -Wno-missing-field-initializers $(strip $(SANFLAGS)))
+# No $(SANFLAGS) and the plain build's -O2: one object serves both builds.
+NVCCFLAGS := $(CUDA_ARCH_FLAGS) -std=c++17 -O2 -g -Icommon -Iexperiments -MMD -MP \
+             -Xcompiler $(subst $(space),$(comma),-Wall -Wextra -Wno-missing-field-initializers)
 LDFLAGS   := -Wl,--as-needed $(SANFLAGS) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
 LDLIBS    := -lcjson -lcudart_static -lm -lpthread -ldl -lrt
 
@@ -124,9 +131,11 @@ LIB_DIRS   := common common/results common/alloc common/trace common/workload \
               common/workload/transformer/kernels common/workload/transformer/reference \
               common/workload/sharded
 COMMON_SRC := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c $(d)/*.cu))
-COMMON_OBJ := $(patsubst %,$(BUILD)/obj/%.o,$(COMMON_SRC))
+# $(call objs,SOURCES): their objects, a .c's in this build, a .cu's in build/obj/.
+objs = $(patsubst %,$(BUILD)/obj/%.o,$(filter %.c,$(1))) $(patsubst %,$(CU_BUILD)/obj/%.o,$(filter %.cu,$(1)))
+COMMON_OBJ := $(call objs,$(COMMON_SRC))
 SUPPORT_SRC := $(wildcard experiments/support/*.c experiments/support/*.cu)
-SUPPORT_OBJ := $(patsubst %,$(BUILD)/obj/%.o,$(SUPPORT_SRC))
+SUPPORT_OBJ := $(call objs,$(SUPPORT_SRC))
 EXP_SRC    := $(sort $(wildcard experiments/c[0-9][0-9]_*.c experiments/c[0-9][0-9]_*.cu))
 EXP_BIN    := $(patsubst experiments/%,$(BUILD)/%,$(basename $(EXP_SRC)))
 TOOL_SRC   := $(wildcard tools/*.c tools/*.cu)
@@ -179,7 +188,7 @@ $(BUILD)/obj/%.c.o: %.c | setup
 	@$(if $(Q),echo "  CC    $<")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/%.cu.o: %.cu $(ARCH_STAMP) | setup
+$(CU_BUILD)/obj/%.cu.o: %.cu $(ARCH_STAMP) | setup
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  NVCC  $<")
 	$(Q)$(NVCC) $(NVCCFLAGS) -c $< -o $@
@@ -215,11 +224,11 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.c.o $(SUPPORT_LIB) $(LIB)
 # An experiment's or tool's object, whichever of .c or .cu it came from.
 $(BUILD)/obj/experiments/%.o: $(BUILD)/obj/experiments/%.c.o
 	$(Q)cp $< $@
-$(BUILD)/obj/experiments/%.o: $(BUILD)/obj/experiments/%.cu.o
+$(BUILD)/obj/experiments/%.o: $(CU_BUILD)/obj/experiments/%.cu.o
 	$(Q)cp $< $@
 $(BUILD)/obj/tools/%.o: $(BUILD)/obj/tools/%.c.o
 	$(Q)cp $< $@
-$(BUILD)/obj/tools/%.o: $(BUILD)/obj/tools/%.cu.o
+$(BUILD)/obj/tools/%.o: $(CU_BUILD)/obj/tools/%.cu.o
 	$(Q)cp $< $@
 
 .SECONDARY:

@@ -122,6 +122,18 @@ check_that "another architecture: the object must be rebuilt" $((!$?))
 mk '' "$o" BUILD="$b" CUDA_ARCH=sm_80 >/dev/null
 check "... and is rebuilt for it" grep -q "arch=sm_80" "$o"
 
+# One build of the CUDA objects: after the plain build made them, make
+# test's (SAN=1, BUILD/san) compiles none again and links the plain ones.
+u=$tmp/u
+cu_objs=$(git ls-files '*.cu' | sed "s|^|$u/obj/|; s|\$|.o|")
+# shellcheck disable=SC2086
+mk '' $cu_objs BUILD="$u" CUDA_ARCH=sm_90 >/dev/null
+check "the plain build made every CUDA object" test "$(ls $cu_objs 2>/dev/null | wc -l)" -eq "$(wc -w <<<"$cu_objs")"
+out=$(mk '' -n SAN=1 test-build BUILD="$u/san")
+check_that "make test's build after it compiles no CUDA object" $(grep -q "nvcc " <<<"$out"; echo $((!$?)))
+check "... and links the plain build's" grep -qF "$u/obj/common/gate.cu.o" <<<"$out"
+check_that "... and none of its own" $(grep -qF "$u/san/obj/common/gate.cu.o" <<<"$out"; echo $((!$?)))
+
 # Programs are not linked with cuBLAS: it is loaded at the first call.
 build=${1:-build/san}
 linked=""
