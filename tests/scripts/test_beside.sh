@@ -70,6 +70,29 @@ wrap_torch() { # DIR
     { printf 'exec(open(%s).read())\n' "'$stub/torch.py'"; cat; } > "$1/torch.py"
 }
 
+# ------------------------------------------------------------ the regime and the spreads
+# A regime is named only where the spread of the median idle share lies on
+# one side of an edge (0.2, 0.5); a spread over an edge is "mixed".
+regime() { PYTHONPATH=$beside python3 -c "import beside as b, sys; print(b.regime(b.idle_of([float(x) for x in sys.argv[1:]])))" "$@"; }
+check_eq "five profiled steps all idle 60%: launch-bound" "$(regime .6 .62 .58 .61 .59)" launch-bound
+check_eq "all idle about 10%: GPU-bound" "$(regime .1 .12 .08 .11 .09)" GPU-bound
+check_eq "all between the edges: partly launch-bound" "$(regime .3 .32 .28 .31 .35)" "partly launch-bound"
+check_eq "a median of 13% whose steps reach 54% (run to run, the issue's C08): mixed, not GPU-bound" \
+    "$(regime .13 .54 .12 .50 .14)" mixed
+check_eq "steps over the 50% edge: mixed, not launch-bound" "$(regime .45 .55 .48 .6 .52)" mixed
+check_eq "the clause says mixed with the spread" \
+    "$(PYTHONPATH=$beside python3 -c "import beside as b; print(b.regime_clause(b.idle_of([.13, .54, .12, .50, .14])))")" \
+    "PyTorch's step is mixed (neither launch- nor GPU-bound for certain): its GPU is idle 14% (13%-50%) of a profiled step (median of 5, not timed ones)"
+spread() { PYTHONPATH=$beside python3 -c "import beside as b, sys; print(*('%.4g' % x for x in b.$1))"; }
+check_eq "the median's bootstrap spread of 1..5: 2 .. 4 (resampled medians' 10th, 90th percentile)" \
+    "$(spread 'median_spread([1, 2, 3, 4, 5])')" "2 4"
+check_eq "... the same samples, the same spread (a fixed seed)" "$(spread 'median_spread([5, 1, 4, 2, 3])')" "2 4"
+check_eq "... one sample: no spread" "$(spread 'median_spread([7])')" "7 7"
+check_eq "a ratio of medians with its spread (a resampled median is below 2 only where 3 of 5 draws are 1.9: 6%)" \
+    "$(spread 'ratio_spread([2, 2.1, 1.9, 2, 2.05], [1, 1, 1, 1, 1])')" "2 2 2.05"
+check "figures of several samples note the median's spread" \
+    bash -c "PYTHONPATH='$stub' python3 '$beside/checkpointing.py' --quick 2>/dev/null | grep -q 'step_time,s,5,.*median spread (bootstrap 10-90%): '"
+
 # ------------------------------------------------------------ the counterparts alone
 counterparts="pinned_vs_pageable sync_vs_async_timing mixed_precision grad_accumulation checkpointing optimizer_state
     nonblocking_copy prefetch_overlap activation_offload compile_fusion no_grad_eval"
@@ -104,7 +127,7 @@ for key in $counterparts; do
         check_eq "... a gpu_idle_share row (ratio) beside every timed point, from the stand-in's profile (0.3033)" \
             "$(rows_awk '{ csv_split($0, f); if (f[6] ~ /^(step|forward)_time$/ && f[14] == "ok") t++; if (f[6] == "gpu_idle_share" && f[7] == "ratio" && f[9] + 0 > 0.303 && f[9] + 0 < 0.304) g++ } END { print (t > 0 && t == g) ? "yes" : t " timed, " g " idle" }' "$tmp/$key.rows")" yes
         check "... the verdict row names the regime with the idle share, the profiled step apart from the timed" \
-            grep -q "^$id,$key,pytorch,verdict,,pytorch_beside,.*is partly launch-bound: its GPU is idle 30% of a profiled [a-z]* (not a timed one)" "$tmp/$key.rows"
+            grep -q "^$id,$key,pytorch,verdict,,pytorch_beside,.*is partly launch-bound: its GPU is idle 30% of a profiled [a-z]* (median of 5, not timed ones)" "$tmp/$key.rows"
     fi
     # Given the suite's CSV: its points, and its figures in the summaries.
     PYTHONPATH=$stub python3 "$beside/$key.py" --suite-csv "$fixtures/$key.csv" --csv-header "$header" \
@@ -290,7 +313,7 @@ check_eq "... the runner said nothing on its own (logs/pytorch-runner.log not le
 check_eq "... each CSV has its verdict-beside row" \
     "$(cat "$with/sync_vs_async_timing.csv" "$with/mixed_precision.csv" "$with/checkpointing.csv" | grep -c ',pytorch,verdict,,pytorch_beside,,0,,,,,,ok,')" 3
 check "... and gpu_idle_share rows where steps are timed (C05, C08)" \
-    bash -c "grep -q ',pytorch:[a-z_0-9]*,batch,[0-9]*,gpu_idle_share,ratio,1,' '$with/mixed_precision.csv' && grep -q ',gpu_idle_share,ratio,1,' '$with/checkpointing.csv'"
+    bash -c "grep -q ',pytorch:[a-z_0-9]*,batch,[0-9]*,gpu_idle_share,ratio,5,' '$with/mixed_precision.csv' && grep -q ',gpu_idle_share,ratio,5,' '$with/checkpointing.csv'"
 PYTHONPATH=$stub run_all "$tmp/with-flag" --pytorch
 check_eq "--pytorch is still accepted and changes nothing: exit 0, the same console" \
     "$rc:$(untimed "$out" | sed "s|$tmp/with-flag|R|g")" "0:$(untimed "$with_out" | sed "s|$tmp/with|R|g")"

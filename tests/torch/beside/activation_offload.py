@@ -280,12 +280,13 @@ def main(argv=None):
     if keep and off:
         s_ratio = b.suite_median(args.suite, "transformer_offload", "batch", SEED_BATCH, "peak_ratio")
         s_slow = b.suite_median(args.suite, "transformer_offload", "batch", SEED_BATCH, "slowdown")
+        slow, lo, hi = b.ratio_spread(b.timed(off[2]), b.timed(keep[2]))
         text = "Transformer offload at B=%d: peak %s, slowdown %s" % (
             SEED_BATCH,
             ("%+.0f%% suite, %+.0f%% PyTorch" % (100 * (s_ratio - 1), 100 * (off[1] / keep[1] - 1)))
             if s_ratio is not None else "%+.0f%% PyTorch" % (100 * (off[1] / keep[1] - 1)),
-            ("%.2fx suite, %.2fx PyTorch" % (s_slow, off[0] / keep[0])) if s_slow is not None
-            else "%.2fx PyTorch" % (off[0] / keep[0]))
+            ("%.2fx suite, %s PyTorch" % (s_slow, b.with_spread(slow, lo, hi, lambda x: "%.2fx" % x))) if s_slow is not None
+            else "%s PyTorch" % b.with_spread(slow, lo, hi, lambda x: "%.2fx" % x))
         clause = b.regime_clause(keep[2].get("idle"), "PyTorch's step without offload")
         out.verdict(text + ("; " + clause if clause else "") + ".")
     out.close(len(pts))

@@ -18,18 +18,26 @@ Output (stdout): rows of the suite's tidy CSV (common/csv.h, MC_CSV_HEADER):
     run-all's time budget, or a point the claim does not need; the note
     says which); note: how it was measured or why it failed. A point that
     fails is such a row; the others go on.
-  - gpu_idle_share (unit ratio): per point that times steps, one more step
-    under torch.profiler (CUDA activities), separate from the timed ones:
-    1 - (union of its kernel, memcpy and memset intervals) / (their span,
-    first start to last end): the share of the step the GPU waited for the
-    host to launch work.
+  - gpu_idle_share (unit ratio): per point that times steps, IDLE_STEPS
+    more steps under torch.profiler (CUDA activities), after one profiled
+    step left out (the profiler's own start), separate from the timed ones:
+    per step 1 - (union of its kernel, memcpy and memset intervals) / (their
+    span, first start to last end): the share of the step the GPU waited
+    for the host to launch work; the row is their median, min, max.
+  - every figure of n > 1 samples: its note ends with the median's spread,
+    the 10th to 90th percentile of the median over MEDIAN_RESAMPLES
+    bootstrap resamples (common/band.h's mc_band_median_of, a fixed seed):
+    "median spread (bootstrap 10-90%): LO .. HI". The sentences give a
+    ratio of medians with its spread the same way (ratio_spread).
   - summaries: variant "pytorch", metric "pytorch_beside", no figures, the
     note setting PyTorch's figure beside the suite's ("speed-up ... PyTorch
     1.9 (suite 1.7)"); REPORT.md prints each under the claim.
   - one verdict-beside row (variant "pytorch", param "verdict", metric
     pytorch_beside): one sentence naming the suite's key figure and
     PyTorch's, and where they disagree, the regime (launch-bound against
-    GPU-bound, with the measured idle share) that explains it.
+    GPU-bound, with the measured idle share and its spread) that explains
+    it: a regime is named only where the spread of the median idle share
+    lies wholly on one side of an edge (regime()); else the step is mixed.
   No verdict, finding or verification rows: the verdict is the suite's own.
   Without --csv-header the header comes first (a CSV of its own); with it,
   LINE must be the header these rows are written for (the first line of the
@@ -59,6 +67,7 @@ import gc
 import json
 import math
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -116,8 +125,13 @@ class Rows:
         self.verdict_made = False
 
     def emit(self, variant, param, value, metric, unit, samples, status="ok", note=""):
-        """A figure over samples (a list; [] for none, as an oom or failed row)."""
+        """A figure over samples (a list; [] for none, as an oom or failed
+        row); with more than one sample the note gives the median's spread."""
         s = stats(samples) if samples else None
+        if s is not None and s["n"] > 1:
+            lo, hi = median_spread(samples)
+            note = (note + "; " if note else "") + "median spread (bootstrap 10-90%%): %s .. %s" % (
+                number(lo), number(hi))
         figs = ["0", "", "", "", "", ""] if s is None else \
             [str(s["n"])] + [number(s[k]) for k in ("median", "min", "max", "mean", "stdev")]
         cols = [self.claim, self.key, "%s:%s" % (PREFIX, variant), param,
@@ -151,13 +165,16 @@ class Rows:
         print("beside/%s: %s: skipped: %s" % (self.key, what, why), file=sys.stderr)
 
     def idle(self, variant, param, value, rec):
-        """The gpu_idle_share row of a point whose record has one."""
+        """The gpu_idle_share row of a point whose record has one: the
+        shares of its profiled steps."""
         idle = rec.get("idle") if rec else None
         if idle and idle.get("share") is not None:
-            self.value(variant, param, value, "gpu_idle_share", "ratio", idle["share"],
-                       "one more step under torch.profiler (CUDA activities), not a timed one: 1 - busy / "
-                       "span, busy %s of span %s (union of its kernels, memcpys, memsets; first start to "
-                       "last end)" % (seconds(idle["busy_s"]), seconds(idle["span_s"])))
+            self.emit(variant, param, value, "gpu_idle_share", "ratio", idle["shares"], "ok",
+                      "%d more steps under torch.profiler (CUDA activities), not timed ones, after one left "
+                      "out: each 1 - busy / span (union of its kernels, memcpys, memsets; first start to "
+                      "last end), median busy %s of span %s; %s" % (
+                          len(idle["shares"]), seconds(idle["busy_s"]), seconds(idle["span_s"]),
+                          regime(idle)))
 
     def peaks(self, pairs, what="peak allocated"):
         """The summary of peaks_line(pairs, what), where any pair has both figures."""
@@ -485,38 +502,129 @@ def busy_of(intervals):
     return max(e for _, e in iv) - iv[0][0], busy
 
 
-def idle_share(torch, fn):
-    """fn() (one step) under torch.profiler with CUDA activities, as
-    tests/torch/profile_reference.py profiles a step: {share: 1 - busy /
-    span, span_s, busy_s, n} of its GPU activities, or {share: None, why}
+IDLE_STEPS = 5  # profiled steps per point whose idle shares are its row (after one left out)
+STEP_MARK = "memclaims_profiled_step_"  # the record_function around each profiled step
+
+
+def marks_of_events(events):
+    """[(i, start, end)] in s of the host ranges of the record_functions
+    STEP_MARK + i among torch.profiler's events()."""
+    out = []
+    for e in events:
+        name = getattr(e, "name", "") or ""
+        tr = getattr(e, "time_range", None)
+        if name.startswith(STEP_MARK) and tr is not None and "CUDA" not in str(getattr(e, "device_type", "")):
+            out.append((int(name[len(STEP_MARK):]), tr.start * 1e-6, tr.end * 1e-6))
+    return out
+
+
+def marks_of_trace(trace):
+    """The same from a chrome trace (cat user_annotation)."""
+    events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
+    return [(int(e["name"][len(STEP_MARK):]), float(e.get("ts", 0)) * 1e-6,
+             (float(e.get("ts", 0)) + float(e.get("dur", 0))) * 1e-6)
+            for e in events if e.get("ph") == "X" and str(e.get("cat", "")).lower() == "user_annotation"
+            and str(e.get("name", "")).startswith(STEP_MARK)]
+
+
+def split_by_steps(marks, intervals):
+    """The GPU intervals of each profiled step, in step order: those that
+    start within the host range of its mark (each step ends with a
+    synchronize inside it)."""
+    return [[iv for iv in intervals if lo <= iv[0] <= hi] for _, lo, hi in sorted(marks)]
+
+
+def idle_share(torch, fn, steps=IDLE_STEPS):
+    """fn() (one step) 1 + steps times under torch.profiler, each in a
+    record_function and ending with a synchronize, as
+    tests/torch/profile_reference.py profiles a step; the first left out
+    (the profiler's start slows it): {share: the median of the steps' 1 -
+    busy / span, shares, lo, hi (the median's spread, median_spread),
+    span_s, busy_s (medians), n (GPU activities)}, or {share: None, why}
     where the profiler gave none or failed (the step's figures stand)."""
     try:
-        from torch.profiler import ProfilerActivity, profile
+        from torch.profiler import ProfilerActivity, profile, record_function
         torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            fn()
-            torch.cuda.synchronize()
-        iv = []
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for i in range(1 + steps):
+                with record_function(STEP_MARK + str(i)):
+                    fn()
+                    torch.cuda.synchronize()
+        iv, marks = [], []
         if hasattr(prof, "events"):
             try:
-                iv = intervals_of_events(prof.events())
+                events = list(prof.events())
+                iv, marks = intervals_of_events(events), marks_of_events(events)
             except Exception:  # an older or newer profiler: its trace, as profile_reference.py reads it
                 iv = []
-        if not iv:
+        if not iv or not marks:
             fd, path = tempfile.mkstemp(prefix="beside.", suffix=".json")
             os.close(fd)
             try:
                 prof.export_chrome_trace(path)
                 with open(path) as f:
-                    iv = intervals_of_trace(json.load(f))
+                    trace = json.load(f)
+                iv, marks = intervals_of_trace(trace), marks_of_trace(trace)
             finally:
                 os.unlink(path)
-        span, busy = busy_of(iv)
-        if span <= 0:
+        if len(marks) < 2:
+            return {"share": None, "why": "the profiler did not mark the profiled steps"}
+        got = [busy_of(x) for x in split_by_steps(marks, iv)[1:]]
+        got = [(span, busy) for span, busy in got if span > 0]
+        if not got:
             return {"share": None, "why": "the profiler recorded no GPU activity"}
-        return {"share": max(0.0, 1.0 - busy / span), "span_s": span, "busy_s": busy, "n": len(iv)}
+        shares = [max(0.0, 1.0 - busy / span) for span, busy in got]
+        lo, hi = median_spread(shares)
+        return {"share": statistics.median(shares), "shares": shares, "lo": lo, "hi": hi,
+                "span_s": statistics.median(g[0] for g in got), "busy_s": statistics.median(g[1] for g in got),
+                "n": len(iv)}
     except Exception as e:  # the profiler is extra: its failure leaves the figures as they are
         return {"share": None, "why": reason(e)}
+
+
+# ---------------------------------------------------------------- the median's spread
+
+MEDIAN_RESAMPLES = 2000  # as common/band.h's MC_BAND_RESAMPLES
+SPREAD_LOW, SPREAD_HIGH = 10.0, 90.0  # percentiles of the resampled medians (MC_BAND_LOW/HIGH_PCT)
+
+
+def _resampled_medians(xs, rng):
+    n = len(xs)
+    return [statistics.median(xs[rng.randrange(n)] for _ in range(n)) for _ in range(MEDIAN_RESAMPLES)]
+
+
+def median_spread(xs):
+    """(lo, hi): the 10th and 90th percentiles of the median of xs over
+    MEDIAN_RESAMPLES bootstrap resamples (a fixed seed: the same samples
+    give the same spread); (x, x) for one sample."""
+    xs = [float(x) for x in xs]
+    if len(xs) < 2:
+        return (xs[0], xs[0]) if xs else (None, None)
+    meds = _resampled_medians(xs, random.Random(0x6D63))
+    return percentile(meds, SPREAD_LOW), percentile(meds, SPREAD_HIGH)
+
+
+def ratio_spread(num, den):
+    """median(num) / median(den) and its spread (lo, hi): each side
+    resampled on its own, as mc_band_ratio_of. (None, None, None) where a
+    side has no samples or a zero median."""
+    num, den = [float(x) for x in num], [float(x) for x in den]
+    if not num or not den or statistics.median(den) == 0:
+        return None, None, None
+    rng = random.Random(0x6D64)
+    a = _resampled_medians(num, rng) if len(num) > 1 else [num[0]] * MEDIAN_RESAMPLES
+    d = _resampled_medians(den, rng) if len(den) > 1 else [den[0]] * MEDIAN_RESAMPLES
+    r = [x / y for x, y in zip(a, d) if y != 0]
+    return statistics.median(num) / statistics.median(den), percentile(r, SPREAD_LOW), percentile(r, SPREAD_HIGH)
+
+
+def with_spread(value, lo, hi, fmt):
+    """"1.08x (0.97-1.15)"-style: value by fmt, then its spread where it has one."""
+    if value is None:
+        return "-"
+    if lo is None or hi is None or fmt(lo) == fmt(hi):
+        return fmt(value)
+    return "%s (%s-%s)" % (fmt(value), fmt(lo), fmt(hi))
 
 
 def reference_module(name):
@@ -592,25 +700,51 @@ def peaks_line(pairs, what="peak allocated"):
 # ---------------------------------------------------------------- the verdict row
 
 LAUNCH_BOUND, GPU_BOUND = 0.5, 0.2  # idle share at or above / at or below
+MIXED = "mixed"
 
 
 def regime(idle):
-    """"launch-bound", "GPU-bound" or "partly launch-bound" of a record's
-    idle (idle_share's dict); None without one."""
+    """Where the spread of the median idle share (idle_share's lo .. hi)
+    lies: "launch-bound" (lo >= LAUNCH_BOUND), "GPU-bound" (hi <=
+    GPU_BOUND), "partly launch-bound" (wholly between), else "mixed" (it
+    straddles an edge: the profiled steps decide nothing); None without a
+    measured share."""
     share = idle.get("share") if idle else None
     if share is None:
         return None
-    return "launch-bound" if share >= LAUNCH_BOUND else "GPU-bound" if share <= GPU_BOUND else \
-        "partly launch-bound"
+    lo, hi = idle.get("lo", share), idle.get("hi", share)
+    if lo >= LAUNCH_BOUND:
+        return "launch-bound"
+    if hi <= GPU_BOUND:
+        return "GPU-bound"
+    if lo > GPU_BOUND and hi < LAUNCH_BOUND:
+        return "partly launch-bound"
+    return MIXED
+
+
+def idle_of(shares):
+    """idle_share's dict of the given per-step shares (tests, by hand)."""
+    lo, hi = median_spread(shares)
+    return {"share": statistics.median(shares), "shares": list(shares), "lo": lo, "hi": hi}
+
+
+def launch_bound(idle):
+    """Whether the spread establishes that launches hold the step back
+    (launch-bound or partly): the cause a sentence may then give."""
+    return regime(idle) in ("launch-bound", "partly launch-bound")
 
 
 def regime_clause(idle, what="PyTorch's step", unit="step"):
-    """"PyTorch's step is launch-bound: its GPU is idle 62% of a profiled
-    step (not a timed one)", or "" without a measured idle share."""
+    """"PyTorch's step is launch-bound: its GPU is idle 62% (58-66%) of a
+    profiled step (median of 5, not timed ones)", "... is mixed: ...", or ""
+    without a measured idle share."""
     r = regime(idle)
     if r is None:
         return ""
-    return "%s is %s: its GPU is idle %.0f%% of a profiled %s (not a timed one)" % (what, r, 100 * idle["share"], unit)
+    n = len(idle.get("shares", [])) or 1
+    head = ("%s is mixed (neither launch- nor GPU-bound for certain)" % what if r == MIXED else "%s is %s" % (what, r))
+    return "%s: its GPU is idle %s of a profiled %s (median of %d, not timed ones)" % (
+        head, with_spread(idle["share"], idle.get("lo"), idle.get("hi"), lambda x: "%.0f%%" % (100 * x)), unit, n)
 
 
 def differ(a, b, rel=0.2):

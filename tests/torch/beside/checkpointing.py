@@ -162,22 +162,28 @@ def main(argv=None):
     return 0
 
 
+def pct(x):
+    return "%+.0f%%" % (100 * x)
+
+
 def verdict_row(args, got):
     """The Transformer's checkpointing at sequence 64: saving and overhead,
     the suite's and PyTorch's, and the regime of PyTorch's steps."""
     c, p = got.get(("transformer checkpoint", 64)), got.get(("transformer plain", 64))
     if not (c and p):
         return None
-    sav, ovr = 1.0 - c[1] / p[1], c[0] / p[0] - 1.0
+    sav = 1.0 - c[1] / p[1]
+    ovr, lo, hi = (x - 1.0 for x in b.ratio_spread(b.timed(c[2]), b.timed(p[2])))
     s_sav = b.suite_median(args.suite, "transformer checkpoint", "seq", 64, "memory_saving")
     s_ovr = b.suite_median(args.suite, "transformer checkpoint", "seq", 64, "time_overhead")
     text = "Transformer per layer, seq 64: saving %s, time overhead %s" % (
         ("%.0f%% suite, %.0f%% PyTorch" % (100 * s_sav, 100 * sav)) if s_sav is not None else "%.0f%% PyTorch" % (100 * sav),
-        ("%+.0f%% suite, %+.0f%% PyTorch" % (100 * s_ovr, 100 * ovr)) if s_ovr is not None else "%+.0f%% PyTorch" % (100 * ovr))
+        ("%+.0f%% suite, %s PyTorch" % (100 * s_ovr, b.with_spread(ovr, lo, hi, pct))) if s_ovr is not None
+        else "%s PyTorch" % b.with_spread(ovr, lo, hi, pct))
     clause = b.regime_clause(p[2].get("idle"), "PyTorch's plain step")
     if clause:
         text += "; " + clause
-        if s_ovr is not None and b.differ(1 + s_ovr, 1 + ovr, 0.1):
+        if s_ovr is not None and b.differ(1 + s_ovr, 1 + ovr, 0.1) and b.launch_bound(p[2].get("idle")):
             text += ", so recomputing adds launches more than arithmetic"
     return text + "."
 

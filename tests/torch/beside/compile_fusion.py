@@ -216,13 +216,15 @@ def main(argv=None):
     e, f = got.get(seed + ("eager",)), got.get(seed + ("fused",))
     if e and f:
         suite = b.suite_median(args.suite, seed[0], "batch", seed[1], "speedup")
-        text = "Seed 000's Transformer (fp16, B=%d): fusing speeds the step %s%.2fx with torch.compile in PyTorch" % (
-            seed[1], "%.2fx with the suite's fused chains, " % suite if suite is not None else "", e[0] / f[0])
+        mine, lo, hi = b.ratio_spread(b.timed(e[2]), b.timed(f[2]))
+        text = "Seed 000's Transformer (fp16, B=%d): fusing speeds the step %s%s with torch.compile in PyTorch" % (
+            seed[1], "%.2fx with the suite's fused chains, " % suite if suite is not None else "",
+            b.with_spread(mine, lo, hi, lambda x: "%.2fx" % x))
         clause = b.regime_clause(e[2].get("idle"), "PyTorch's eager step")
         if clause:  # fewer kernels to launch help a launch-bound step more than the suite's fewer bytes
-            more = suite is not None and e[0] / f[0] > suite and b.differ(suite, e[0] / f[0], 0.1)
+            more = suite is not None and lo is not None and lo > suite and b.differ(suite, mine, 0.1)
             text += "; " + clause + (", so fewer launches gain more than fewer bytes"
-                                     if more and b.regime(e[2].get("idle")) != "GPU-bound" else "")
+                                     if more and b.launch_bound(e[2].get("idle")) else "")
         out.verdict(text + ".")
     out.close(npoints)
     stop_compile_workers()

@@ -206,7 +206,8 @@ def verdict_row(args, got):
     s_tk = b.suite_median(args.suite, var, "accum_steps", k, "step_time")
     text = "Seed 000's Transformer (seq 64 x batch 100), k=%d: peak_k/peak_1 %s%.3f in PyTorch" % (
         k, "%.3f in the suite, " % suite if suite is not None else "", many[1] / one[1])
-    text += "; a step takes %.2fx as long in PyTorch" % (many[0] / one[0])
+    r, lo, hi = b.ratio_spread(b.timed(many[2]), b.timed(one[2]))
+    text += "; a step takes %s as long in PyTorch" % b.with_spread(r, lo, hi, lambda x: "%.2fx" % x)
     if s_t1 and s_tk:
         text += " (suite %.2fx)" % (s_tk / s_t1)
     clause = b.regime_clause(many[2].get("idle"), "PyTorch's k-step")

@@ -170,15 +170,15 @@ def verdict_row(args, got):
     f32, f16 = got.get((shape, B, "fp32")), got.get((shape, B, "fp16"))
     if not (f32 and f16):
         return None
-    mine = f32[0] / f16[0]
+    mine, lo, hi = b.ratio_spread(b.timed(f32[2]), b.timed(f16[2]))
     suite = b.suite_median(args.suite, "transformer_fp16", "batch", B, "speedup")
-    text = "Seed 000's point (Transformer, B=32): fp16 speeds the step %s%sx in PyTorch (%s -> %s)" % (
-        "%.2fx in the suite, " % suite if suite is not None else "", "%.2f" % mine, b.seconds(f32[0]),
-        b.seconds(f16[0]))
+    text = "Seed 000's point (Transformer, B=32): fp16 speeds the step %s%s in PyTorch (%s -> %s)" % (
+        "%.2fx in the suite, " % suite if suite is not None else "", b.with_spread(mine, lo, hi, lambda x: "%.2fx" % x),
+        b.seconds(f32[0]), b.seconds(f16[0]))
     idle = f16[2].get("idle")
     clause = b.regime_clause(idle, "PyTorch's fp16 step")
     if clause and (suite is None or b.differ(suite, mine)):
-        text += "; %s, so less arithmetic saves little" % clause if b.regime(idle) != "GPU-bound" else "; " + clause
+        text += "; %s, so less arithmetic saves little" % clause if b.launch_bound(idle) else "; " + clause
     elif clause:
         text += "; " + clause
     return text + "."

@@ -171,9 +171,10 @@ def main(argv=None):
     sgd, adam = got.get((widest, "sgd")), got.get((widest, "adam"))
     if sgd and adam:
         suite = b.suite_median(args.suite, "adam_vs_sgd", "width", widest, "peak_ratio")
+        ts = [(m[5],) + b.median_spread(b.timed(m[6])) for m in (sgd, adam)]
         text = "MLP H=%d: Adam/SGD steady peak %s%.2fx in PyTorch; step %s SGD, %s Adam in PyTorch" % (
             widest, "%.2fx in the suite, " % suite if suite is not None else "", adam[0] / sgd[0],
-            b.seconds(sgd[5]), b.seconds(adam[5]))
+            b.with_spread(*ts[0], b.seconds), b.with_spread(*ts[1], b.seconds))
         clause = b.regime_clause(adam[6].get("idle"), "PyTorch's Adam step")
         out.verdict(text + ("; " + clause if clause else "") + ".")
     out.close(npoints)
