@@ -19,7 +19,7 @@ Output (stdout): rows of the suite's tidy CSV (common/csv.h, MC_CSV_HEADER):
     says which); note: how it was measured or why it failed. A point that
     fails is such a row; the others go on.
   - gpu_idle_share (unit ratio): per point that times steps, IDLE_STEPS
-    more steps under torch.profiler (CUDA activities), after one profiled
+    (3 to 5: no more than about a second of them) more steps under torch.profiler (CUDA activities), after one profiled
     step left out (the profiler's own start), separate from the timed ones:
     per step 1 - (union of its kernel, memcpy and memset intervals) / (their
     span, first start to last end): the share of the step the GPU waited
@@ -436,7 +436,7 @@ def record(torch, key, make, warm, reps, by, profile=True, extra=None):
         idle = None
         if profile:
             loss_host = torch.zeros(tr.cfg.accum, dtype=torch.float32).pin_memory()
-            idle = idle_share(torch, lambda: tr.step(loss_host))
+            idle = idle_share(torch, lambda: tr.step(loss_host), profiled_steps(got[warm:]))
     finally:
         del tr
         release(torch)
@@ -503,6 +503,15 @@ def busy_of(intervals):
 
 
 IDLE_STEPS = 5  # profiled steps per point whose idle shares are its row (after one left out)
+IDLE_MIN_STEPS, IDLE_BUDGET_S = 3, 1.0  # fewer, down to 3, where 5 steps would take over 1 s
+
+
+def profiled_steps(timed_steps):
+    """How many steps to profile after timed_steps ([(time in s, ...)]):
+    IDLE_STEPS, or fewer where they would take over IDLE_BUDGET_S (a slow
+    step's idle share varies little), never fewer than IDLE_MIN_STEPS."""
+    t = statistics.median(g[0] for g in timed_steps) if timed_steps else 0.0
+    return IDLE_STEPS if t <= 0 else max(IDLE_MIN_STEPS, min(IDLE_STEPS, int(IDLE_BUDGET_S / t)))
 STEP_MARK = "memclaims_profiled_step_"  # the record_function around each profiled step
 
 
