@@ -64,7 +64,9 @@ static const char *help_text =
     "figures): same if |r - 1| <= max(sA, sB) (or both exact and equal); higher or\n"
     "lower if |r - 1| exceeds both spreads and the [min, max] ranges do not overlap;\n"
     "ambiguous otherwise. Verdicts are compared as words, and so is PyTorch's verdict\n"
-    "sentence (run-all --pytorch); PyTorch's figures (variant pytorch:...) are figures.\n"
+    "sentence (run-all --pytorch), with the regime it names (launch-bound, partly\n"
+    "launch-bound, GPU-bound, mixed: undecided): the same in both, or not; PyTorch's\n"
+    "figures (variant pytorch:...) are figures, judged by the same rule.\n"
     "\n"
     "  --tsv FILE     every matched figure, tab-separated, with its label\n"
     "  --chart FILE   the changed figures (higher, lower), largest change first, at most 30\n"
@@ -328,8 +330,23 @@ static const char *beside_verdict(const cJSON *e)
     return NULL;
 }
 
+/* The regime a PyTorch sentence names (beside.py's regime_clause): "mixed"
+ * (the spread of the median idle share straddles an edge), "partly
+ * launch-bound", "launch-bound", "GPU-bound", or "none" named. */
+static const char *regime_of(const char *sentence)
+{
+    if (!sentence) return "none";
+    if (strstr(sentence, " is mixed")) return "mixed";
+    if (strstr(sentence, "partly launch-bound")) return "partly launch-bound";
+    if (strstr(sentence, "launch-bound")) return "launch-bound";
+    if (strstr(sentence, "GPU-bound")) return "GPU-bound";
+    return "none";
+}
+
 /* Where either run has PyTorch's verdict sentences: per claim that has one,
- * A's and B's, and whether they differ. */
+ * A's and B's, whether their words differ, and whether they reach the same
+ * conclusion: the same regime (or mixed, undecided, in both). Their
+ * figures are compared apart, with their spreads, like the suite's. */
 static void print_beside(FILE *fp, const run_side *a, const run_side *b)
 {
     const run_side *side[2] = {a, b};
@@ -341,13 +358,19 @@ static void print_beside(FILE *fp, const run_side *a, const run_side *b)
             if (s == 1 && find_exp(a, claim, key)) continue; /* listed with A */
             const char *pa = beside_verdict(find_exp(a, claim, key)), *pb = beside_verdict(find_exp(b, claim, key));
             if (!pa && !pb) continue;
-            if (!any) fputs("## PyTorch beside\n\n| Claim | Experiment | A | B | Changed |\n|---|---|---|---|---|\n", fp);
+            if (!any)
+                fputs("## PyTorch beside\n\n| Claim | Experiment | A | B | Changed | Same regime |\n"
+                      "|---|---|---|---|---|---|\n", fp);
             any = true;
             fprintf(fp, "| %s | %s | ", claim, key);
             cell(fp, pa ? pa : "-");
             fputs(" | ", fp);
             cell(fp, pb ? pb : "-");
-            fprintf(fp, " | %s |\n", !pa ? "only in B" : !pb ? "only in A" : strcmp(pa, pb) ? "**yes**" : "no");
+            fprintf(fp, " | %s | ", !pa ? "only in B" : !pb ? "only in A" : strcmp(pa, pb) ? "**yes**" : "no");
+            const char *ra = regime_of(pa), *rb = regime_of(pb);
+            if (!pa || !pb) fputs("- |\n", fp);
+            else if (!strcmp(ra, rb)) fprintf(fp, "yes (%s) |\n", ra);
+            else fprintf(fp, "**no** (%s, %s) |\n", ra, rb);
         }
     }
     if (any) fputc('\n', fp);

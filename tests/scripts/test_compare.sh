@@ -167,7 +167,10 @@ for form in csv json; do
     check_eq "... the rest the same" "$(grep -v '^#' "$tmp/pt.tsv" | cut -f1 | sort | uniq -c | tr -s ' ' | tr '\n' ';')" \
         " 1 higher; 1 lower; $(($(grep -vc '^#' "$tmp/pt.tsv") - 2)) same;"
     check "... PyTorch's changed verdict sentence is shown, both sides" \
-        grep -q "^| C04 | sync_vs_async_timing | SYNTHETIC .*launch-bound (GPU idle 62%) | SYNTHETIC .*GPU-bound (GPU idle 20%) | \*\*yes\*\* |$" "$tmp/pt.md"
+        grep -q "^| C04 | sync_vs_async_timing | SYNTHETIC .*launch-bound (GPU idle 62%) | SYNTHETIC .*GPU-bound (GPU idle 20%) | \*\*yes\*\* | \*\*no\*\* (launch-bound, GPU-bound) |$" "$tmp/pt.md"
+    "$build/compare" "$pa" "$pa" > "$tmp/same.md"
+    check "... a run against itself: the same regime" \
+        grep -q "^| C04 | sync_vs_async_timing | .* | no | yes (launch-bound) |$" "$tmp/same.md"
     check "... under its own heading, after the verdicts (the suite's, unchanged)" \
         bash -c "grep -q '^| C04 | sync_vs_async_timing | holds | holds | no |$' '$tmp/pt.md' && sed -n '/^## Verdicts/,/^## Figures/p' '$tmp/pt.md' | grep -q '^## PyTorch beside$'"
 done
@@ -178,7 +181,7 @@ grep -v ',pytorch[,:]' "$pa/sync_vs_async_timing.csv" > "$tmp/pt-plain/sync_vs_a
 "$build/compare" --tsv "$tmp/pt.tsv" "$tmp/pt-plain" "$pa" > "$tmp/pt.md"
 check_eq "a run without PyTorch against one with: its figures only in B" \
     "$(grep -c '^only-b	.*	pytorch:' "$tmp/pt.tsv")" "$(grep -c ',pytorch:' "$pa/sync_vs_async_timing.csv")"
-check "... its sentence only in B" grep -q '^| C04 | sync_vs_async_timing | - | SYNTHETIC .* | only in B |$' "$tmp/pt.md"
+check "... its sentence only in B" grep -q '^| C04 | sync_vs_async_timing | - | SYNTHETIC .* | only in B | - |$' "$tmp/pt.md"
 
 # ------------------------------------------------------------ bad input
 cp -r "$fixtures/labels-a" "$tmp/newer-minor"
