@@ -72,6 +72,16 @@ static void put_outcome(FILE *fp, const mc_run_experiment *e)
         fprintf(fp, "%s (exit %d)", e->state, e->exit_code);
 }
 
+/* The note of run-all's gpu_shared row (another process on the GPU), or NULL. */
+static const char *shared_of(const mc_run_experiment *e)
+{
+    for (size_t j = 0; j < e->nrows; j++)
+        if (!strcmp(e->rows[j].text[MC_COL_METRIC], MC_GPU_SHARED_METRIC)) return e->rows[j].text[MC_COL_NOTE];
+    return NULL;
+}
+
+static bool is_shared(const mc_run_experiment *e) { return shared_of(e) != NULL; }
+
 /* The claims of the experiments that pass keep, joined by ", ". */
 static void put_claims(FILE *fp, const mc_run_data *run, bool (*keep)(const mc_run_experiment *))
 {
@@ -151,6 +161,12 @@ static void put_head(FILE *fp, const mc_run_data *run)
     if (missing > 0)
         fprintf(fp, "**%zu of %zu experiments have no verdict** (not run, interrupted or failed): see the "
                     "table and logs/.\n\n", missing, run->nexp);
+    if (count(run, is_shared) > 0) {
+        fputs("**Another process used the GPU while ", fp);
+        put_claims(fp, run, is_shared);
+        fputs(" ran**: their time figures may read slower than this GPU alone gives (under each claim: which "
+              "process, when). Rerun them on an idle GPU (`scripts/run-all --only ...`).\n\n", fp);
+    }
 }
 
 /* ------------------------------------------------------------ the table */
@@ -196,7 +212,7 @@ static void put_table(FILE *fp, const mc_run_data *run)
             fprintf(fp, "%s** (computed by the allocator model, no GPU) |", verdict_of(e));
         else {
             put_outcome(fp, e);
-            fputs("** |", fp);
+            fputs(is_shared(e) ? "** (GPU shared with another process) |" : "** |", fp);
         }
         if (beside) {
             const char *pt = beside_verdict_of(e);
@@ -244,6 +260,7 @@ static void put_claim(FILE *fp, const mc_run_experiment *e)
         if (!strcmp(t[MC_COL_STATUS], "failed")) fprintf(fp, "- **PyTorch beside failed**: %s\n", t[MC_COL_NOTE]);
         else fprintf(fp, "- PyTorch beside: %s\n", t[MC_COL_NOTE]);
     }
+    if (is_shared(e)) fprintf(fp, "- **GPU shared**: %s\n", shared_of(e));
     if (e->has_chart) fprintf(fp, "\n![%s](%s.png)\n", e->key, e->key);
     if (e->has_run) fprintf(fp, "\n`%s.csv`, log `logs/%s.log`, %s s.\n", e->key, e->key, e->seconds_text);
 }

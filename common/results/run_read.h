@@ -29,6 +29,11 @@ enum {
  * that sets PyTorch's key figure beside the suite's (and, where they
  * disagree, the regime): REPORT.md's and the README's "PyTorch beside". */
 #define MC_BESIDE_VERDICT_PARAM "verdict"
+/* The metric of the row scripts/run-all adds to an experiment's CSV when
+ * another process used the GPU before or while it ran (lib/gpu_share.sh):
+ * variant "run", no figures, the processes in the note; its time figures
+ * may read slow. */
+#define MC_GPU_SHARED_METRIC "gpu_shared"
 
 /* The five figures of a row, in CSV order from MC_COL_MEDIAN. */
 enum { MC_FIG_MEDIAN, MC_FIG_MIN, MC_FIG_MAX, MC_FIG_MEAN, MC_FIG_STDEV, MC_FIGS };

@@ -131,6 +131,10 @@ make_fake() { # NAME CLAIM SECONDS VERDICT [MODE FIELD]
 [ "\$1" = --list ] && { printf '$2\t${1#c[0-9][0-9]_}\tfake\tseed says $2\tmethod\trule${5-\tgpu}\n'; exit 0; }
 [ "\$1" = --help ] && { echo "fake $2: options --quick --out DIR"; exit 0; }
 out=.; while [ \$# -gt 0 ]; do [ "\$1" = --out ] && out=\$2; shift; done
+if [ -n "\${FAKE_SELF_APPS:-}" ]; then # its own process on the GPU while it runs, as NVML lists it
+    echo "\$\$, /usr/bin/fake-experiment, 100" >> "\$FAKE_SELF_APPS"
+    trap 'sed -i "/^\$\$, /d" "\$FAKE_SELF_APPS"' EXIT
+fi
 echo partial > "\$out/.${1#c[0-9][0-9]_}.csv.tmp.\$\$"
 trap 'rm -f "\$out/.${1#c[0-9][0-9]_}.csv.tmp.\$\$"; exit 143' TERM
 sleep $3 & wait
@@ -202,6 +206,60 @@ for m in host model-only bogus ""; do
 done
 check_eq "  ... and writes no run folder for it" "$(ls "$tmp/modes" | grep -vc latest)" 2
 rm -f "$fake"/c03_mode
+
+# ---------------------------------------------------------- another process on the GPU
+# A stand-in nvidia-smi (NVIDIA_SMI): the compute processes are the lines of
+# $FAKE_APPS ("pid, name, MiB"), utilization $FAKE_UTIL (default 0).
+cat > "$tmp/nvidia-smi" <<'FAKE'
+#!/usr/bin/env bash
+case "$*" in
+    -L) echo "GPU 0: Stand-in (UUID: GPU-0)" ;;
+    *--query-compute-apps=*) cat "$FAKE_APPS" 2>/dev/null ;;
+    *--query-gpu=utilization.gpu*) echo "${FAKE_UTIL:-0}" ;;
+    *--query-gpu=index,clocks.sm*) echo "0, 1980, 0x0000000000000000" ;;
+esac
+FAKE
+chmod +x "$tmp/nvidia-smi"
+share=$tmp/share
+apps=$tmp/apps
+sleep 60 & other=$! # a process that is not run-all's
+runall_shared() { NVIDIA_SMI=$tmp/nvidia-smi FAKE_APPS=$apps "$root/scripts/run-all" --no-pytorch --build "$fake" --results "$share" "$@"; }
+printf '%s, /opt/conda/bin/python3, 20480\n' "$other" > "$apps"
+out=$(MEMCLAIMS_GPU_WAIT_S=0 runall_shared --only C01 2>&1); rc=$?
+check_eq "run-all on a GPU another process uses: exit 75, one line" "$rc:$(wc -l <<<"$out")" "75:1"
+check "... naming the process and what to do" grep -q "^run-all: stopped: the GPU is in use by another process: $other python3 (20480 MiB) after 0 s; nothing was run (MEMCLAIMS_GPU_WAIT_S waits longer, MEMCLAIMS_GPU_BUSY=run runs anyway)$" <<<"$out"
+check "... and makes no run folder" test ! -e "$share"
+: > "$apps"
+out=$(FAKE_UTIL=60 MEMCLAIMS_GPU_WAIT_S=0 runall_shared --only C01 2>&1); rc=$?
+check_eq "a GPU busy with no process listed while the suite is idle: exit 75" "$rc" 75
+check "... saying so" grep -q "busy (utilization 60% while the suite runs nothing; no process of it is listed)" <<<"$out"
+printf '%s, python3, 20480\n' "$other" > "$apps"
+( sleep 3; : > "$apps" ) &
+out=$(MEMCLAIMS_GPU_WAIT_S=30 runall_shared --only C01 2>&1); rc=$?
+check_eq "run-all waits for the other process to end, then runs (exit 0)" "$rc" 0
+check_eq "... saying it waits, in one line" "$(grep -c "^run-all: the GPU is in use by another process: $other python3 (20480 MiB): waiting up to 30 s for it (MEMCLAIMS_GPU_WAIT_S)$" <<<"$out")" 1
+check "... and the experiment is not marked" grep -Eq '^\[1/1\] C01 fast \.\.\. [0-9.]+ s holds$' <<<"$out"
+make_fake c04_watched C04 3 holds
+: > "$apps"
+( sleep 1.5; printf '%s, python3, 4096\n' "$other" >> "$apps" ) &
+out=$(FAKE_SELF_APPS=$apps runall_shared --only C01,C04 2>&1); rc=$?
+shared=$share/$(readlink "$share/latest")
+check_eq "another process that starts during an experiment: run-all exits 0" "$rc" 0
+check "... the experiment's own process on the GPU does not count (C01 unmarked)" grep -Eq '^\[1/2\] C01 fast \.\.\. [0-9.]+ s holds$' <<<"$out"
+check "... the one it shared the GPU with is marked on the console" grep -Eq "^\[2/2\] C04 watched \.\.\. [0-9.]+ s holds \[GPU shared: $other python3 \(4096 MiB\)\]$" <<<"$out"
+check "... a gpu_shared row in its CSV naming the process" grep -q "^C04,watched,run,,,gpu_shared,,0,,,,,,ok,\"another process used the GPU while this experiment ran; during it: $other python3 (4096 MiB); its time figures may read slower" "$shared/watched.csv"
+check "... REPORT.md says so up front, in the table and under the claim" bash -c "grep -q '^\*\*Another process used the GPU while C04 ran\*\*' '$shared/REPORT.md' && grep -q '^| C04 | .* | \*\*holds\*\* (GPU shared with another process) |$' '$shared/REPORT.md' && grep -q '^- \*\*GPU shared\*\*: another process used the GPU' '$shared/REPORT.md' && ! grep -q '^| C01 .*GPU shared' '$shared/REPORT.md'"
+check "... results.json keeps the row" grep -q '"metric":	"gpu_shared"' "$shared/results.json"
+check "... logs/gpu_share.tsv: each experiment's processes and clocks" bash -c "grep -q '^fast	-	-	gpu0 1980 MHz throttle 0x0000000000000000	' '$shared/logs/gpu_share.tsv' && grep -q '^watched	-	$other python3 (4096 MiB)	' '$shared/logs/gpu_share.tsv'"
+check_eq "... no temporary file left" "$(find "$shared" -name '*.tmp*' | wc -l)" 0
+printf '%s, python3, 20480\n' "$other" > "$apps"
+out=$(MEMCLAIMS_GPU_WAIT_S=0 MEMCLAIMS_GPU_BUSY=run runall_shared --only C01 2>&1); rc=$?
+check_eq "MEMCLAIMS_GPU_BUSY=run: runs beside it (exit 0)" "$rc" 0
+check "... and marks the experiment" grep -Eq "^\[1/1\] C01 fast \.\.\. [0-9.]+ s holds \[GPU shared: $other python3 \(20480 MiB\)\]$" <<<"$out"
+out=$(MEMCLAIMS_GPU_WAIT_S=x runall_shared --only C01 2>&1); rc=$?
+check_eq "MEMCLAIMS_GPU_WAIT_S not a number: exit 2" "$rc" 2
+kill "$other" 2>/dev/null; wait "$other" 2>/dev/null
+rm -f "$fake"/c04_watched
 
 out=$("$root/scripts/run-all" --no-pytorch --build "$fake" --results "$results" --bogus 2>&1); rc=$?
 check_eq "run-all refuses an unknown option with exit 2" "$rc" 2
