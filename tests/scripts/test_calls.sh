@@ -15,11 +15,16 @@ objs=$build/obj/common/workload/transformer
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# edges DIR: "CALLER CALLEE" lines, one per pair of files, from DIR's objects.
+# The CUDA objects' build (the Makefile's CU_BUILD): the plain build's for build/san.
+cu_build=${build%/san}
+# edges DIR: "CALLER CALLEE" lines, one per pair of files, from DIR's
+# objects (its .c ones) and the CUDA build's of the same folder (.cu).
 edges() {
     local o src
-    for o in "$1"/*.o; do
-        src=${o#"$build"/obj/}; [ -f "${src%.o}" ] || continue   # a stale object of a moved file
+    for o in "$1"/*.c.o "$cu_build/obj/${1#"$build"/obj/}"/*.cu.o; do
+        [ -f "$o" ] || continue
+        src=${o#"$build"/obj/}; src=${src#"$cu_build"/obj/}
+        [ -f "${src%.o}" ] || continue   # a stale object of a moved file
         nm "$o" | awk -v f="$(basename "$o" .o)" '$1 == "U" { print "U", f, $2 }
                                                   NF == 3 && $2 ~ /^[TDBRC]$/ { print "D", f, $3 }'
     done | awk '$1 == "D" { def[$3] = $2; next } { use[n++] = $2 " " $3 }
