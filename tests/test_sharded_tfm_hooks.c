@@ -70,22 +70,32 @@ static int count(const recorder *r, int from, int to, mc_sh_comm_kind k)
     return n;
 }
 
+/* A small encoder: head size 12, ff 33 (odd: padded shards), no dropout. */
+static mc_sh_tfm_config small(mc_sh_mode mode, int world, int accum, int64_t batch)
+{
+    mc_sh_tfm_config c = {.tfm = mc_tfm_config_default(), .mode = mode, .world = world, .rank = 0};
+    c.tfm.arch = MC_TFM_ENCODER;
+    c.tfm.d_model = 48;
+    c.tfm.heads = 4;
+    c.tfm.enc_layers = 2;
+    c.tfm.ff = 33;
+    c.tfm.dropout = 0;
+    c.tfm.seq = 9;
+    c.tfm.batch = batch;
+    c.tfm.accum = accum;
+    return c;
+}
+
 static void run(mc_sh_mode mode, int world, int layers)
 {
     recorder rec;
     memset(&rec, 0, sizeof rec);
     rec.world = world;
     mc_sh_hooks hooks = {&rec, on_comm};
-    mc_sh_tfm_config c = {.tfm = mc_tfm_config_default(), .mode = mode, .world = world, .rank = world - 1,
-                          .hooks = &hooks};
-    c.tfm.arch = MC_TFM_ENCODER;
-    c.tfm.d_model = 48; /* head size 12 */
-    c.tfm.heads = 4;
+    mc_sh_tfm_config c = small(mode, world, 1, 3);
+    c.rank = world - 1;
+    c.hooks = &hooks;
     c.tfm.enc_layers = layers;
-    c.tfm.ff = 33; /* odd: padded shards */
-    c.tfm.dropout = 0;
-    c.tfm.seq = 9;
-    c.tfm.batch = 3;
     c.tfm.optimizer = MC_WL_ADAM;
     char err[256];
     mc_sh_tfm *s = mc_sh_tfm_create(&c, err, sizeof err);
@@ -151,21 +161,6 @@ static void test_zero2(void **state)
     (void)state;
     run(MC_SH_ZERO2, 2, 3);
     run(MC_SH_ZERO2, 4, 2);
-}
-
-static mc_sh_tfm_config small(mc_sh_mode mode, int world, int accum, int64_t batch)
-{
-    mc_sh_tfm_config c = {.tfm = mc_tfm_config_default(), .mode = mode, .world = world, .rank = 0};
-    c.tfm.arch = MC_TFM_ENCODER;
-    c.tfm.d_model = 48;
-    c.tfm.heads = 4;
-    c.tfm.enc_layers = 2;
-    c.tfm.ff = 33;
-    c.tfm.dropout = 0;
-    c.tfm.seq = 9;
-    c.tfm.batch = batch;
-    c.tfm.accum = accum;
-    return c;
 }
 
 static void test_accumulation_only_for_the_check(void **state)
