@@ -334,6 +334,7 @@ static mc_sh_tfm_config from_runner(const mc_sh_config *c, bool gpu, const mc_sh
                           .rank = c->rank, .gpu = gpu, .hooks = h, .fixed_data = c->wl.fixed_data};
     t.tfm.batch = c->wl.batch;
     t.tfm.accum = c->data_chunks > 1 ? c->data_chunks : 1; /* the check's one GPU: a rank's batch a micro-step */
+    t.tfm.deterministic = c->wl.fixed_data; /* the check's runs (sharded_gpu.h): no atomics' order in them */
     t.tfm.optimizer = c->wl.optimizer;
     t.tfm.lr = c->wl.lr;
     t.tfm.seed = c->wl.seed;

@@ -39,12 +39,14 @@
  * momentum stayed within 1.2e-7. The Transformer's one GPU takes the
  * ranks' batches as micro-batches of gradient accumulation (loss / N
  * each, rank r's batch the r-th), so that its sums over tokens group as
- * the ranks' do. That was meant for tfm1024 on two H100s, where 1 or 2 of
- * 50 M elements of layer 2's norm2.bias lay just beyond 1e-5 (1.15e-5)
- * with the one-batch reference; with this one they still do there
- * (1.11e-5, 1.15e-5: its cause is not found), while on four H100s the
- * same configuration passes (7.1e-6, 7.3e-6). The optimizer's kernels are the
- * workload's, checked against float64 by build/workload --verify.
+ * the ranks' do, and both train deterministically (mc_tfm_config's
+ * deterministic): the attention backward's dQ is summed by atomics
+ * otherwise (as FlashAttention-2's and PyTorch's efficient backward sum
+ * it), in an order that changes from run to run, which put 1 to 4 of
+ * tfm1024's 50 M elements (layer 2's norm2.bias, about 0.01) just beyond
+ * 1e-5 on two H100s (1.11e-5, 1.15e-5) and not on four. The
+ * optimizer's kernels are the workload's, checked against float64 by
+ * build/workload --verify.
  *
  * NCCL_NVLS_ENABLE=0 is set before the communicators are made: NVLink
  * multicast stays off. A rank that runs out of memory, or a step that does

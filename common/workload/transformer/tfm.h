@@ -58,6 +58,8 @@ typedef struct {
     bool fused;                  /* the elementwise chains in one kernel each (tfm_fused_ops.c, C25) */
     bool offload;                /* saved activations kept on the host until backward (tfm_offload.c, C23) */
     bool build_host;             /* made on the host, then model.cuda() (tfm_setup.c); else device="cuda" */
+    bool deterministic;          /* GPU: the attention backward's dQ in a pass of its own, not summed
+                                    by atomics (torch.use_deterministic_algorithms); the same memory */
     ca_config alloc;
     uint64_t host_capacity;      /* the simulated device (model-only), bytes */
     int sm_count;                /* for PyTorch's reduction scratch (132 on an H100) */

@@ -102,6 +102,9 @@ static void attn_bwd_gpu(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT], void *dout, vo
     const tfm_view v = model_view(T);
     mc_wl_prof *prof = mc_gpu_prof(TG(T)); /* --profile: the kernels' file has no hooks of its own */
     mc_prof_begin(prof, MC_PROF_ATTENTION);
+    /* the accumulator is summed by atomics, in an order that changes from
+     * run to run: a deterministic run leaves it unused (its memory stays) */
+    if (T->c.deterministic) dq_acc = NULL;
     tfm_attn_bwd(TG(T), &a, TBP(out[0]), v, TBP(out[1]), v, TBP(out[2]), v, delta, dq_acc, dout, v, SAP(T, nd, 0), v,
                  SAP(T, nd, 1), v, SAP(T, nd, 2), v, SAP(T, nd, 3), v, SAP(T, nd, 4), tfm_dt(T, (int)nd->a[4]));
     mc_prof_end(prof);
