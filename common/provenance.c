@@ -40,6 +40,27 @@ static int put_nvsmi(FILE *fp, int device, const char *key, const char *field)
     return mc_provenance_put(fp, key, buf);
 }
 
+/* The host's CPU: PyTorch's launch-bound steps run at its pace, so two
+ * runs on the same GPU can differ by it. "model name" of /proc/cpuinfo
+ * (x86; "unknown" elsewhere) and the CPUs online. */
+static int put_cpu(FILE *fp)
+{
+    char line[512], model[256] = "unknown";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) != 0) continue;
+        const char *v = strchr(line, ':');
+        if (!v) break;
+        for (v++; *v == ' ' || *v == '\t'; v++) {}
+        snprintf(model, sizeof model, "%s", v);
+        model[strcspn(model, "\r\n")] = '\0';
+        break;
+    }
+    if (f) fclose(f);
+    if (!*model) snprintf(model, sizeof model, "unknown");
+    return mc_provenance_put(fp, "cpu_model", model) + putf(fp, "cpu_count", "%lld", sysconf(_SC_NPROCESSORS_ONLN));
+}
+
 int mc_provenance_write(FILE *fp, int device, int argc, char **argv, const char *git_sha)
 {
     int rows = mc_provenance_put(fp, "key", "value") - 1;
@@ -53,6 +74,7 @@ int mc_provenance_write(FILE *fp, int device, int argc, char **argv, const char 
     if (gethostname(buf, sizeof buf) != 0) snprintf(buf, sizeof buf, "unknown");
     buf[sizeof buf - 1] = '\0';
     rows += mc_provenance_put(fp, "host", buf);
+    rows += put_cpu(fp);
     rows += mc_provenance_put(fp, "git_sha", git_sha && *git_sha ? git_sha : "unknown");
     buf[0] = '\0';
     for (int i = 0; i < argc; i++) {

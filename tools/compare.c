@@ -265,6 +265,17 @@ static void print_header(FILE *fp, const run_side *a, const run_side *b)
         }
         fputs(" |", fp);
     }
+    fputs("\n| host CPU |", fp);
+    for (int i = 0; i < 2; i++) {
+        fputc(' ', fp);
+        if (strcmp(meta(side[i], "cpu_model"), "-")) {
+            cell(fp, meta(side[i], "cpu_model"));
+            fprintf(fp, " (%s CPUs)", meta(side[i], "cpu_count"));
+        } else {
+            fputs("not recorded", fp);
+        }
+        fputs(" |", fp);
+    }
     fprintf(fp, "\n| driver, CUDA runtime | %s, %s | %s, %s |\n", meta(a, "driver_version"),
             meta(a, "cuda_runtime_version"), meta(b, "driver_version"), meta(b, "cuda_runtime_version"));
     fprintf(fp, "| commit | %.12s | %.12s |\n", meta(a, "git_sha"), meta(b, "git_sha"));
@@ -350,7 +361,7 @@ static const char *regime_of(const char *sentence)
 static void print_beside(FILE *fp, const run_side *a, const run_side *b)
 {
     const run_side *side[2] = {a, b};
-    bool any = false;
+    bool any = false, regimes_differ = false;
     for (int s = 0; s < 2; s++) {
         const cJSON *e;
         cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(side[s]->doc, "experiments")) {
@@ -370,10 +381,19 @@ static void print_beside(FILE *fp, const run_side *a, const run_side *b)
             const char *ra = regime_of(pa), *rb = regime_of(pb);
             if (!pa || !pb) fputs("- |\n", fp);
             else if (!strcmp(ra, rb)) fprintf(fp, "yes (%s) |\n", ra);
-            else fprintf(fp, "**no** (%s, %s) |\n", ra, rb);
+            else {
+                fprintf(fp, "**no** (%s, %s) |\n", ra, rb);
+                regimes_differ = true;
+            }
         }
     }
     if (any) fputc('\n', fp);
+    if (regimes_differ)
+        fputs("Where the regimes differ: a launch-bound step runs at the pace of the host's CPU (Python, "
+              "PyTorch's dispatcher, the launches), not the GPU's, so the same GPU on another host, or a "
+              "host that is busier, moves the step across an edge; the host CPU row above says whether "
+              "the hosts differ.\n\n",
+              fp);
 }
 
 static void print_figure_name(FILE *fp, const figure_row *f)

@@ -140,8 +140,10 @@ static void put_head(FILE *fp, const mc_run_data *run)
         fprintf(fp, "No usable GPU: %s. ", meta(run, "gpu_status"));
     if (gpu && mc_run_meta(run, "half_attention")) /* runs from before it was recorded have none */
         fprintf(fp, "The Transformer's fp16/bf16 attention: %s. ", meta(run, "half_attention"));
-    fprintf(fp, "Run %s on host %s, commit %.12s.\n\n", meta(run, "utc_time"), meta(run, "host"),
-            meta(run, "git_sha"));
+    fprintf(fp, "Run %s on host %s", meta(run, "utc_time"), meta(run, "host"));
+    if (mc_run_meta(run, "cpu_model")) /* runs from before it was recorded have none */
+        fprintf(fp, " (%s, %s CPUs)", meta(run, "cpu_model"), meta(run, "cpu_count"));
+    fprintf(fp, ", commit %.12s.\n\n", meta(run, "git_sha"));
 
     size_t waived = count(run, is_waived), missing = count(run, has_no_verdict);
     if (run->nexp > 0 && waived == run->nexp) {

@@ -168,12 +168,21 @@ for form in csv json; do
         " 1 higher; 1 lower; $(($(grep -vc '^#' "$tmp/pt.tsv") - 2)) same;"
     check "... PyTorch's changed verdict sentence is shown, both sides" \
         grep -q "^| C04 | sync_vs_async_timing | SYNTHETIC .*launch-bound (GPU idle 62%) | SYNTHETIC .*GPU-bound (GPU idle 20%) | \*\*yes\*\* | \*\*no\*\* (launch-bound, GPU-bound) |$" "$tmp/pt.md"
+    check "... and why a regime can differ: the host CPU's pace" grep -q '^Where the regimes differ: a launch-bound step runs at the pace of the host.s CPU' "$tmp/pt.md"
     "$build/compare" "$pa" "$pa" > "$tmp/same.md"
     check "... a run against itself: the same regime" \
         grep -q "^| C04 | sync_vs_async_timing | .* | no | yes (launch-bound) |$" "$tmp/same.md"
+    check "... and no such note" bash -c "! grep -q '^Where the regimes differ' '$tmp/same.md'"
     check "... under its own heading, after the verdicts (the suite's, unchanged)" \
         bash -c "grep -q '^| C04 | sync_vs_async_timing | holds | holds | no |$' '$tmp/pt.md' && sed -n '/^## Verdicts/,/^## Figures/p' '$tmp/pt.md' | grep -q '^## PyTorch beside$'"
 done
+cp -r "$pa" "$tmp/cpu-a"; cp -r "$pa" "$tmp/cpu-b"; rm -f "$tmp"/cpu-?/results.json
+printf 'cpu_model,Intel(R) Xeon(R) Platinum 8480+\ncpu_count,32\n' >> "$tmp/cpu-a/meta.csv"
+printf 'cpu_model,AMD EPYC 9654 | 96-Core\ncpu_count,64\n' >> "$tmp/cpu-b/meta.csv"
+"$build/compare" "$tmp/cpu-a" "$tmp/cpu-b" > "$tmp/cpu.md"
+check "the host CPUs side by side (meta.csv's cpu_model, cpu_count; a | in a name escaped)" \
+    grep -qF '| host CPU | Intel(R) Xeon(R) Platinum 8480+ (32 CPUs) | AMD EPYC 9654 \| 96-Core (64 CPUs) |' "$tmp/cpu.md"
+check "... 'not recorded' for a run from before they were" grep -qF '| host CPU | not recorded | not recorded |' "$tmp/same.md"
 "$build/compare" --tsv "$tmp/pt.tsv" "$fixtures/labels-a" "$fixtures/labels-b" > "$tmp/pt.md"
 check "without PyTorch's sentences, no such section" bash -c "! grep -q 'PyTorch beside' '$tmp/pt.md'"
 cp -r "$pa" "$tmp/pt-plain"; rm -f "$tmp/pt-plain/results.json"

@@ -45,10 +45,13 @@ check "report marks a planned experiment without CSV as not run" grep -q "^| C98
 check "report counts the experiments without a verdict" grep -q "1 of .* experiments have no verdict" "$run/REPORT.md"
 check "report of a run from before half_attention was recorded says nothing of it" \
     bash -c "! grep -q 'fp16/bf16 attention' '$run/REPORT.md'"
-printf 'half_attention,cuDNN 9.19.0\n' >> "$run/meta.csv"
+check "... nor of the host's CPU" bash -c "! grep -q ' CPUs)' '$run/REPORT.md'"
+printf 'half_attention,cuDNN 9.19.0\ncpu_model,Intel(R) Xeon(R) Platinum 8480+\ncpu_count,32\n' >> "$run/meta.csv"
 "$root/scripts/report" --build "$build" "$run" >/dev/null 2>&1
 check "report names the kernels of the Transformer's fp16/bf16 attention from meta.csv" \
     grep -q "The Transformer's fp16/bf16 attention: cuDNN 9.19.0\. Run " "$run/REPORT.md"
+check "report names the host's CPU from meta.csv (a launch-bound PyTorch step runs at its pace)" \
+    grep -qF " (Intel(R) Xeon(R) Platinum 8480+, 32 CPUs), commit " "$run/REPORT.md"
 check_eq "report leaves no temporary file" "$(ls -A "$run" | grep -c tmp)" 0
 check "report refuses a folder that is not a run" bash -c "! '$root/scripts/report' --build '$build' '$tmp'"
 # An experiment that failed: its state and exit code, and its seconds.
@@ -155,6 +158,8 @@ first=$(readlink "$results/latest")
 check "run-all points results/latest at the run" test -f "$results/$first/REPORT.md"
 check "run-all writes meta.csv, experiments.tsv, runs.tsv and the CSV" \
     test -f "$results/$first/meta.csv" -a -f "$results/$first/experiments.tsv" -a -f "$results/$first/runs.tsv" -a -f "$results/$first/fast.csv"
+check "meta.csv names the host's CPU and counts them" \
+    bash -c "grep -Eq '^cpu_model,.+$' '$results/$first/meta.csv' && grep -Eq '^cpu_count,[1-9][0-9]*$' '$results/$first/meta.csv'"
 check "meta.csv says which kernels run the Transformer's fp16/bf16 attention" \
     grep -Eq "^half_attention,(cuDNN [0-9]+\.[0-9]+\.[0-9]+|the suite's kernels \(not built with cuDNN\))$" "$results/$first/meta.csv"
 m0=$(MEMCLAIMS_CUDNN=0 ASAN_OPTIONS=$noleak "$build/meta" --out "$tmp" >/dev/null 2>&1; grep '^half_attention,' "$tmp/meta.csv")
