@@ -12,6 +12,7 @@
 
 #define MiB (1ULL << 20)
 #define TOP CA_HOST_TOP
+#define R CA_HOST_REGION /* a new region's granularity (32 MiB) */
 
 static uint64_t seg(ca_backend *b, uint64_t bytes)
 {
@@ -25,22 +26,22 @@ static void regions_grow_down_and_holes_fill_lowest_first(void **state)
     (void)state;
     ca_host_device *d = ca_host_create(1ULL << 30);
     ca_backend b = ca_host_backend(d);
-    uint64_t s0 = seg(&b, 2 * MiB);            /* a new 20 MiB region: its bottom */
+    uint64_t s0 = seg(&b, 2 * MiB);            /* a new region: its bottom */
     uint64_t s1 = seg(&b, 2 * MiB);            /* the hole above s0 */
-    uint64_t s2 = seg(&b, 20 * MiB);           /* 16 MiB left up there: a region below */
-    uint64_t s3 = seg(&b, 30 * MiB);           /* a 40 MiB region below that */
-    assert_int_equal(s0, TOP - 20 * MiB);
-    assert_int_equal(s1, TOP - 18 * MiB);
-    assert_int_equal(s2, TOP - 40 * MiB);
-    assert_int_equal(s3, TOP - 80 * MiB);
-    assert_int_equal(seg(&b, 10 * MiB), TOP - 50 * MiB); /* the top of s3's region */
+    uint64_t s2 = seg(&b, R);                  /* R - 4 MiB left up there: a region below */
+    uint64_t s3 = seg(&b, R + 2 * MiB);        /* a region of 2 R below that */
+    assert_int_equal(s0, TOP - R);
+    assert_int_equal(s1, TOP - R + 2 * MiB);
+    assert_int_equal(s2, TOP - 2 * R);
+    assert_int_equal(s3, TOP - 4 * R);
+    assert_int_equal(seg(&b, R - 2 * MiB), TOP - 3 * R + 2 * MiB); /* the top of s3's region */
     b.dev_free(b.ctx, s1, 2 * MiB);
-    assert_int_equal(seg(&b, 4 * MiB), TOP - 18 * MiB); /* s1's place merged with the hole above */
-    b.dev_free(b.ctx, s2, 20 * MiB);
-    b.dev_free(b.ctx, s0, 2 * MiB);            /* [s2][s0] merge: 22 MiB free below s1's place */
-    assert_int_equal(seg(&b, 22 * MiB), TOP - 40 * MiB);
+    assert_int_equal(seg(&b, 4 * MiB), TOP - R + 2 * MiB); /* s1's place merged with the hole above */
+    b.dev_free(b.ctx, s2, R);
+    b.dev_free(b.ctx, s0, 2 * MiB);            /* [s2][s0] merge: R + 2 MiB free below s1's place */
+    assert_int_equal(seg(&b, R + 2 * MiB), TOP - 2 * R);
     assert_int_equal(ca_host_segments(d), 4);
-    assert_int_equal(ca_host_used(d), 66 * MiB);
+    assert_int_equal(ca_host_used(d), 3 * R + 6 * MiB);
     ca_host_destroy(d);
 }
 
@@ -67,10 +68,10 @@ static void hint_applies_to_the_next_success_only(void **state)
     ca_host_hint_next(d, 0x7f0000000000ULL);
     assert_int_not_equal(b.dev_malloc(b.ctx, 200 * MiB, &addr), 0); /* refused: hint kept */
     assert_int_equal(seg(&b, 2 * MiB), 0x7f0000000000ULL);
-    assert_int_equal(seg(&b, 2 * MiB), TOP - 20 * MiB); /* used up: the rule again */
+    assert_int_equal(seg(&b, 2 * MiB), TOP - R); /* used up: the rule again */
     ca_host_hint_next(d, 0x7f0000400000ULL);
     ca_host_hint_next(d, 0); /* cleared */
-    assert_int_equal(seg(&b, 2 * MiB), TOP - 18 * MiB);
+    assert_int_equal(seg(&b, 2 * MiB), TOP - R + 2 * MiB);
     assert_int_equal(ca_host_hint_conflicts(d), 0);
     ca_host_destroy(d);
 }
@@ -80,19 +81,19 @@ static void conflicting_hints_fall_back(void **state)
     (void)state;
     ca_host_device *d = ca_host_create(1ULL << 30);
     ca_backend b = ca_host_backend(d);
-    uint64_t s = seg(&b, 20 * MiB); /* fills the first region */
-    assert_int_equal(s, TOP - 20 * MiB);
+    uint64_t s = seg(&b, R); /* fills the first region */
+    assert_int_equal(s, TOP - R);
     ca_host_hint_next(d, s + 2 * MiB); /* inside a live segment */
-    assert_int_equal(seg(&b, 2 * MiB), s - 20 * MiB);
+    assert_int_equal(seg(&b, 2 * MiB), s - R);
     ca_host_hint_next(d, UINT64_MAX - MiB); /* runs off the address space */
-    assert_int_equal(seg(&b, 2 * MiB), s - 18 * MiB);
+    assert_int_equal(seg(&b, 2 * MiB), s - R + 2 * MiB);
     ca_host_hint_next(d, s - 512); /* overlaps the start of s */
-    assert_int_equal(seg(&b, 4 * MiB), s - 16 * MiB);
+    assert_int_equal(seg(&b, 4 * MiB), s - R + 4 * MiB);
     assert_int_equal(ca_host_hint_conflicts(d), 3);
     /* A hint that fits exactly between two segments is used. */
-    b.dev_free(b.ctx, s - 18 * MiB, 2 * MiB);
-    ca_host_hint_next(d, s - 18 * MiB);
-    assert_int_equal(seg(&b, 2 * MiB), s - 18 * MiB);
+    b.dev_free(b.ctx, s - R + 2 * MiB, 2 * MiB);
+    ca_host_hint_next(d, s - R + 2 * MiB);
+    assert_int_equal(seg(&b, 2 * MiB), s - R + 2 * MiB);
     assert_int_equal(ca_host_hint_conflicts(d), 3);
     ca_host_destroy(d);
 }
