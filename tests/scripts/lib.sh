@@ -27,6 +27,15 @@ check_eq() {
 # step_col CSV N: column N of a per-step CSV (step first) as "step value" lines.
 step_col() { awk -F, -v c="$2" 'NR > 1 { print $1, $c }' "$1"; }
 
+# replay_steps REPLAY.csv: "step,peak_allocated,allocated_end" of each step
+# of build/replay's output (a step runs from one reset_peak to the next, the
+# last to the end; the set-up before the first is not a step).
+replay_steps() {
+    awk -F, 'BEGIN { print "step,peak_allocated,allocated_end" }
+             NR > 1 { if ($2 == "reset_peak") { if (s) print s "," p "," a; s++ } p = $8; a = $6 }
+             END { if (s) print s "," p "," a }' "$1"
+}
+
 # compare_steps WHAT OURS.csv THEIRS.csv COLUMN TOL: one check over every
 # step both files have: passes when the largest relative difference of
 # column COLUMN is at most TOL (a fraction); says where the worst step is.

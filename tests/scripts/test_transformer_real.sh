@@ -33,14 +33,6 @@ for exe in workload replay; do
 done
 sms=$(sed -n 's/^sm_count=//p' "$fix/meta.txt")
 
-# per_step REPLAY.csv: "step,peak_allocated,allocated_end" of each step of a
-# replay (a step runs from one reset_peak to the next; the last one to the end).
-per_step() {
-    awk -F, 'BEGIN { print "step,peak_allocated,allocated_end" }
-             NR > 1 { if ($2 == "reset_peak") { if (s) print s "," p "," a; s++ } p = $8; a = $6 }
-             END { if (s) print s "," p "," a }' "$1"
-}
-
 while IFS=$'\t' read -r name flags; do
     case "$name" in ''|'#'*) continue ;; esac
     theirs=$fix/$name.csv
@@ -58,8 +50,8 @@ while IFS=$'\t' read -r name flags; do
     fi
     "$build/replay" "$fix/$name.trace" > "$tmp/$name.with" 2>/dev/null
     "$build/replay" --no-addresses "$fix/$name.trace" > "$tmp/$name.without" 2>/dev/null
-    per_step "$tmp/$name.with" > "$tmp/$name.with.csv"
-    per_step "$tmp/$name.without" > "$tmp/$name.without.csv"
+    replay_steps "$tmp/$name.with" > "$tmp/$name.with.csv"
+    replay_steps "$tmp/$name.without" > "$tmp/$name.without.csv"
     for c in 2:peak_allocated 3:allocated_end; do
         compare_steps "$name: PyTorch's trace replayed at its addresses, ${c#*:}" "$tmp/$name.with.csv" "$theirs" "${c%%:*}" 0
         compare_steps "$name: the same without them (the placement rule) is the model's, ${c#*:}" \
