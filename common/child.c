@@ -260,10 +260,7 @@ void mc_child_probe(mc_child_stage *st)
 {
     const char *idx = getenv(MC_CHILD_NVSMI_ENV);
     int device = idx && *idx ? atoi(idx) : -1;
-    char buf[64];
-    st->used_mib = -1;
-    if (device >= 0 && mc_nvsmi_query_gpu(device, "memory.used", buf, sizeof buf) == 0)
-        st->used_mib = atof(buf);
+    st->used_mib = mc_gpu_used_mib(device); /* NVML, else nvidia-smi memory.used */
     st->proc_bytes = (double)mc_nvsmi_process_used_bytes((int)getpid());
 }
 

@@ -24,7 +24,8 @@ extern "C" {
 
 /* The environment variable through which the parent tells the child which
  * nvidia-smi index its CUDA device has (nvidia-smi counts in PCI order, CUDA
- * by default fastest first, so the two can differ). */
+ * by default fastest first, so the two can differ; NVML's index is
+ * nvidia-smi's). */
 #define MC_CHILD_NVSMI_ENV "MC_NVSMI_INDEX"
 
 /* Children that run longer than this are killed (seconds). */
@@ -75,14 +76,19 @@ int mc_child_get(const char *out, const char *key, double *value);
 typedef struct {
     char name[48];      /* the call, e.g. "cudaFree(0)"; no spaces */
     double call_s;      /* duration of the call, monotonic clock, seconds; -1 none */
-    double used_mib;    /* nvidia-smi memory.used (whole device, every process), MiB; -1 unknown */
-    double proc_bytes;  /* nvidia-smi --query-compute-apps used_memory of the child, bytes;
-                           -1 when not listed or unknown */
+    double used_mib;    /* memory.used (whole device, every process), MiB, from NVML
+                           (not rounded) or nvidia-smi (whole MiB): mc_gpu_used_mib; -1 unknown */
+    double proc_bytes;  /* the child's compute-apps used memory, bytes, from NVML or nvidia-smi
+                           (whole MiB): mc_nvsmi_process_used_bytes; -1 when not listed or unknown */
     double aux;         /* experiment-specific (C11: cudaMemGetInfo total - free, bytes); -1 none */
 } mc_child_stage;
 
-/* Child side: fills used_mib and proc_bytes from nvidia-smi (the device given
- * by MC_CHILD_NVSMI_ENV, this process's pid). Costs two nvidia-smi runs. */
+/* Child side: fills used_mib and proc_bytes (the device given by
+ * MC_CHILD_NVSMI_ENV, this process's pid) from NVML, loaded at the first
+ * probe (microseconds a probe after that), or from nvidia-smi where NVML
+ * cannot be loaded or fails (two nvidia-smi runs, 50-100 ms each). The
+ * parent's "before" figure must come from mc_gpu_used_mib too, so that both
+ * ends of a delta have the same source. */
 void mc_child_probe(mc_child_stage *st);
 /* Child side: writes st as one "stage" line and flushes. */
 void mc_child_print_stage(FILE *fp, const mc_child_stage *st);

@@ -7,6 +7,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "nvml_lazy.h"
+
 int mc_gpu_open(int device, char *reason, size_t len)
 {
     int count = 0;
@@ -60,6 +62,8 @@ int mc_nvsmi_query_gpu(int device, const char *field, char *out, size_t len)
 
 long long mc_nvsmi_process_used_bytes(int pid)
 {
+    long long bytes = -1;
+    if (mc_nvml_process_used_bytes(pid, &bytes) == 0) return bytes; /* NVML answered */
     FILE *p = popen("nvidia-smi --query-compute-apps=pid,used_memory "
                     "--format=csv,noheader,nounits 2>/dev/null", "r");
     if (!p) return -1;
@@ -68,10 +72,22 @@ long long mc_nvsmi_process_used_bytes(int pid)
     while (fgets(line, sizeof line, p)) {
         int qpid = 0;
         long long mib = 0;
-        if (sscanf(line, "%d, %lld", &qpid, &mib) == 2 && qpid == pid) found = mib * 1024 * 1024;
+        /* one line per GPU the process has a context on, summed as NVML's are */
+        if (sscanf(line, "%d, %lld", &qpid, &mib) == 2 && qpid == pid)
+            found = (found < 0 ? 0 : found) + mib * 1024 * 1024;
     }
     pclose(p);
     return found;
+}
+
+double mc_gpu_used_mib(int nvsmi_index)
+{
+    double mib = -1.0;
+    char buf[64];
+    if (nvsmi_index < 0) return -1.0;
+    if (mc_nvml_used_mib(nvsmi_index, &mib) == 0) return mib;
+    if (mc_nvsmi_query_gpu(nvsmi_index, "memory.used", buf, sizeof buf) != 0) return -1.0;
+    return atof(buf);
 }
 
 double mc_pcie_rate_Bps(int device, int *gen, int *width)

@@ -40,8 +40,9 @@ static const mc_experiment EXP = {
               "context creation (cudaSetDevice+cudaFree(0)), cublasCreate (its time includes loading "
               "libcublas, which the suite opens at the first cuBLAS call), a first empty kernel, "
               "three 64x64 fp32 buffers (48 KiB) and a first cublasSgemm; after each step "
-              "nvidia-smi memory.used (whole device, minus its value just before the child "
-              "started) and the child's compute-apps entry; in-process cudaMemGetInfo deltas "
+              "nvidia-smi's memory.used (whole device, minus its value just before the child "
+              "started) and the child's compute-apps entry, both read from NVML (nvidia-smi's "
+              "source; nvidia-smi itself where NVML cannot be loaded); in-process cudaMemGetInfo deltas "
               "from the context step; each step's call time and main-entry-to-context time on "
               "the monotonic clock; whole-process start-up (context only) with hyperfine, or "
               "fork+exec+wait on the monotonic clock where hyperfine is missing or in --quick.",
@@ -172,22 +173,14 @@ static void series_free(series *s)
     free(s->entry_ctx);
 }
 
-/* The nvidia-smi figure of the whole device, MiB; -1 unknown. */
-static double nvsmi_used_mib(int nvsmi_index)
-{
-    char buf[64];
-    if (nvsmi_index < 0 || mc_nvsmi_query_gpu(nvsmi_index, "memory.used", buf, sizeof buf) != 0)
-        return -1.0;
-    return atof(buf);
-}
-
 /* One staged child; appends to s. Returns 0, or -1 (a failed row was written). */
 static int run_staged(mc_run *run, const char *self, char *const argv[], const char *const env[],
                       int nvsmi_index, int mode, series *s)
 {
     static char out[16384];
     mc_child_result r;
-    double before = nvsmi_used_mib(nvsmi_index); /* right before the child starts */
+    /* right before the child starts, from the source the child's probe reads (NVML, else nvidia-smi) */
+    double before = mc_gpu_used_mib(nvsmi_index);
     int rc = mc_child_run(self, argv, env, MC_CHILD_TIMEOUT_S, out, sizeof out, &r);
     mc_child_stage st[N_STAGES];
     int got = rc == 0 ? mc_child_parse_stages(out, st, N_STAGES - 1) : 0;

@@ -1,9 +1,10 @@
 /* c12_lazy_init.c: C12, does CUDA initialise lazily? A child process (this
  * program re-executed with the internal --child-stage option, common/child.h)
  * makes the CUDA calls one at a time, from calls that only ask something to
- * the calls that need a context, and after each one asks nvidia-smi what the
- * device and the child itself hold. Nothing CUDA runs in the child before its
- * first call: cudart is linked statically and only registers itself at load. */
+ * the calls that need a context, and after each one asks NVML (or nvidia-smi,
+ * where NVML cannot be loaded) what the device and the child itself hold.
+ * Nothing CUDA runs in the child before its first call: cudart is linked
+ * statically and only registers itself at load. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,10 +34,11 @@ static const mc_experiment EXP = {
     .seed_claim = "CUDA initialises lazily: nothing is allocated on the device until the first CUDA call.",
     .method = "A child process (self re-exec) makes, in order: no call (main entry), "
               "cudaRuntimeGetVersion, cudaDriverGetVersion, cudaGetDeviceCount, cudaSetDevice, "
-              "cudaFree(0), cudaMalloc(1 byte). After each: nvidia-smi memory.used (whole device) "
-              "minus its value just before the child started, and whether nvidia-smi "
-              "--query-compute-apps lists the child and with how much; each call's duration and "
-              "spawn-to-main on the monotonic clock.",
+              "cudaFree(0), cudaMalloc(1 byte). After each: nvidia-smi's memory.used (whole device) "
+              "minus its value just before the child started, and whether nvidia-smi's "
+              "--query-compute-apps lists the child and with how much, both read from NVML "
+              "(nvidia-smi's source; nvidia-smi itself where NVML cannot be loaded); each call's "
+              "duration and spawn-to-main on the monotonic clock.",
     .verdict_rule = "A stage is charged if its median nvidia-smi memory.used delta exceeds 2 MiB, "
                     "or the child is listed in compute-apps in most runs (counted only where the "
                     "listing shows the child after cudaFree(0)). inconclusive if nvidia-smi "
@@ -113,20 +115,13 @@ typedef struct {
     double *call[N_STAGES];  /* the call's duration, s (stage 0: spawn to main) */
 } series;
 
-static double nvsmi_used_mib(int nvsmi_index)
-{
-    char buf[64];
-    if (nvsmi_index < 0 || mc_nvsmi_query_gpu(nvsmi_index, "memory.used", buf, sizeof buf) != 0)
-        return -1.0;
-    return atof(buf);
-}
-
 static void run_child(mc_run *run, char *const argv[], const char *const env[], int nvsmi_index,
                       series *s)
 {
     static char out[16384];
     mc_child_result r;
-    double before = nvsmi_used_mib(nvsmi_index); /* right before the child starts */
+    /* right before the child starts, from the source the child's probe reads (NVML, else nvidia-smi) */
+    double before = mc_gpu_used_mib(nvsmi_index);
     int rc = mc_child_run(argv[0], argv, env, MC_CHILD_TIMEOUT_S, out, sizeof out, &r);
     mc_child_stage st[N_STAGES];
     int got = rc == 0 ? mc_child_parse_stages(out, st, N_STAGES) : 0;

@@ -33,20 +33,22 @@ static const mc_experiment EXP = {
               "segment): 100 x 4,000,000 B, 8 x 64 MiB, 200 x 40 KiB, frees, 4 x (100 MiB + 1 B), "
               "30 x 4,000,000 B, empty_cache, 1 GiB, ... (15 checkpoints, about 2.3 GiB at the peak). "
               "At each: the model's allocated, reserved, requested and cached free bytes "
-              "(ca_cached_free_bytes), cudaMemGetInfo total - free, and nvidia-smi "
-              "--query-compute-apps used_memory for this pid (at ten checkpoints; --quick: three). "
+              "(ca_cached_free_bytes), cudaMemGetInfo total - free, and nvidia-smi's "
+              "--query-compute-apps used_memory for this pid at ten checkpoints (--quick: three), "
+              "read from NVML (nvidia-smi's source, bytes; nvidia-smi itself, whole MiB, where "
+              "NVML cannot be loaded). "
               "Baselines: both device figures before the first allocation (the context). Verified: "
               "the model's invariants at every checkpoint. --model-only: the host backend, the "
               "model's part only.",
     .verdict_rule = "Three parts. (1) reserved == allocated + cached free, exactly, at every "
                     "checkpoint. (2) |driver used - baseline - reserved| <= 2 MiB x (segments + 1) at "
                     "every checkpoint. (3) nvidia-smi - its context figure is within that tolerance "
-                    "+ 1 MiB (it reports whole MiB) of reserved at every sampled checkpoint, and "
+                    "+ 1 MiB (nvidia-smi reports whole MiB) of reserved at every sampled checkpoint, and "
                     "closer to reserved than to allocated where they differ by more than twice the "
                     "tolerance (at least one such checkpoint). holds if all three hold; holds-partly "
                     "if at least one holds (a part that cannot be measured, nvidia-smi hiding the pid "
                     "or --model-only, counts as not shown); does-not-hold if none holds.",
-    .flags = MC_EXP_MODEL_ONLY,
+    .flags = MC_EXP_MODEL_ONLY | MC_EXP_RULE_MEMORY, /* the rule reads memory only */
     .default_repeats = 1,
     .default_warmup = 0,
     .extra = NULL,
@@ -125,13 +127,15 @@ static void mark(work *w, const char *label, int sample_nvsmi)
     if (sample_nvsmi) {
         double t0 = mc_now_s();
         c->nvsmi = mc_nvsmi_process_used_bytes((int)getpid());
-        mc_log(w->run, "checkpoint %d: nvidia-smi took %.2f s", w->ncp - 1, mc_now_s() - t0);
+        mc_log(w->run, "checkpoint %d: the process figure (NVML or nvidia-smi) took %.3f s", w->ncp - 1,
+               mc_now_s() - t0);
     }
 }
 
-/* nvidia-smi takes a good fraction of a second per call, so it is asked at
- * ten checkpoints (three with --quick), among them those where reserved and
- * allocated differ by hundreds of MiB. */
+/* nvidia-smi (the fallback where NVML cannot be loaded) takes a good fraction
+ * of a second per call, so the process figure is asked at ten checkpoints
+ * (three with --quick), among them those where reserved and allocated differ
+ * by hundreds of MiB. */
 enum { NEVER, FULL, ALWAYS };
 
 static void workload(work *w, int quick)
@@ -253,7 +257,8 @@ int main(int argc, char **argv)
                       (double)(c->driver_used - c0->driver_used - c->reserved), note);
         if (c->nvsmi < 0) continue; /* not asked here, or no figure: a finding says which */
         mc_emit_value(&run, "nvidia-smi", "checkpoint", k, "process_bytes", "bytes", (double)c->nvsmi,
-                      "--query-compute-apps used_memory for this pid (whole MiB)");
+                      "--query-compute-apps used_memory for this pid (NVML, bytes; nvidia-smi, whole "
+                      "MiB, where NVML cannot be loaded)");
         if (c0->nvsmi >= 0) {
             mc_emit_value(&run, "nvidia-smi", "checkpoint", k, "process_minus_context_bytes", "bytes",
                           (double)(c->nvsmi - c0->nvsmi), note);
