@@ -437,6 +437,8 @@ def record(torch, key, make, warm, reps, by, profile=True, extra=None):
         if profile:
             loss_host = torch.zeros(tr.cfg.accum, dtype=torch.float32).pin_memory()
             idle = idle_share(torch, lambda: tr.step(loss_host), profiled_steps(got[warm:]))
+            if idle.get("read_s") is not None:
+                log(by, "idle share: %d GPU activities, profile read in %.2f s", idle["n"], idle["read_s"])
     finally:
         del tr
         release(torch)
@@ -549,8 +551,14 @@ def idle_share(torch, fn, steps=IDLE_STEPS):
     tests/torch/profile_reference.py profiles a step; the first left out
     (the profiler's start slows it): {share: the median of the steps' 1 -
     busy / span, shares, lo, hi (the median's spread, median_spread),
-    span_s, busy_s (medians), n (GPU activities)}, or {share: None, why}
-    where the profiler gave none or failed (the step's figures stand)."""
+    span_s, busy_s (medians), n (GPU activities), read_s (seconds spent
+    reading the profile)}, or {share: None, why} where the profiler gave
+    none or failed (the step's figures stand).
+
+    The profile is read from its chrome trace (Kineto's own writer, in
+    C++), not from events(): events() builds a Python FunctionEvent for
+    every op and kernel and then their tree, which for a Transformer step
+    (tens of thousands of events) took ~10 s a point on an H200's host."""
     try:
         from torch.profiler import ProfilerActivity, profile, record_function
         torch.cuda.synchronize()
@@ -559,23 +567,24 @@ def idle_share(torch, fn, steps=IDLE_STEPS):
                 with record_function(STEP_MARK + str(i)):
                     fn()
                     torch.cuda.synchronize()
+        t_read = time.perf_counter()
         iv, marks = [], []
-        if hasattr(prof, "events"):
-            try:
-                events = list(prof.events())
-                iv, marks = intervals_of_events(events), marks_of_events(events)
-            except Exception:  # an older or newer profiler: its trace, as profile_reference.py reads it
-                iv = []
-        if not iv or not marks:
-            fd, path = tempfile.mkstemp(prefix="beside.", suffix=".json")
-            os.close(fd)
-            try:
-                prof.export_chrome_trace(path)
-                with open(path) as f:
-                    trace = json.load(f)
-                iv, marks = intervals_of_trace(trace), marks_of_trace(trace)
-            finally:
-                os.unlink(path)
+        fd, path = tempfile.mkstemp(prefix="beside.", suffix=".json")
+        os.close(fd)
+        try:
+            prof.export_chrome_trace(path)
+            with open(path) as f:
+                trace = json.load(f)
+            iv, marks = intervals_of_trace(trace), marks_of_trace(trace)
+            del trace
+        except Exception:  # a profiler without a trace writer: its events, parsed in Python
+            iv = []
+        finally:
+            os.unlink(path)
+        if (not iv or not marks) and hasattr(prof, "events"):
+            events = list(prof.events())
+            iv, marks = intervals_of_events(events), marks_of_events(events)
+        read_s = time.perf_counter() - t_read
         if len(marks) < 2:
             return {"share": None, "why": "the profiler did not mark the profiled steps"}
         got = [busy_of(x) for x in split_by_steps(marks, iv)[1:]]
@@ -586,7 +595,7 @@ def idle_share(torch, fn, steps=IDLE_STEPS):
         lo, hi = median_spread(shares)
         return {"share": statistics.median(shares), "shares": shares, "lo": lo, "hi": hi,
                 "span_s": statistics.median(g[0] for g in got), "busy_s": statistics.median(g[1] for g in got),
-                "n": len(iv)}
+                "n": len(iv), "read_s": read_s}
     except Exception as e:  # the profiler is extra: its failure leaves the figures as they are
         return {"share": None, "why": reason(e)}
 
