@@ -40,10 +40,11 @@ void mc_print_help(const mc_experiment *e, const char *argv0, FILE *fp)
             fprintf(fp, "  %-14s %s\n", left, x->help);
     }
     fprintf(fp, "  --list         print this experiment's descriptor as one tab-separated line:\n"
-                "                 claim, key, title, seed claim, method, verdict rule and mode\n"
-                "                 (gpu, model-only or host; this one: %s)\n"
+                "                 claim, key, title, seed claim, method, verdict rule, mode\n"
+                "                 (gpu, model-only or host; this one: %s) and what the\n"
+                "                 verdict rule reads (memory or time; this one: %s)\n"
                 "  --help         this text\n\n",
-            mc_experiment_mode(e));
+            mc_experiment_mode(e), mc_experiment_rule_reads(e));
     fprintf(fp, "Output: CSV (" MC_CSV_HEADER ").\n");
     if (e->flags & MC_EXP_NO_GPU)
         fprintf(fp, "Needs no GPU: runs the same with or without one (--device is ignored).\n"
@@ -59,10 +60,15 @@ const char *mc_experiment_mode(const mc_experiment *e)
     return e->flags & MC_EXP_MODEL_ONLY ? "model-only" : "gpu";
 }
 
+const char *mc_experiment_rule_reads(const mc_experiment *e)
+{
+    return e->flags & MC_EXP_RULE_MEMORY ? "memory" : "time";
+}
+
 void mc_print_list(const mc_experiment *e, FILE *fp)
 {
-    fprintf(fp, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e->claim, e->key, e->title, e->seed_claim, e->method,
-            e->verdict_rule, mc_experiment_mode(e));
+    fprintf(fp, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e->claim, e->key, e->title, e->seed_claim,
+            e->method, e->verdict_rule, mc_experiment_mode(e), mc_experiment_rule_reads(e));
 }
 
 /* ----------------------------------------------------------------- rows */

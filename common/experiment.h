@@ -27,8 +27,12 @@ extern "C" {
 
 enum {
     MC_EXP_MODEL_ONLY = 1u << 0, /* accepts --model-only (host allocator backend) */
-    MC_EXP_NO_GPU = 1u << 1      /* needs no GPU: mc_run_begin neither opens one nor waives
+    MC_EXP_NO_GPU = 1u << 1,     /* needs no GPU: mc_run_begin neither opens one nor waives
                                     for want of one; the run is the same with or without */
+    MC_EXP_RULE_MEMORY = 1u << 2 /* its verdict rule reads memory figures only (bytes, OOMs),
+                                    no time: scripts/run-all may run it beside the experiments
+                                    that need no GPU (its times, context only, may then read
+                                    a little higher) */
 };
 
 typedef struct {
@@ -118,9 +122,13 @@ void mc_print_help(const mc_experiment *exp, const char *argv0, FILE *fp);
  * --model-only on the allocator model without one), "gpu" (a GPU, else
  * waived). */
 const char *mc_experiment_mode(const mc_experiment *exp);
+/* What its verdict rule reads, from its flags: "memory" (MC_EXP_RULE_MEMORY)
+ * or "time" (some figure of the rule is a time or a rate). */
+const char *mc_experiment_rule_reads(const mc_experiment *exp);
 /* Prints the descriptor as one line: claim, key, title, seed_claim, method,
- * verdict_rule, mode (mc_experiment_mode), separated by tabs. scripts/run-all
- * takes the mode from it and writes the first six to experiments.tsv. */
+ * verdict_rule, mode (mc_experiment_mode), rule reads
+ * (mc_experiment_rule_reads), separated by tabs. scripts/run-all takes the
+ * last two from it and writes the first six to experiments.tsv. */
 void mc_print_list(const mc_experiment *exp, FILE *fp);
 
 #ifdef __cplusplus

@@ -27,7 +27,7 @@ static const mc_experiment EXP = {
     .verdict_rule = "The claim's two numbers (400.00 MiB keep-all, 3.81 MiB del+empty_cache; PyTorch's MB "
                     "is MiB) against the model's peak allocated: holds if both within 0.5%, holds-partly "
                     "if one, does-not-hold if neither.",
-    .flags = MC_EXP_MODEL_ONLY,
+    .flags = MC_EXP_MODEL_ONLY | MC_EXP_RULE_MEMORY, /* the rule reads memory only */
     .default_repeats = 3,
     .default_warmup = 1,
     .extra = NULL,

@@ -31,7 +31,7 @@ static const mc_experiment EXP = {
     .verdict_rule = "holds if a 4-byte request gives 512 B allocated from a 2 MiB segment and every "
                     "request n with 1 MiB < n < 10 MiB takes a 20 MiB segment; holds-partly if one "
                     "half holds; does-not-hold if neither.",
-    .flags = MC_EXP_MODEL_ONLY,
+    .flags = MC_EXP_MODEL_ONLY | MC_EXP_RULE_MEMORY, /* the rule reads memory only */
     .default_repeats = 3,
     .default_warmup = 0,
     .extra = NULL,

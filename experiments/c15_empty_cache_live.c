@@ -31,7 +31,7 @@ static const mc_experiment EXP = {
     .verdict_rule = "does-not-hold if empty_cache freed a live block in any scenario; holds if it "
                     "freed none and reserved did not drop in any scenario; holds-partly if it freed "
                     "none but reserved dropped in some scenario.",
-    .flags = MC_EXP_MODEL_ONLY,
+    .flags = MC_EXP_MODEL_ONLY | MC_EXP_RULE_MEMORY, /* the rule reads memory only */
     .default_repeats = 3,
     .default_warmup = 0,
     .extra = NULL,

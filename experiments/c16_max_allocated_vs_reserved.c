@@ -28,7 +28,7 @@ static const mc_experiment EXP = {
     .verdict_rule = "Over every step after the first allocation of every workload: holds if peak "
                     "allocated equals reserved at every step, holds-partly if at some, does-not-hold "
                     "if at none.",
-    .flags = MC_EXP_MODEL_ONLY,
+    .flags = MC_EXP_MODEL_ONLY | MC_EXP_RULE_MEMORY, /* the rule reads memory only */
     .default_repeats = 3,
     .default_warmup = 0,
     .extra = NULL,

@@ -28,7 +28,7 @@ static const mc_experiment EXP = {
               "(cudaMemGetInfo drop) is read with the tensor live, over --repeats runs.",
     .verdict_rule = "float32 bytes requested / the claim's 8 MB (8,000,000 B): holds if in 0.8-1.2, "
                     "does-not-hold otherwise.",
-    .flags = MC_EXP_MODEL_ONLY,
+    .flags = MC_EXP_MODEL_ONLY | MC_EXP_RULE_MEMORY, /* the rule reads memory only */
     .default_repeats = 3,
     .default_warmup = 0,
     .extra = NULL,

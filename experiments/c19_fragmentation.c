@@ -48,7 +48,7 @@ static const mc_experiment EXP = {
                     "split limit. holds if A and B; holds-partly if one of them and not worse; "
                     "does-not-hold otherwise. Outcomes come from the CUDA backend (the host backend "
                     "with --model-only); the time cost is reported, not judged.",
-    .flags = MC_EXP_MODEL_ONLY,
+    .flags = MC_EXP_MODEL_ONLY | MC_EXP_RULE_MEMORY, /* the rule reads memory only */
     .default_repeats = 5,
     .default_warmup = 1,
     .extra = NULL,

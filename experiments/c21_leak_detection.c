@@ -60,7 +60,7 @@ static const mc_experiment EXP = {
                     "a leak with some baseline, e.g. the slow scalar leak, and/or flags the "
                     "optimizer-state jump with the iteration-0 baseline); inconclusive if a loop "
                     "runs out of memory.",
-    .flags = MC_EXP_MODEL_ONLY,
+    .flags = MC_EXP_MODEL_ONLY | MC_EXP_RULE_MEMORY, /* the rule reads memory only */
     .default_repeats = 1,
     .default_warmup = 5,
     .extra = EXTRA,

@@ -90,7 +90,7 @@ static const mc_experiment EXP = {
                     "r(1%) <= 0.25 and mmap's growth does not fall as f grows (1 MiB tolerance); "
                     "otherwise holds-partly (the start is cut, but a few records touched at random "
                     "bring much more of the file into memory).",
-    .flags = MC_EXP_NO_GPU,
+    .flags = MC_EXP_NO_GPU | MC_EXP_RULE_MEMORY, /* the rule reads resident memory only */
     .default_repeats = 3,
     .default_warmup = 0,
     .extra = EXTRA,

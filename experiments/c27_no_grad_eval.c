@@ -55,7 +55,7 @@ static const mc_experiment EXP = {
                     "run is out of memory; holds if s >= 0.5 everywhere (evaluation at most half); "
                     "does-not-hold if s <= 0.05 everywhere; otherwise holds-partly (the note gives "
                     "s per workload and batch, and the saving of the activations alone).",
-    .flags = MC_EXP_MODEL_ONLY,
+    .flags = MC_EXP_MODEL_ONLY | MC_EXP_RULE_MEMORY, /* the rule reads memory only */
     .default_repeats = 5,
     .default_warmup = 2,
     .extra = NULL,

@@ -55,7 +55,7 @@ static const mc_experiment EXP = {
                     "does-not-hold if changed in none; otherwise holds-partly (the note names "
                     "where recovery happens and where the manual call is what recovers). "
                     "inconclusive if no scenario failed first.",
-    .flags = MC_EXP_MODEL_ONLY,
+    .flags = MC_EXP_MODEL_ONLY | MC_EXP_RULE_MEMORY, /* the rule reads memory only */
     .default_repeats = 1,
     .default_warmup = 0,
     .extra = NULL,

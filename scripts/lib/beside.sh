@@ -152,18 +152,25 @@ runner_launch() {
     pt_child=$!
 }
 
-# beside_start: before the run's last experiments, those that need no GPU
-# (run-all runs them last where PyTorch is beside), starts the runner on the
-# claims measured so far (pt_keys) with --go-file: torch's import, the CUDA
-# context and Dynamo's import (~10 s on an H100's host) overlap them, while
-# nothing reads the GPU or is timed by a rule. beside_run_all writes the go
-# file, with the budget, when they end.
+# beside_start: as the experiments begin, starts the runner with --go-file
+# on every claim of this run that has a counterpart (the C24 one too: it
+# waives on one GPU): torch's import, and Dynamo's and Inductor's where C25
+# has one (~10 s on an H100's host, CPU only: no CUDA call before the go),
+# overlap the first phase, whose verdicts read memory only. beside_run_all
+# writes the go file, with the budget and the claims to measure (those
+# whose experiment left a CSV and was not waived), when the last ends.
 beside_start() {
-    [ ${#pt_keys[@]} -gt 0 ] && [ -z "$pt_child" ] || return 0
+    local exe name keys=()
+    [ -z "$pt_child" ] || return 0
+    for exe in "${exps[@]}"; do
+        name=$(basename "$exe")
+        [ -f "$beside/${name#c[0-9][0-9]_}.py" ] && keys+=("${name#c[0-9][0-9]_}")
+    done
+    [ ${#keys[@]} -gt 0 ] || return 0
     pt_tmpd=$run/.pytorch.tmp.$$
     mkdir -p "$pt_tmpd" || return 0
     pt_go=$pt_tmpd/go
-    runner_launch "$pt_tmpd" 1800 --go-file "$pt_go" "${pt_keys[@]}"
+    runner_launch "$pt_tmpd" 1800 --go-file "$pt_go" "${keys[@]}"
 }
 
 # beside_run_all: after the last experiment, every counterpart of pt_keys
@@ -187,16 +194,21 @@ drop_key() {
 beside_run_all() {
     local tmpd=${pt_tmpd:-$run/.pytorch.tmp.$$} left=("${pt_keys[@]}") rc k st code secs line id started t0 done_s n0
     local early=$pt_child t_go
-    [ ${#left[@]} -gt 0 ] || return 0
+    if [ ${#left[@]} -eq 0 ]; then  # nothing to measure: a runner started early goes without a key
+        [ -n "$early" ] && { printf '0\n\n' > "$pt_go.tmp" && mv -f "$pt_go.tmp" "$pt_go"; wait "$pt_child"; }
+        pt_child=""
+        rm -rf "$tmpd"
+        return 0
+    fi
     mkdir -p "$tmpd" || return 0
     t_go=$(date +%s.%N)
-    if [ -n "$early" ]; then
-        beside_budget > "$pt_go.tmp" && mv -f "$pt_go.tmp" "$pt_go"
+    if [ -n "$early" ]; then  # the budget, then the claims to measure
+        { beside_budget; printf '%s\n' "${left[*]}"; } > "$pt_go.tmp" && mv -f "$pt_go.tmp" "$pt_go"
     fi
     while [ ${#left[@]} -gt 0 ]; do
         t0=$(date +%s.%N)
         if [ -n "$early" ]; then
-            early=""  # already running: it measures the keys it was started with
+            early=""  # already running: it measures the keys the go file names
         else
             runner_launch "$tmpd" 0 --budget-s "$(beside_budget)" "${left[@]}"
         fi

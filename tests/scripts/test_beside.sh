@@ -376,7 +376,8 @@ a = b.record(torch, key, make, 2, 3, "C05")
 c = b.record(torch, key, make, 2, 3, "C07")
 d = b.record(torch, key, make, 2, 3, "C09", extra=lambda tr: 42)
 e = b.record(torch, key, make, 2, 3, "C13", extra=lambda tr: 7)
-print(a["again"], c["again"], c["by"], d["again"], d["extra"], d["by"], e["again"], e["extra"])' 2>&1)" \
+print(a["again"], c["again"], c["by"], d["again"], d["extra"], d["by"], e["again"], e["extra"])' 2>&1 |
+       grep -v ': idle share: [0-9]* GPU activities, profile read in ')" \
     "False True C05 False 42 C09 True 42"
 
 # The time budget: the points a counterpart ranks first, then skipped rows.
@@ -489,30 +490,59 @@ PYTHONPATH=$tmp/slow run_all "$tmp/auto170" --only C05
 check_eq "auto budget within the default target: every point measured" \
     "$rc:$(grep -c ',skipped,' "$r/mixed_precision.csv")" 0:0
 
-# An experiment that needs no GPU (mode host) runs last where PyTorch is
-# beside, with the runner started before it (torch's start overlaps it) and
-# waiting for it to end before any counterpart runs.
+# An experiment that needs no GPU (mode host) starts first, in the
+# background, beside those whose rule reads memory (--list's 8th field);
+# those whose rule reads a time (or that do not say) run after it ends. The
+# runner starts with the run and waits (its go file) until the last ends.
 cat > "$fake/c01_host_fake" <<FAKE
 #!/usr/bin/env bash
-[ "\$1" = --list ] && { printf 'C01\thost_fake\tfake\tseed says C26\tmethod\trule\thost\n'; exit 0; }
+[ "\$1" = --list ] && { printf 'C01\thost_fake\tfake\tseed says C26\tmethod\trule\thost\tmemory\n'; exit 0; }
 out=.; while [ \$# -gt 0 ]; do [ "\$1" = --out ] && out=\$2; shift; done
-sleep 1  # the runner, started before this, is waiting: no counterpart has begun
+sleep 2  # the memory experiment runs now; the timed ones wait; the runner is up, waiting
 { pgrep -f 'run_many.py .*--go-file' >/dev/null && echo runner-up
   ls "\$out"/.pytorch.tmp.*/go 2>/dev/null | grep -q . && echo go-early
+  pgrep -f '$fake/c0[45]_' >/dev/null && echo timed-beside
   cat "\$out"/.pytorch.tmp.*/progress.tsv 2>/dev/null; } > "$tmp/host-saw"
 cp "$fixtures/randn_bytes.csv" "\$out/.host_fake.csv.tmp" && sed -i 's/C18,randn_bytes/C01,host_fake/' "\$out/.host_fake.csv.tmp" && mv "\$out/.host_fake.csv.tmp" "\$out/host_fake.csv"
 FAKE
-chmod +x "$fake/c01_host_fake"
-PYTHONPATH=$stub run_all "$tmp/host" --only C04,C01,C05
-check_eq "PyTorch beside with an experiment that needs no GPU: exit 0, it runs last" \
-    "$rc:$(grep -o '^\[[0-9]/3\] C[0-9]*' <<<"$out" | tr '\n' ' ')" "0:[1/3] C04 [2/3] C05 [3/3] C01 "
-check_eq "... the runner was up while it ran, and waiting (no go file, no counterpart started)" \
+cat > "$fake/c02_mem_fake" <<FAKE
+#!/usr/bin/env bash
+[ "\$1" = --list ] && { printf 'C02\tmem_fake\tfake\tseed says C02\tmethod\trule\tgpu\tmemory\n'; exit 0; }
+out=.; while [ \$# -gt 0 ]; do [ "\$1" = --out ] && out=\$2; shift; done
+pgrep -f '$fake/c01_host_fake' >/dev/null && echo host-beside > "$tmp/mem-saw"
+cp "$fixtures/randn_bytes.csv" "\$out/.mem_fake.csv.tmp" && sed -i 's/C18,randn_bytes/C02,mem_fake/' "\$out/.mem_fake.csv.tmp" && mv "\$out/.mem_fake.csv.tmp" "\$out/mem_fake.csv"
+FAKE
+chmod +x "$fake/c01_host_fake" "$fake/c02_mem_fake"
+PYTHONPATH=$stub run_all "$tmp/host" --only C04,C01,C05,C02
+check_eq "PyTorch beside, one experiment that needs no GPU and one whose rule reads memory: exit 0, in phases" \
+    "$rc:$(grep -o '^\[[0-9]/4\] C[0-9]*' <<<"$out" | tr '\n' ' ')" "0:[1/4] C02 [2/4] C01 [3/4] C04 [4/4] C05 "
+check "... one line says the one that needs no GPU started" grep -q '^C01 host_fake started (needs no GPU' <<<"$out"
+check_eq "... the memory one ran while it ran" "$(cat "$tmp/mem-saw" 2>/dev/null)" host-beside
+check_eq "... the runner was up, waiting (no go file, no counterpart started), no timed experiment beside it" \
     "$(cat "$tmp/host-saw" 2>/dev/null | tr '\n' ' ')" "runner-up "
 check "... then both counterparts ran" bash -c "grep -q '^PyTorch beside: C04 sync_vs_async_timing [0-9.]* s, [0-9]* rows$' <<<'$out' && grep -q '^PyTorch beside: C05 mixed_precision [0-9.]* s, [0-9]* rows$' <<<'$out'"
+check_eq "... runs.tsv has all four, ran" "$(cut -f1,2 "$r/runs.tsv" | sort | tr '\t\n' ': ')" \
+    "host_fake:ran mem_fake:ran mixed_precision:ran sync_vs_async_timing:ran "
 check_eq "... no temporary file left" "$(tmp_files "$r" "$r/logs")" 0
-PYTHONPATH=$stub run_all "$tmp/host-plain" --only C04,C01,C05 --no-pytorch
-check_eq "... with --no-pytorch, the catalog's order" "$rc:$(grep -o '^\[[0-9]/3\] C[0-9]*' <<<"$out" | tr '\n' ' ')" "0:[1/3] C01 [2/3] C04 [3/3] C05 "
-rm -f "$fake/c01_host_fake"
+rm -f "$tmp/mem-saw"
+PYTHONPATH=$stub run_all "$tmp/host-plain" --only C04,C01,C05,C02 --no-pytorch
+check_eq "... with --no-pytorch, the same phases" "$rc:$(grep -o '^\[[0-9]/4\] C[0-9]*' <<<"$out" | tr '\n' ' ')" "0:[1/4] C02 [2/4] C01 [3/4] C04 [4/4] C05 "
+check_eq "... the memory one beside it again" "$(cat "$tmp/mem-saw" 2>/dev/null)" host-beside
+
+# Ctrl-C while the one that needs no GPU runs beside: it is stopped too,
+# and runs.tsv marks both interrupted.
+GNUPLOT=/nonexistent "$root/scripts/run-all" --build "$fake" --results "$tmp/host-int" --only C01,C02 --no-pytorch \
+    > "$tmp/host-int.out" 2>&1 &
+runner=$!
+for _ in $(seq 100); do pgrep -f "$fake/c01_host_fake" >/dev/null && break; sleep 0.1; done
+sleep 0.3
+kill -TERM "$runner"
+wait "$runner"; rc=$?
+r=$tmp/host-int/$(readlink "$tmp/host-int/latest")
+check_eq "interrupted while the host experiment runs beside: exit 130, it is stopped, runs.tsv says interrupted" \
+    "$rc:$(pgrep -f "$fake/c01_host_fake" >/dev/null && echo still-running):$(awk -F'\t' '$2 == "interrupted" { print $1 }' "$r/runs.tsv" | sort | tr '\n' ' ')" \
+    "130::host_fake "
+rm -f "$fake/c01_host_fake" "$fake/c02_mem_fake"
 
 # Lines that are not PyTorch rows of C04 (a verdict, another claim's row,
 # text) printed while it runs are dropped, counted in a failed row; the

@@ -78,7 +78,7 @@ test_one() {
 
     list=$(ASAN_OPTIONS=$noleak "$exe" --list)
     fields=$(printf '%s' "$list" | awk -F'\t' '{ print NF }')
-    check_eq "$name --list prints 7 tab-separated fields" "$fields" 7
+    check_eq "$name --list prints 8 tab-separated fields" "$fields" 8
     check_eq "$name --list starts with claim and key" "$(printf '%s' "$list" | cut -f1,2)" "$id	$key"
     # The mode run-all goes by agrees with what --help tells a person.
     want=gpu
@@ -86,6 +86,16 @@ test_one() {
     [ "$no_gpu" = 1 ] && want=host
     check_eq "$name --list's mode agrees with --help" "$(printf '%s' "$list" | cut -f7)" "$want"
     check "$name --help names its mode" grep -q "this one: $want)" <<<"$help"
+    # What the rule reads decides whether run-all runs it beside C26: one
+    # that says memory has no time or rate among its rule's figures.
+    reads=$(printf '%s' "$list" | cut -f8)
+    case $reads in memory|time) pass "$name --list says what its rule reads ($reads)" ;;
+                   *) failure "$name --list says what its rule reads" "'$reads'" ;; esac
+    check "$name --help says what its rule reads" grep -q "this one: $reads)" <<<"$help"
+    if [ "$reads" = memory ]; then
+        check "$name: a rule that reads memory names no time or rate" \
+            bash -c '! printf "%s" "$1" | cut -f6 | grep -Eiq "speed-up|slowdown|GB/s|faster|latency|step time|overlap"' _ "$list"
+    fi
 
     # The parser itself is unit-tested (test_options); here each program is
     # shown to use it, and to stop before writing anything.

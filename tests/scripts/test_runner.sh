@@ -311,8 +311,11 @@ check_eq "each experiment: model-only verdict or one waiver line, in the console
 # An optional tool's absence (hyperfine for C11, not in this selection) adds
 # no line here, whichever tools this machine has; gnuplot's adds the one
 # line saying the charts were skipped.
-check_eq "one console line per experiment, plus the header lines and the report line (gnuplot $([ $gp = 1 ] && echo present || echo absent))" \
-    "$(grep -vc '^\[' <<<"$out")" $((3 + 1 - gp))
+check_eq "one console line per experiment, plus the header lines, one saying each that needs no GPU started, and the report line (gnuplot $([ $gp = 1 ] && echo present || echo absent))" \
+    "$(grep -vc '^\[' <<<"$out")" $((3 + 1 - gp + n_host))
+check_eq "... the one that needs no GPU (C26) started first, beside those whose rules read memory (C01, C19, C27, C28), before those that read a time (C03, C13)" \
+    "$(grep -o '^C26 mmap_dataset started\|^\[[0-9]/[0-9]\] C[0-9]*' <<<"$out" | sed 's/^\[[0-9]\/[0-9]\] //; s/ mmap_dataset started/+/' | tr '\n' ' ')" \
+    "C26+ C01 C19 C27 C28 C26 C03 C13 "
 check_eq "no hyperfine line when C11 is not run (hyperfine $(command -v hyperfine >/dev/null && echo present || echo absent) here)" \
     "$(grep -c hyperfine <<<"$out")" 0
 check "the console says up front there is no GPU and what runs on the model" grep -q "^run-all: no usable GPU (.*): $n_model experiments run on the allocator model (--model-only), $n_host need no GPU, $((n - n_model - n_host)) need a GPU and are waived$" <<<"$out"

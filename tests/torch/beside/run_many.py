@@ -36,13 +36,16 @@ leaves a waived claim out; given a one-GPU run it waives at once, and its
 share goes to no one), and then its share scales S by (sum + its share) /
 sum; on one GPU it costs nothing.
 
---go-file F: torch is imported (and, where C25's counterpart is among the
-keys, Dynamo and Inductor) and the CUDA context made first; then the
-process waits until F exists before the first key, and a number on F's
-first line replaces --budget-s. run-all starts this process so before its
-last experiments, those that need no GPU (C26), and writes F when they
-end, with what is left of its time target: the ~10 s of torch's start
-overlap work that neither reads the GPU nor is timed by its rule.
+--go-file F: torch is imported first (and, where C25's counterpart is among
+the keys, Dynamo and Inductor), with no CUDA call; then the process waits
+until F exists. A number on F's first line replaces --budget-s; a second
+line, where there is one, names the keys to measure (space-separated, a
+subset of those given; empty: none). Then the CUDA context is made and
+the keys run. run-all starts this process so as its experiments begin, on
+every claim with a counterpart, and writes F when they end, with what is
+left of its time target and the claims whose experiment was not waived:
+the ~10 s of torch's start overlap experiments whose verdicts read memory
+only, and nothing of it touches the GPU while the suite measures.
 
 A counterpart may run commands (sharded_training.py runs torchrun through
 subproc.py, each in a session of its own): past --timeout-s, or on
@@ -198,30 +201,41 @@ def run_key(key, a, allow):
     return ("ran" if code == 0 else "waived" if code == 77 else "failed"), code
 
 
-def prepare(torch, keys):
-    """What every key would pay first, paid while run-all's last
-    experiments (which need no GPU) run: the CUDA context, and Dynamo's and
-    Inductor's import where C25's counterpart will compile."""
-    torch.cuda.init()
+def prepare(keys):
+    """What every key would pay first, paid while run-all's experiments
+    run: torch's import, and Dynamo's and Inductor's where C25's
+    counterpart will compile. No CUDA call (the suite is measuring).
+    Returns torch, or raises ImportError."""
+    import torch
     if "compile_fusion" in keys:
         try:
             importlib.import_module("torch._dynamo")
             importlib.import_module("torch._inductor")
         except Exception:  # noqa: BLE001 (C25's counterpart says why, as a failed row)
             pass
+    return torch
 
 
-def wait_for_go(path, budget_s):
+def wait_for_go(path, budget_s, keys):
     """Waits until path exists (run-all writes it when its experiments have
-    ended); returns the number on its first line, else budget_s."""
+    ended); returns (budget, keys): the number on its first line, else
+    budget_s; the keys its second line names, in keys' order, else keys."""
     while not os.path.exists(path):
         time.sleep(0.05)
     try:
         with open(path) as f:
-            text = f.readline().strip()
-        return float(text) if text and float(text) >= 0 else budget_s
-    except (OSError, ValueError):
-        return budget_s
+            lines = f.read().split("\n")
+    except OSError:
+        return budget_s, keys
+    try:
+        got = float(lines[0].strip()) if lines[0].strip() else budget_s
+        budget_s = got if got >= 0 else budget_s
+    except ValueError:
+        pass
+    if len(lines) > 1 and lines[1:] != [""]:
+        named = set(lines[1].split())
+        keys = [k for k in keys if k in named]
+    return budget_s, keys
 
 
 def main(argv=None):
@@ -230,17 +244,19 @@ def main(argv=None):
         sys.path.insert(0, HERE)
     progress = open(os.path.join(a.out, "progress.tsv"), "a")
     try:
-        import torch
+        torch = prepare(a.keys)
     except ImportError as e:
         print("run_many: python3 cannot import torch: %s: waived" % e, file=sys.stderr)
         return 77
+    import subproc
+    if a.go_file:
+        a.budget_s, a.keys = wait_for_go(a.go_file, a.budget_s, a.keys)
+        if not a.keys:
+            return 0
     if not torch.cuda.is_available():
         print("run_many: torch %s sees no CUDA device: waived" % torch.__version__, file=sys.stderr)
         return 77
-    import subproc
-    if a.go_file:
-        prepare(torch, a.keys)
-        a.budget_s = wait_for_go(a.go_file, a.budget_s)
+    torch.cuda.init()
     dog = Watchdog(progress, a.timeout_s, subproc)
     t0 = time.monotonic()
     done = []
