@@ -362,6 +362,15 @@ check_eq "run_many.py with an unknown key: exit 2" "$rc" 2
 STUB_NO_CUDA=1 PYTHONPATH=$stub python3 "$beside/run_many.py" --run "$plain" --out "$tmp/many" > /dev/null 2>"$tmp/err"; rc=$?
 check_eq "run_many.py without CUDA: exit 77, one line" "$rc:$(wc -l < "$tmp/err")" 77:1
 
+# torch.compile's caches: kept under the user's cache folder, where the
+# next run finds them; a folder the user named stands.
+check_eq "run_many.py keeps torch.compile's caches in ~/.cache/memclaims (XDG_CACHE_HOME), or where the user says" \
+    "$(cd "$beside" && python3 -c '
+import run_many as m
+a = {"HOME": "/h", "XDG_CACHE_HOME": "/x"}; m.keep_compile_caches(a)
+b = {"TORCHINDUCTOR_CACHE_DIR": "/mine"}; m.keep_compile_caches(b)
+print(a["TORCHINDUCTOR_CACHE_DIR"], b["TORCHINDUCTOR_CACHE_DIR"])')" "/x/memclaims/torchinductor /mine"
+
 # A training two counterparts share is measured once; one that needs what
 # the first did not read (extra) measures it again (C05's MLP at H=4096 was
 # C09's H=4096 Adam on the H200, where C05 had the time for it).

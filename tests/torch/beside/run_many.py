@@ -51,6 +51,9 @@ A counterpart may run commands (sharded_training.py runs torchrun through
 subproc.py, each in a session of its own): past --timeout-s, or on
 SIGTERM, their whole process trees are stopped before this process ends.
 
+torch.compile's caches are kept between runs (keep_compile_caches): in
+~/.cache/memclaims/torchinductor unless TORCHINDUCTOR_CACHE_DIR names one.
+
 Exit: 0 every key ended (whatever its state); 2 usage; 3 CUDA stopped
 answering; 124 a key timed out; 77 no torch or no CUDA device (one line,
 nothing run). Standard library and torch only.
@@ -238,10 +241,25 @@ def wait_for_go(path, budget_s, keys):
     return budget_s, keys
 
 
+def keep_compile_caches(environ):
+    """Where torch.compile keeps what it compiled, so that the next run
+    reuses it (C25's counterpart: ~25 s cold on an H200's host): Inductor's
+    FX graph and AOTAutograd caches under ~/.cache/memclaims/torchinductor
+    ($XDG_CACHE_HOME), not /tmp/torchinductor_$USER, which a reboot or a
+    tmp cleaner empties; Triton's already lives in ~/.triton. A directory
+    the user set (TORCHINDUCTOR_CACHE_DIR) stands. Returns the folder."""
+    if environ.get("TORCHINDUCTOR_CACHE_DIR"):
+        return environ["TORCHINDUCTOR_CACHE_DIR"]
+    base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(base, "memclaims", "torchinductor")
+    return environ["TORCHINDUCTOR_CACHE_DIR"]
+
+
 def main(argv=None):
     a = parse(sys.argv[1:] if argv is None else argv)
     if HERE not in sys.path:
         sys.path.insert(0, HERE)
+    keep_compile_caches(os.environ)  # before torch's import reads it
     progress = open(os.path.join(a.out, "progress.tsv"), "a")
     try:
         torch = prepare(a.keys)
