@@ -66,7 +66,7 @@ print(version)' 2>"$pt_err"); then
 # beside_budget: the seconds the counterparts may take (run_many.py's
 # --budget-s): MEMCLAIMS_PYTORCH_BUDGET_S (pt_budget) where it is a number;
 # auto (the default): what is left of pt_target (MEMCLAIMS_PYTORCH_TARGET_S,
-# default 165) seconds since run-all began, at least 1 (their first points
+# default 110) seconds since run-all began, at least 1 (their first points
 # are measured whatever it is).
 beside_budget() {
     if [ "$pt_budget" = auto ]; then
