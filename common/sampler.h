@@ -22,6 +22,14 @@ extern "C" {
  * stdev, for kernels; host-device copies are noisier). */
 #define MC_SAMPLER_NOISE 0.02
 
+/* Samples before a stopping rule may stop: DESIGN.md's n >= 5 by default
+ * (fewer only where the user asks, --repeats below it). An experiment that
+ * stops on the spread takes min_n = min(--repeats, this); where --repeats is
+ * larger, a series whose spread is already narrow stops here instead of
+ * taking them all. A series that stops at 5 can show two modes only as 3
+ * and 2 or worse (band.h's mc_modes_of needs MC_MODES_MIN_COUNT in each). */
+#define MC_SAMPLER_MIN_N 5
+
 typedef struct {
     int min_n;          /* always take this many (the experiment's --repeats); >= 1 */
     int max_n;          /* never more; < min_n is taken as min_n */

@@ -49,10 +49,11 @@ static const mc_experiment EXP = {
               "monotonic clock around cudaMemcpy + cudaDeviceSynchronize. Each destination is "
               "poisoned before and checked after every copy against a seeded pattern (device side in "
               "full; host side in full up to 16 MiB, above that one word per 4 KiB page plus a full "
-              "check of the first timed copy). Each series takes --repeats copies, then more (up to "
-              "4x as many) until its robust spread, 1.4826*MAD/median, is under 2% or 1 s has "
-              "passed; copies of 1 GiB and more start from at most 3 repeats and 1 warm-up. Context: "
-              "the PCIe link's theoretical rate (nvidia-smi).",
+              "check of the first timed copy). Each series takes min(5, --repeats) copies, then more "
+              "until its robust spread, 1.4826*MAD/median, is at most 2% (up to 4x --repeats "
+              "copies, or until 1 s has passed); the CSV's n is the count taken. Copies of 1 GiB "
+              "and more count --repeats as at most 3, with 1 warm-up. Context: the PCIe link's "
+              "theoretical rate (nvidia-smi).",
     .verdict_rule = "Cases: each direction at each size >= 64 MiB (the largest size when none, as "
                     "under --quick). A case's R = pinned/pageable bandwidth by the host clock (median "
                     "over median); the host clock, not events, because it includes the driver's "
@@ -69,7 +70,9 @@ static const mc_experiment EXP = {
                     "does-not-hold if none is and some case is not faster; inconclusive if every "
                     "case tells nothing (a noisy ratio widens its spread: this replaces the former "
                     "'inconclusive if noise > 0.5'). A case whose pinned or pageable bandwidths are "
-                    "bimodal is reported as two modes and their shares (a finding).",
+                    "bimodal is reported as two modes and their shares (a finding; two modes are "
+                    "told apart from 6 copies, 3 in each, so a series that settled at fewer is not "
+                    "tested).",
     .flags = 0,
     .default_repeats = 7,
     .default_warmup = 2,
@@ -93,7 +96,8 @@ static const char *const CLOCK[NCLOCK] = {"events", "host_clock"};
 #define GIB_REPEATS 3
 #define MAX_SIZES 24
 #define SAMPLE_MAX_FACTOR 4 /* at most this many times --repeats per series */
-#define SAMPLE_BUDGET_S 1.0 /* per series, after --repeats: PCIe rates drift for minutes */
+#define SAMPLE_BUDGET_S 1.0 /* per series, after its first min(5, --repeats): PCIe rates drift
+                               for minutes */
 
 typedef struct {
     uint64_t cap;                /* bytes of every buffer below */
@@ -279,7 +283,10 @@ int main(int argc, char **argv)
             int reps = big && run.opt.repeats > GIB_REPEATS ? GIB_REPEATS : run.opt.repeats;
             int warm = big && run.opt.warmup > 1 ? 1 : run.opt.warmup;
             int small = bytes <= FULL_CHECK_BYTES;
-            mc_sampler sp = {reps, SAMPLE_MAX_FACTOR * reps, MC_SAMPLER_NOISE, SAMPLE_BUDGET_S, 0, NULL};
+            /* From min(reps, 5) copies until the spread settles: on a quiet link 5 do; a
+             * wandering one takes more, up to 4x reps. */
+            int min_n = reps < MC_SAMPLER_MIN_N ? reps : MC_SAMPLER_MIN_N;
+            mc_sampler sp = {min_n, SAMPLE_MAX_FACTOR * reps, MC_SAMPLER_NOISE, SAMPLE_BUDGET_S, 0, NULL};
             double *x = (double *)mc_xmalloc((size_t)mc_sampler_cap(&sp) * sizeof *x);
             for (int k = 0; k < NKIND; k++) {
                 uint64_t bad = 0;
@@ -414,7 +421,7 @@ int main(int argc, char **argv)
      * edge of the band lies inside it, one machine's median falls on one
      * side and the next one's on the other; the spread reads the same. */
     int ncase[NCASE] = {0};
-    char cases[1024] = "";
+    char cases[1536] = ""; /* up to 8 cases (--max-bytes 4G) of about 170 characters */
     for (int d = 0; d < NDIR; d++)
         for (int si = first_large; si < nsizes; si++) {
             const double *pin = hs[d][si][PINNED], *pg = hs[d][si][PAGEABLE];
@@ -431,10 +438,11 @@ int main(int argc, char **argv)
                 snprintf(shares, sizeof shares, ", %.0f%% of resamples below, %.0f%% inside, %.0f%% above",
                          100.0 * in.below, 100.0 * in.inside, 100.0 * in.above);
             size_t len = strlen(cases);
-            snprintf(cases + len, sizeof cases - len, "%s%s %s %.2fx, spread %.2f-%.2f %s the band%s: %s",
+            snprintf(cases + len, sizeof cases - len, "%s%s %s %.2fx (%zu pinned, %zu pageable "
+                     "copies), spread %.2f-%.2f %s the band%s: %s",
                      len ? "; " : "", DIR[d], mc_bytes_str(sizes[si], MC_UNIT_GIB, sz, sizeof sz),
                      bw[d][si][PINNED][HOST_CLOCK].median / bw[d][si][PAGEABLE][HOST_CLOCK].median,
-                     in.p_low, in.p_high, in.place == MC_BAND_STRADDLES ? "straddles an edge of"
+                     npin, npg, in.p_low, in.p_high, in.place == MC_BAND_STRADDLES ? "straddles an edge of"
                                           : mc_band_place_name(in.place), shares, CASE_WORD[c]);
             /* A bimodal series: its median depends on the shares of the modes. */
             for (int k = PAGEABLE; k <= PINNED; k++) {
