@@ -44,15 +44,21 @@ static const mc_experiment EXP = {
               "started) and the child's compute-apps entry, both read from NVML (nvidia-smi's "
               "source; nvidia-smi itself where NVML cannot be loaded); in-process cudaMemGetInfo deltas "
               "from the context step; each step's call time and main-entry-to-context time on "
-              "the monotonic clock; whole-process start-up (context only) with hyperfine, or "
-              "fork+exec+wait on the monotonic clock where hyperfine is missing or in --quick.",
+              "the monotonic clock. Staged children, LAZY and EAGER interleaved, one of each a "
+              "repeat: at least 2 repeats, then stop as soon as every stage's memory.used delta of "
+              "both modes is identical to the byte across the repeats so far (the figures are the "
+              "driver's allocation granularity: identical or not), else up to --repeats. "
+              "Whole-process start-up (context only; not in the rule), --repeats runs per mode after "
+              "--warmup runs shared by both modes, with hyperfine, or fork+exec+wait on the "
+              "monotonic clock where hyperfine is missing or in --quick (1 run, no warm-up).",
     .verdict_rule = "M = median nvidia-smi memory.used added by context creation (LAZY, the "
                     "default). inconclusive if nvidia-smi cannot say or 1.4826*MAD/median of M > 0.5; "
                     "holds if 700 MiB <= M <= 1300 MiB; holds-partly if M >= 100 MiB and LAZY "
                     "after the first SGEMM, EAGER after context or EAGER after the first SGEMM "
                     "lands in 700-1300 MiB; does-not-hold otherwise.",
     .flags = 0,
-    .default_repeats = 3, /* the memory figures repeat to the byte; EAGER children take 2 s each */
+    .default_repeats = 3, /* the memory figures repeat to the byte, so the stopping rule
+                             (MIN_REPEATS) usually ends at 2; EAGER children take ~2 s each */
     .default_warmup = 1,
     .extra = EXTRA,
 };
@@ -61,6 +67,16 @@ static const mc_experiment EXP = {
 enum { S_BEFORE, S_CONTEXT, S_CUBLAS, S_KERNEL, S_BUFFERS, S_SGEMM, N_STAGES };
 static const char *STAGE_NAME[N_STAGES] = {"before", "context", "cublas_handle",
                                             "first_kernel", "buffers_48KiB", "first_sgemm"};
+/* The stopping rule for the staged children: at least MIN_REPEATS of each
+ * mode, then stop before --repeats once every memory figure the verdict reads
+ * (memory.used minus its value before the child, every stage, both modes) is
+ * identical across the repeats so far. Why 2 is enough: those figures are sums
+ * of the driver's allocations, which come in its granularity (2 MiB pages and
+ * up), not a measurement with a continuous scatter; a figure either repeats to
+ * the byte or moves by whole granules. Two children that agree to the byte
+ * give noise exactly 0, as any number of agreeing children would; one that
+ * differs sends the run on to --repeats, where the noise test judges it. */
+#define MIN_REPEATS 2
 static const char *MODE[2] = {"LAZY", "EAGER"};
 static const char *MODE_VARIANT[2] = {"lazy", "eager"};
 
@@ -212,6 +228,26 @@ static int run_staged(mc_run *run, const char *self, char *const argv[], const c
     return 0;
 }
 
+/* Two readings of one figure are the same: equal to the byte, or both unknown. */
+static int same_figure(double a, double b)
+{
+    return (isnan(a) && isnan(b)) || a == b;
+}
+
+/* The stopping rule (MIN_REPEATS): 1 when both modes have at least
+ * MIN_REPEATS children and each stage's memory.used delta is the same in all
+ * of a mode's children so far. */
+static int memory_settled(const series s[2])
+{
+    for (int m = 0; m < 2; m++) {
+        if (s[m].n < MIN_REPEATS) return 0;
+        for (int k = 0; k < N_STAGES; k++)
+            for (int i = 1; i < s[m].n; i++)
+                if (!same_figure(s[m].dev[k][i], s[m].dev[k][0])) return 0;
+    }
+    return 1;
+}
+
 /* Stats of x[0..n) when every value is known (not NAN), else n = 0. */
 static mc_stats known_stats(const double *x, int n)
 {
@@ -324,14 +360,21 @@ int main(int argc, char **argv)
     char *ctx_argv[] = {self, (char *)"--child-stage", (char *)"context", (char *)"--device", dev_s,
                         NULL};
 
-    /* ---- memory and call time, stage by stage; modes interleaved against drift */
+    /* ---- memory and call time, stage by stage; modes interleaved against drift;
+     * at most reps repeats, fewer where the stopping rule (MIN_REPEATS) ends them */
     int reps = run.opt.quick ? 1 : run.opt.repeats;
     series s[2];
     series_init(&s[0], reps);
     series_init(&s[1], reps);
-    for (int r = 0; r < reps; r++)
+    for (int r = 0; r < reps; r++) {
         for (int m = 0; m < 2; m++)
             run_staged(&run, self, staged_argv, env[m], nvsmi_index, m, &s[m]);
+        if (r + 1 < reps && memory_settled(s)) {
+            mc_log(&run, "memory.used deltas identical over %d LAZY and %d EAGER children: stopping "
+                   "after %d of %d repeats", s[0].n, s[1].n, r + 1, reps);
+            break;
+        }
+    }
 
     mc_stats dev_st[2][N_STAGES];
     for (int m = 0; m < 2; m++) emit_series(&run, m, &s[m], dev_st[m]);
@@ -344,18 +387,25 @@ int main(int argc, char **argv)
                "(monotonic clock) instead");
     else if (run.opt.quick)
         mc_log(&run, "--quick: timing whole processes with fork+exec+wait (monotonic clock), not hyperfine");
+    /* Context only: conclude() names the medians in a finding, the verdict does
+     * not read them. The --warmup runs are shared: they go before the first
+     * mode's timed runs only, since both modes exec the same binary and
+     * libraries (a context-only child loads no cuBLAS) and what a warm-up run
+     * warms (page cache, the driver's first open) is the same for both; the
+     * staged children of both modes have just run as well. */
     double startup_med[2] = {-1, -1};
+    int warm = run.opt.quick ? 0 : run.opt.warmup;
     for (int m = 0; m < 2; m++) {
         mc_stats st;
         const char *method = "fork_exec_monotonic";
         int ok = -1;
         if (have_hf && !run.opt.quick) {
-            ok = mc_time_hyperfine(hf, ctx_argv, env[m], run.opt.warmup, run.opt.repeats, &st);
+            ok = mc_time_hyperfine(hf, ctx_argv, env[m], warm, run.opt.repeats, &st);
             if (ok == 0) method = "hyperfine";
             else mc_log(&run, "hyperfine failed (%s): fork+exec+wait instead", MODE[m]);
         }
-        if (ok != 0) ok = mc_time_fork_exec(ctx_argv, env[m], run.opt.quick ? 0 : run.opt.warmup,
-                                            run.opt.quick ? 1 : run.opt.repeats, &st);
+        if (ok != 0) ok = mc_time_fork_exec(ctx_argv, env[m], warm, run.opt.quick ? 1 : run.opt.repeats, &st);
+        if (ok == 0) warm = 0; /* warmed: the other mode's runs are all timed */
         char metric[64];
         snprintf(metric, sizeof metric, "process_startup_context_%s", method);
         if (ok == 0) {

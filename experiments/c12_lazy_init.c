@@ -38,7 +38,10 @@ static const mc_experiment EXP = {
               "minus its value just before the child started, and whether nvidia-smi's "
               "--query-compute-apps lists the child and with how much, both read from NVML "
               "(nvidia-smi's source; nvidia-smi itself where NVML cannot be loaded); each call's "
-              "duration and spawn-to-main on the monotonic clock.",
+              "duration and spawn-to-main on the monotonic clock. One child a repeat: at least 2, "
+              "then stop as soon as every stage's memory.used delta (to the byte) and whether "
+              "compute-apps lists the child are the same in every child so far (the figures are "
+              "the driver's allocation granularity: identical or not), else up to --repeats.",
     .verdict_rule = "A stage is charged if its median nvidia-smi memory.used delta exceeds 2 MiB, "
                     "or the child is listed in compute-apps in most runs (counted only where the "
                     "listing shows the child after cudaFree(0)). inconclusive if nvidia-smi "
@@ -47,7 +50,7 @@ static const mc_experiment EXP = {
                     "(cudaRuntimeGetVersion, cudaDriverGetVersion, cudaGetDeviceCount) is charged; "
                     "holds if none of those is and cudaFree(0) is.",
     .flags = 0,
-    .default_repeats = 5,
+    .default_repeats = 5, /* an upper bound: the stopping rule (MIN_REPEATS) usually ends at 2 */
     .default_warmup = 0,
     .extra = EXTRA,
 };
@@ -60,6 +63,17 @@ static const char *STAGE_NAME[N_STAGES] = {"main_entry",         "cudaRuntimeGet
                                            "cudaSetDevice",       "cudaFree(0)",
                                            "cudaMalloc(1)"};
 #define N_QUERY 4 /* stages 0..3 need no context */
+/* The stopping rule: at least MIN_REPEATS children, then stop before
+ * --repeats once every memory figure the verdict reads (each stage's
+ * memory.used delta, and whether compute-apps lists the child) is the same in
+ * every child so far. Why 2 is enough: the deltas are sums of the driver's
+ * allocations, which come in its granularity (2 MiB pages and up), and the
+ * listing is yes or no; neither scatters around a mean, a figure repeats to
+ * the byte or moves by whole granules. Two agreeing children give the same
+ * medians, the same worst run and listing shares of exactly 0 or 1, as any
+ * number of agreeing children would; one that differs sends the run on to
+ * --repeats, where "most runs" and the medians judge it. */
+#define MIN_REPEATS 2
 
 /* ================================================================ child */
 
@@ -137,6 +151,25 @@ static void run_child(mc_run *run, char *const argv[], const char *const env[], 
         s->proc[k][i] = st[k].proc_bytes;
         s->call[k][i] = k == S_ENTRY ? entry - r.spawn_at_s : st[k].call_s;
     }
+}
+
+/* Two readings of one figure are the same: equal to the byte, or both unknown. */
+static int same_figure(double a, double b)
+{
+    return (isnan(a) && isnan(b)) || a == b;
+}
+
+/* The stopping rule (MIN_REPEATS): 1 when at least MIN_REPEATS children ran
+ * and each stage's memory.used delta and listing (listed or not) are the same
+ * in all of them. */
+static int memory_settled(const series *s)
+{
+    if (s->n < MIN_REPEATS) return 0;
+    for (int k = 0; k < N_STAGES; k++)
+        for (int i = 1; i < s->n; i++)
+            if (!same_figure(s->dev[k][i], s->dev[k][0]) || (s->proc[k][i] >= 0) != (s->proc[k][0] >= 0))
+                return 0;
+    return 1;
 }
 
 /* Rows per stage, findings and the verdict. */
@@ -254,7 +287,14 @@ int main(int argc, char **argv)
         s.proc[k] = mc_xmalloc(sizeof(double) * (size_t)reps);
         s.call[k] = mc_xmalloc(sizeof(double) * (size_t)reps);
     }
-    for (int r = 0; r < reps; r++) run_child(&run, argv_child, env, nvsmi_index, &s);
+    for (int r = 0; r < reps; r++) {
+        run_child(&run, argv_child, env, nvsmi_index, &s);
+        if (r + 1 < reps && memory_settled(&s)) {
+            mc_log(&run, "memory.used deltas and listing identical over %d children: stopping after "
+                   "%d of %d", s.n, r + 1, reps);
+            break;
+        }
+    }
     conclude(&run, &s, nvsmi_index >= 0, bus);
     for (int k = 0; k < N_STAGES; k++) {
         free(s.dev[k]);
