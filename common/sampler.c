@@ -33,7 +33,7 @@ mc_sampled mc_sample(const mc_sampler *p, int nseries, mc_sample_fn fn, void *ct
             double nz = mc_stats_noise(&w);
             if (nz > r.noise) r.noise = nz;
         }
-        r.settled = r.noise <= p->max_noise;
+        r.settled = r.noise <= p->max_noise || (p->decided && p->decided(ctx, x, cap, r.n));
         if (r.settled || r.n >= cap || r.elapsed_s >= p->budget_s) break;
     }
     for (int s = 0; s < nseries; s++) st[s] = mc_stats_of(x + s * cap, (size_t)r.n);

@@ -38,6 +38,11 @@ typedef struct {
                            the first sample (seconds, on `now`) */
     int nwatch;         /* the first nwatch series decide settling; 0: all of them */
     double (*now)(void); /* the clock; NULL: mc_now_s (tests pass a fake) */
+    /* NULL, or: after min_n samples, 1 when what the caller judges from them
+     * is already decided (a band wholly on one side of its edge), which ends
+     * the loop as settling does, however noisy a watched series still is.
+     * ctx is mc_sample's; x and cap as there, n the samples so far. */
+    int (*decided)(void *ctx, const double *x, int cap, int n);
 } mc_sampler;
 
 /* One sample: writes one value per series into out[0..nseries). i counts
@@ -46,8 +51,8 @@ typedef void (*mc_sample_fn)(void *ctx, int i, double *out);
 
 typedef struct {
     int n;              /* samples taken */
-    int settled;        /* 1 when the watched series met max_noise; 0 when the cap or
-                           the budget ended the loop first */
+    int settled;        /* 1 when the watched series met max_noise or decided said so;
+                           0 when the cap or the budget ended the loop first */
     double elapsed_s;   /* first sample to last, on `now` */
     double noise;       /* largest mc_stats_noise of the watched series at the end */
 } mc_sampled;

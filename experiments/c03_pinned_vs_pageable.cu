@@ -286,7 +286,7 @@ int main(int argc, char **argv)
             /* From min(reps, 5) copies until the spread settles: on a quiet link 5 do; a
              * wandering one takes more, up to 4x reps. */
             int min_n = reps < MC_SAMPLER_MIN_N ? reps : MC_SAMPLER_MIN_N;
-            mc_sampler sp = {min_n, SAMPLE_MAX_FACTOR * reps, MC_SAMPLER_NOISE, SAMPLE_BUDGET_S, 0, NULL};
+            mc_sampler sp = {min_n, SAMPLE_MAX_FACTOR * reps, MC_SAMPLER_NOISE, SAMPLE_BUDGET_S, 0, NULL, NULL};
             double *x = (double *)mc_xmalloc((size_t)mc_sampler_cap(&sp) * sizeof *x);
             for (int k = 0; k < NKIND; k++) {
                 uint64_t bad = 0;

@@ -52,8 +52,10 @@ static const mc_experiment EXP = {
               "after each copy against a seeded pattern (host side in full up to 16 MiB, above that "
               "one word per 4 KiB page plus a full check of the first timed copy). Each case takes "
               "min(5, --repeats) samples, then more until the robust spread (1.4826*MAD/median) of "
-              "kernel + copy and of the copy alone is at most 2% (up to 4x --repeats samples, or "
-              "until 1 s has passed); the CSV's n is the count taken.",
+              "kernel + copy and of the copy alone is at most 2%, or until the case is decided "
+              "(kernel + copy within 2% and the calls' return / (kernel + copy) wholly below or "
+              "above 10%: more calls could not move it across the edge) (up to 4x --repeats "
+              "samples, or until 1 s has passed); the CSV's n is the count taken.",
     .verdict_rule = "A case (memory, direction, size) is judged on the spread over its calls "
                     "(10th to 90th percentile) of return time / kernel + copy time (each call's "
                     "own), not on medians: it returned early if the spread lies under 10%, blocked "
@@ -188,9 +190,27 @@ typedef struct {
     uint64_t bytes, bad;
     double busy_s;
     int busy;          /* samples whose stream was still busy at return */
+    double *frac;      /* scratch for decided(): the sampler's cap of them */
 } copy_job;
 
 enum { S_TOTAL, S_ALONE, S_RET, NSERIES };
+
+/* The sampler's decided(): the case's verdict is settled once each call's
+ * return / (kernel + copy) lies wholly below EARLY_SHARE or wholly above it
+ * (its band does not straddle the edge) and kernel + copy has settled (its
+ * robust spread within MC_SAMPLER_NOISE): more samples could not move the
+ * case across the edge. The copy alone of a few KiB (microseconds on the
+ * host clock, +-30%) otherwise never settles and took the case to its cap
+ * of 4x --repeats samples, each waiting out the kernel. */
+static int case_decided(void *ctx, const double *x, int cap, int n)
+{
+    copy_job *j = (copy_job *)ctx;
+    const double *tot = x + (size_t)S_TOTAL * (size_t)cap, *ret = x + (size_t)S_RET * (size_t)cap;
+    for (int i = 0; i < n; i++) j->frac[i] = ret[i] / tot[i];
+    const mc_stats t = mc_stats_of(tot, (size_t)n);
+    return mc_stats_noise(&t) <= MC_SAMPLER_NOISE &&
+           mc_band_of(j->frac, (size_t)n, 0.0, EARLY_SHARE).place != MC_BAND_STRADDLES;
+}
 
 static void copy_sample(void *ctx, int i, double *out)
 {
@@ -249,7 +269,8 @@ int main(int argc, char **argv)
      * waits out the kernel (--busy-ms, 10 by default), so every sample a steady case does
      * not need costs that much. */
     int reps = run.opt.repeats, min_n = reps < MC_SAMPLER_MIN_N ? reps : MC_SAMPLER_MIN_N;
-    mc_sampler sp = {min_n, SAMPLE_MAX_FACTOR * reps, MC_SAMPLER_NOISE, SAMPLE_BUDGET_S, S_RET, NULL};
+    mc_sampler sp = {min_n, SAMPLE_MAX_FACTOR * reps, MC_SAMPLER_NOISE, SAMPLE_BUDGET_S, S_RET, NULL,
+                     case_decided};
     double *x = (double *)mc_xmalloc((size_t)NSERIES * (size_t)mc_sampler_cap(&sp) * sizeof *x);
     double *frac = (double *)mc_xmalloc((size_t)mc_sampler_cap(&sp) * sizeof *frac);
     char sz[32], metric[64], note[256];
@@ -260,7 +281,7 @@ int main(int argc, char **argv)
                 uint64_t bytes = sizes[si], bad = 0;
                 int small = bytes <= FULL_CHECK_BYTES;
                 result *r = &R[d][si][k];
-                copy_job job = {&b, d, k, small, bytes, 0, busy_s, 0};
+                copy_job job = {&b, d, k, small, bytes, 0, busy_s, 0, frac};
                 double warm_out[NSERIES];
                 for (int w = 0; w < run.opt.warmup; w++) /* i = 1: no full check */
                     copy_sample(&job, 1, warm_out);

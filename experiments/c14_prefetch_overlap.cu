@@ -313,8 +313,8 @@ int main(int argc, char **argv)
     /* Both stop on the spread: copies alone from min(reps, 5), rounds from ROUNDS_MIN_N. */
     int reps = run.opt.repeats, warm = run.opt.warmup;
     int copy_min = reps < MC_SAMPLER_MIN_N ? reps : MC_SAMPLER_MIN_N;
-    mc_sampler copy_sp = {copy_min, SAMPLE_MAX_FACTOR * reps, MC_SAMPLER_NOISE, COPY_BUDGET_S, 0, NULL};
-    mc_sampler round_sp = {ROUNDS_MIN_N, SAMPLE_MAX_FACTOR * reps, MC_SAMPLER_NOISE, ROUND_BUDGET_S, 0, NULL};
+    mc_sampler copy_sp = {copy_min, SAMPLE_MAX_FACTOR * reps, MC_SAMPLER_NOISE, COPY_BUDGET_S, 0, NULL, NULL};
+    mc_sampler round_sp = {ROUNDS_MIN_N, SAMPLE_MAX_FACTOR * reps, MC_SAMPLER_NOISE, ROUND_BUDGET_S, 0, NULL, NULL};
     int cap = mc_sampler_cap(&copy_sp), rcap = mc_sampler_cap(&round_sp);
     if (cap < reps) cap = reps; /* compute_stats takes reps */
     double *x = (double *)mc_xmalloc((size_t)(cap > 3 ? cap : 3) * sizeof *x); /* calibration takes 3 */

@@ -1,6 +1,7 @@
 /* Tests of common/sampler.c with a fake measurement and a fake clock: when
  * it stops (settled, sample cap, time budget), that min_n always holds, that
- * one outlier does not keep it sampling, and that only watched series count. */
+ * one outlier does not keep it sampling, that only watched series count, and
+ * that a caller's decided() ends a series its spread would not. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,7 +33,7 @@ static void measure(void *ctx, int i, double *out)
 
 static mc_sampler params(int min_n, int max_n, double budget_s)
 {
-    mc_sampler p = {min_n, max_n, MC_SAMPLER_NOISE, budget_s, 0, fake_now};
+    mc_sampler p = {min_n, max_n, MC_SAMPLER_NOISE, budget_s, 0, fake_now, NULL};
     return p;
 }
 
@@ -157,6 +158,45 @@ static void only_watched_series_decide(void **state)
     assert_false(r.settled);
 }
 
+/* decided(): a series too wide to settle stops once the caller's judgement
+ * of it is decided, never before min_n; where it never is, the cap stands. */
+static int decided_calls, decided_from;
+static int decided_at(void *ctx, const double *x, int cap, int n)
+{
+    (void)ctx;
+    (void)cap;
+    assert_true(x != NULL);
+    decided_calls++;
+    return n >= decided_from;
+}
+
+static void decided_ends_a_wide_series(void **state)
+{
+    (void)state;
+    fake f = {{WIDE, NULL}, {3, 0}, 0.001, 0};
+    mc_sampler p = params(4, 12, 100.0);
+    p.decided = decided_at;
+    double x[12];
+    mc_stats st[1];
+    decided_from = 1; /* decided at once: still min_n samples */
+    decided_calls = 0;
+    mc_sampled r = mc_sample(&p, 1, measure, &f, x, st);
+    assert_int_equal(r.n, 4);
+    assert_true(r.settled);
+    assert_true(r.noise > 0.3); /* it stopped on the decision, not on the spread */
+    assert_int_equal(decided_calls, 1);
+    fake g = {{WIDE, NULL}, {3, 0}, 0.001, 0};
+    decided_from = 7;
+    r = mc_sample(&p, 1, measure, &g, x, st);
+    assert_int_equal(r.n, 7);
+    assert_true(r.settled);
+    fake h = {{WIDE, NULL}, {3, 0}, 0.001, 0};
+    decided_from = 100; /* never */
+    r = mc_sample(&p, 1, measure, &h, x, st);
+    assert_int_equal(r.n, 12);
+    assert_false(r.settled);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -167,6 +207,7 @@ int main(void)
         cmocka_unit_test(one_outlier_does_not_prolong),
         cmocka_unit_test(settles_when_the_spread_narrows),
         cmocka_unit_test(only_watched_series_decide),
+        cmocka_unit_test(decided_ends_a_wide_series),
     };
     return cmocka_run_group_tests_name("sampler", tests, NULL, NULL);
 }
