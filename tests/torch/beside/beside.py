@@ -64,13 +64,11 @@ only.
 import argparse
 import csv
 import gc
-import json
 import math
 import os
 import random
 import statistics
 import sys
-import tempfile
 import time
 
 HEADER = ("claim,experiment,variant,param,param_value,metric,unit,n,median,min,max,mean,stdev,"
@@ -569,18 +567,12 @@ def idle_share(torch, fn, steps=IDLE_STEPS):
                     torch.cuda.synchronize()
         t_read = time.perf_counter()
         iv, marks = [], []
-        fd, path = tempfile.mkstemp(prefix="beside.", suffix=".json")
-        os.close(fd)
         try:
-            prof.export_chrome_trace(path)
-            with open(path) as f:
-                trace = json.load(f)
+            trace = reference_module("profile_reference").chrome_trace(prof)
             iv, marks = intervals_of_trace(trace), marks_of_trace(trace)
             del trace
         except Exception:  # a profiler without a trace writer: its events, parsed in Python
             iv = []
-        finally:
-            os.unlink(path)
         if (not iv or not marks) and hasattr(prof, "events"):
             events = list(prof.events())
             iv, marks = intervals_of_events(events), marks_of_events(events)
