@@ -63,7 +63,7 @@ static const mc_experiment EXP = {
     .method = "Transformer: seed 000's nn.Transformer(d_model=256) (8 heads, 6+6 layers, ff 2048, "
               "dropout 0.1) trained on (seq 64, batch B, 256) with MSE and Adam in fp32, B = 25, 50, "
               "100 (seed 000's point; --quick: 100 alone), PyTorch 2.11's eager requests "
-              "(common/workload/transformer*.c): keep, and offload as "
+              "(common/workload/transformer/): keep, and offload as "
               "torch.autograd.graph.save_on_cpu(pin_memory=True) for the saved activations (not "
               "parameters, weight casts or philox seeds): each copied to pinned host memory when "
               "saved, its device block freed when the forward lets go, brought back into a new "

@@ -1,6 +1,6 @@
 /* Tests of the Transformer's float64 host reference (common/workload/
- * tfm_host_ref.c, tfm_host_layer.c), the gold figures of the GPU check
- * (tfm_verify.cu): gradients of whole tiny models (encoder alone and
+ * transformer/reference/tfm_host_ref.c, tfm_host_layer.c), the gold figures
+ * of the GPU check (transformer/tfm_verify.cu): gradients of whole tiny models (encoder alone and
  * encoder-decoder, both norm orders, relu and gelu, causal, both layouts,
  * dropout fixed by its seed) and of the attention core and LayerNorm
  * against central finite differences; exact small cases (softmax rows sum

@@ -1,5 +1,5 @@
 /* Tests of the Transformer workload's request sequence (model-only,
- * common/workload/transformer*.c): the exact parameter count of
+ * common/workload/transformer/tfm_*.c): the exact parameter count of
  * nn.Transformer / nn.TransformerEncoder, the set-up (template layers,
  * clones, the causal mask) against hand sums, the end-of-step state for
  * every optimizer and precision, the peak's breakdown, accumulation and
