@@ -31,7 +31,7 @@
  *   output is laid out as q: the permute(2,0,1,3) is contiguous, no copy
  *   before out_proj, and the backward's grad_out needs none either.
  *   Flash (flash_api.cpp mha_fwd, read at a recent commit; taken for a
- *   head size over 128, not seen in a fixture): out =
+ *   key length of 1, not seen in a fixture): out =
  *   empty_like(q) [N,L,H,hd], softmax_lse [N,H,L] fp32; without dropout the
  *   split-KV accumulators when num_splits_heuristic asks for more than one
  *   split (freed on return); then rng_state [2] uint64 and _unused [] uint64
@@ -167,7 +167,7 @@ static int cudnn_bwd(mc_tfm *T, tnode *nd, tb *out[MAX_NEXT])
                                         "cuDNN attention backward: dv"};
     for (int k = 0; k < 3; k++)
         if (!(out[k] = tb_new(T, (uint64_t)(n * es), MC_WL_ACTIVATIONS, what[k]))) return -1;
-    const uint64_t ws_bytes = (uint64_t)(N * H * L * (hd + 1) * 4 + 256);
+    const uint64_t ws_bytes = tfm_cudnn_bwd_ws_bytes(N, H, L, hd);
     tb *ws = tb_new(T, ws_bytes, MC_WL_ACTIVATIONS, "cuDNN attention backward workspace");
     if (ws && TG(T)) {
         const tfm_attn a = attn_of(T, nd->a);
@@ -266,20 +266,22 @@ static int num_splits(int64_t bhm, int64_t sms2, int64_t nblocks)
     return 1;
 }
 
-/* The backend SDPA takes on the H100 (sdp_utils.cpp select_sdp_backend):
- * cuDNN first for fp16/bf16 (check_prefer_cudnn_attention: cuDNN newer
- * than 9.15 on sm90; PyTorch 2.11's CUDA wheel has 9.19, and the fixtures'
- * meta recorded sdpa_backend=cudnn for every fp16/bf16 configuration, with
- * dropout 0.1 too) where check_cudnn_tensor_shapes accepts the shape: a
- * head size of at most 128 (cuDNN 9.19 is below the 9.22 that allows 256
- * on sm90) and a key length other than 1; flash attention otherwise; fp32
- * the memory-efficient kernel (flash and cuDNN take half types only).
- * sdp_utils.cpp at a later commit also refuses cuDNN for a dropout that is
- * not a multiple of 1/16 (check_cudnn_dropout); 2.11 took it for 0.1. */
+/* The backend SDPA takes on the H100 and H200 (sdp_utils.cpp
+ * select_sdp_backend): cuDNN first for fp16/bf16 (check_prefer_cudnn_attention:
+ * cuDNN newer than 9.15 on sm90; PyTorch 2.11's CUDA wheel has 9.19, and the
+ * fixtures' meta recorded sdpa_backend=cudnn for every fp16/bf16
+ * configuration, with dropout 0.1 too) where check_cudnn_tensor_shapes
+ * accepts the shape: a head size of at most 256 on sm90 with cuDNN 9.10 or
+ * newer (128 elsewhere; random_tfm_real's x08 and x62, head sizes 256 and
+ * 192, recorded cuDNN's requests on an H200) and a key length other than 1;
+ * flash attention otherwise; fp32 the memory-efficient kernel (flash and
+ * cuDNN take half types only). sdp_utils.cpp at a later commit also refuses
+ * cuDNN for a dropout that is not a multiple of 1/16 (check_cudnn_dropout);
+ * 2.11 took it for 0.1. */
 static mc_tfm_sdpa sdpa_backend(const mc_tfm *T)
 {
     if (!T->lowp) return MC_TFM_SDPA_EFFICIENT;
-    return T->hd <= 128 && T->L > 1 ? MC_TFM_SDPA_CUDNN : MC_TFM_SDPA_FLASH;
+    return T->hd <= 256 && T->L > 1 ? MC_TFM_SDPA_CUDNN : MC_TFM_SDPA_FLASH;
 }
 
 /* _cudnn_attention_forward: philox seed and offset, [] int64 each on the
@@ -407,6 +409,10 @@ tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal
     (void)S;
     if (T->ctx.oom || T->stopped || !q_in.b) return TV_NONE;
     const bool bf = T->c.batch_first, half = sdpa_backend(T) != MC_TFM_SDPA_EFFICIENT;
+    /* linear folds a 3-d input into addmm when it is contiguous: the
+     * batch-first transpose (L, N, E) is not, unless N or L is 1 (a size-1
+     * dimension's stride does not count); otherwise matmul copies it */
+    const bool fold_copy = bf && T->N > 1 && T->L > 1;
     const int64_t E = T->E, tok = T->T;
     tv q = TV_NONE, k = TV_NONE, v = TV_NONE;
     /* MultiheadAttention.forward's transposes (torch/nn/modules/activation.py)
@@ -415,7 +421,7 @@ tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal
     tv qt = bf ? op_transpose(T, q_in) : tv_view(q_in);
     tv kt = self_attn ? TV_NONE : bf ? op_transpose(T, kv_in) : tv_view(kv_in);
     if (self_attn) {
-        tv P = op_linear(T, qt, param_tv(T, p0), param_tv(T, p0 + 1), tok, E, 3 * E, bf);
+        tv P = op_linear(T, qt, param_tv(T, p0), param_tv(T, p0 + 1), tok, E, 3 * E, fold_copy);
         tv Pv = op_view_copy_bwd(T, P, 3, "ViewBackward0: unflatten of the in-projection");
         tv C = op_contiguous(T, Pv, 3, "in-projection .contiguous() [3,L,N,E]");
         tv_drop(T, &Pv);
@@ -428,8 +434,8 @@ tv mha_forward(mc_tfm *T, tv q_in, tv kv_in, int p0, bool self_attn, bool causal
         int sw = op_split(T, p0, E * E), sb = op_split(T, p0 + 1, E);
         tv wq = {NULL, E * E, 4, sw, 0, true, 0}, wkv = {NULL, 2 * E * E, 4, sw, 1, true, E * E * 4};
         tv bq = {NULL, E, 4, sb, 0, true, 0}, bkv = {NULL, 2 * E, 4, sb, 1, true, E * 4};
-        q = op_linear(T, qt, wq, bq, tok, E, E, bf);
-        tv KV = op_linear(T, kt, wkv, bkv, tok, E, 2 * E, bf);
+        q = op_linear(T, qt, wq, bq, tok, E, E, fold_copy);
+        tv KV = op_linear(T, kt, wkv, bkv, tok, E, 2 * E, fold_copy);
         tv KVv = op_view_copy_bwd(T, KV, 2, "ViewBackward0: unflatten of the kv projection");
         tv C = op_contiguous(T, KVv, 2, "kv projection .contiguous() [2,S,N,E]");
         tv_drop(T, &KVv);

@@ -187,7 +187,20 @@ tv op_linear(mc_tfm *T, tv x, tv W, tv b, int64_t rows, int64_t in, int64_t out,
     }
     const int es = T->es;
     tv r = TV_NONE;
+    /* The autograd node saves its inputs before the op runs (the generated
+     * VariableType code): a checkpoint's recomputation that stops at this
+     * save (early stop) never makes the output. */
     if (!matmul) {
+        const int node = new_node(T, addmm_bwd, "AddmmBackward0", 3);
+        tnode *nd = &T->tape[node];
+        nd->a[0] = rows, nd->a[1] = in, nd->a[2] = out, nd->a[3] = es;
+        tape_edge(T, node, 0, bc);
+        tape_edge(T, node, 1, xc);
+        tape_edge_view(T, node, 1); /* every input is a view: flattened, or out_proj's .view(L*N, E) */
+        tape_edge(T, node, 2, Wc);
+        tape_save_tv(T, node, xc);                    /* mat1, for the weight's gradient */
+        if (needs_grad(xc)) tape_save_tv(T, node, Wc); /* mat2, for the input's */
+        if (T->stopped) goto fail;
         tb *o = tb_new(T, (uint64_t)(rows * out * es), MC_WL_ACTIVATIONS, "addmm output of linear");
         if (!o || workspaces(T, true)) {
             tb_unref(T, o);
@@ -196,30 +209,11 @@ tv op_linear(mc_tfm *T, tv x, tv W, tv b, int64_t rows, int64_t in, int64_t out,
         if (TG(T))
             mc_gpu_linear(TG(T), T->handle, TBP(o), TVP(T, xc), TVP(T, Wc), TVP(T, bc), rows, in, out,
                           tfm_dt(T, es));
-        r = (tv){o, rows * out, es, -1, 0, true, 0};
-        r.node = new_node(T, addmm_bwd, "AddmmBackward0", 3);
-        tnode *nd = &T->tape[r.node];
-        nd->a[0] = rows, nd->a[1] = in, nd->a[2] = out, nd->a[3] = es;
-        tape_edge(T, r.node, 0, bc);
-        tape_edge(T, r.node, 1, xc);
-        tape_edge_view(T, r.node, 1); /* every input is a view: flattened, or out_proj's .view(L*N, E) */
-        tape_edge(T, r.node, 2, Wc);
-        tape_save_tv(T, r.node, xc);                    /* mat1, for the weight's gradient */
-        if (needs_grad(xc)) tape_save_tv(T, r.node, Wc); /* mat2, for the input's */
+        r = (tv){o, rows * out, es, node, 0, true, 0};
     } else {
         tb *R = tb_new(T, (uint64_t)(rows * in * es), MC_WL_ACTIVATIONS, "matmul: reshape copy of the input");
-        tb *o = R ? tb_new(T, (uint64_t)(rows * out * es), MC_WL_ACTIVATIONS, "mm output of linear") : NULL;
-        if (!o || workspaces(T, false)) {
-            tb_unref(T, R);
-            tb_unref(T, o);
-            goto fail;
-        }
-        if (TG(T)) { /* the reshape's copy, mm, add_(bias) */
-            const int dt = tfm_dt(T, es);
-            mc_gpu_copy(TG(T), TBP(R), TVP(T, xc), (uint64_t)(rows * in * es));
-            mc_gpu_mm_nt(TG(T), T->handle, TBP(o), TBP(R), TVP(T, Wc), rows, in, out, dt);
-            tfm_bias_add(TG(T), TBP(o), TVP(T, bc), rows, out, dt);
-        }
+        if (!R) goto fail;
+        if (TG(T)) mc_gpu_copy(TG(T), TBP(R), TVP(T, xc), (uint64_t)(rows * in * es));
         int mm = new_node(T, mm_bwd, "MmBackward0", 2);
         tnode *nd = &T->tape[mm];
         nd->a[0] = rows, nd->a[1] = in, nd->a[2] = out, nd->a[3] = es;
@@ -228,6 +222,21 @@ tv op_linear(mc_tfm *T, tv x, tv W, tv b, int64_t rows, int64_t in, int64_t out,
         tape_edge(T, mm, 1, Wc);
         tape_save(T, mm, R);
         if (needs_grad(xc)) tape_save_tv(T, mm, Wc);
+        if (T->stopped) {
+            tb_unref(T, R);
+            goto fail;
+        }
+        tb *o = tb_new(T, (uint64_t)(rows * out * es), MC_WL_ACTIVATIONS, "mm output of linear");
+        if (!o || workspaces(T, false)) {
+            tb_unref(T, R);
+            tb_unref(T, o);
+            goto fail;
+        }
+        if (TG(T)) { /* mm, add_(bias) */
+            const int dt = tfm_dt(T, es);
+            mc_gpu_mm_nt(TG(T), T->handle, TBP(o), TBP(R), TVP(T, Wc), rows, in, out, dt);
+            tfm_bias_add(TG(T), TBP(o), TVP(T, bc), rows, out, dt);
+        }
         tb_unref(T, R);
         int add = new_node(T, add_bias_bwd, "AddBackward0 (add_ of the bias)", 2);
         T->tape[add].a[0] = rows, T->tape[add].a[1] = out, T->tape[add].a[2] = es;

@@ -374,7 +374,9 @@ static int run_backward(mc_tfm *T, int root, tb *grad)
     for (int i = T->nt - 1; i >= 0; i--) {
         tnode *nd = &T->tape[i];
         if (!nd->gin[0] && !nd->gin[1] && !nd->gin[2]) continue;
-        if (nd->group >= 0 && !T->grp[nd->group].recomputed) {
+        /* checkpoint recomputes at the first unpack of a saved tensor: a
+         * node that saved none (a residual add) runs before it */
+        if (nd->group >= 0 && !T->grp[nd->group].recomputed && nd->nsaved > 0) {
             CHECK(T->hooks.recompute != NULL, "transformer: a checkpointed layer without its recompute hook");
             if (T->hooks.recompute(T, nd->group)) return -1;
         }

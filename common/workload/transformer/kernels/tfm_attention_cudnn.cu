@@ -622,6 +622,25 @@ static bool takes(const tfm_attn *a, int dt, const tfm_cudnn_io *io)
     return !g_off && dt != MC_DT_F32 && a->Dh % 8 == 0 && a->Dh <= 128 && io && io->seed && io->offset && usable();
 }
 
+/* The backward's engine workspace after the dQ accumulator and softmax_sum
+ * (16-byte aligned), bytes. */
+static uint64_t bwd_engine_offset(const tfm_attn *a)
+{
+    const uint64_t acc = (uint64_t)(a->B * a->H * a->Lq * a->Dh) * 4, ssum = (uint64_t)(a->B * a->H * a->Lq) * 4;
+    return (acc + ssum + 15) / 16 * 16;
+}
+
+/* Whether the backward of this attention runs on cuDNN within PyTorch's
+ * workspace (every tensor in view v, as tfm_attn.c passes them). */
+static bool bwd_fits(const tfm_attn *a, int dt, tfm_view v)
+{
+    plan_key key;
+    key_of(&key, 1, a, dt, true, false);
+    for (int i = 0; i < 8; i++) key.v[i] = v;
+    plan *pl = plan_for(&key);
+    return pl && bwd_engine_offset(a) + (uint64_t)pl->ws <= tfm_cudnn_bwd_ws_bytes(a->B, a->H, a->Lq, a->Dh);
+}
+
 extern "C" int tfm_cudnn_attn_fwd(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view vo, float *stats,
                                   const void *q, tfm_view vq, const void *k, tfm_view vk, const void *v,
                                   tfm_view vv, int dt, const tfm_cudnn_io *io)
@@ -634,6 +653,10 @@ extern "C" int tfm_cudnn_attn_fwd(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_
     if (!pl) return -1;
     if ((uint64_t)pl->ws > io->ws_bytes) {
         note_fallback("the engine's forward workspace exceeds PyTorch's");
+        return -1;
+    }
+    if (a->dropout_p > 0 && !bwd_fits(a, dt, vo)) {
+        note_fallback("the engine's backward workspace exceeds PyTorch's (with dropout: the forward too)");
         return -1;
     }
     k_write_philox<<<1, 1, 0, mc_gpu_stream(g)>>>((int64_t *)io->seed, (int64_t *)io->offset, (int64_t)a->seed,
@@ -667,8 +690,7 @@ extern "C" int tfm_cudnn_attn_bwd(mc_wl_gpu *g, const tfm_attn *a, void *dq, tfm
     key.v[4] = vdo, key.v[5] = vdq, key.v[6] = vdk, key.v[7] = vdv;
     plan *pl = plan_for(&key);
     if (!pl) return -1;
-    const uint64_t acc = (uint64_t)(a->B * a->H * a->Lq * a->Dh) * 4, ssum = (uint64_t)(a->B * a->H * a->Lq) * 4;
-    const uint64_t eng = (acc + ssum + 15) / 16 * 16;
+    const uint64_t acc = (uint64_t)(a->B * a->H * a->Lq * a->Dh) * 4, eng = bwd_engine_offset(a);
     if (eng + (uint64_t)pl->ws > io->ws_bytes) {
         note_fallback("the engine's backward workspace exceeds PyTorch's");
         return -1;

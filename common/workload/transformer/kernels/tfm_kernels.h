@@ -146,6 +146,16 @@ typedef struct {
     float *rng_dump;
 } tfm_cudnn_io;
 
+/* The backward's workspace as PyTorch 2.11 allocates it for cuDNN's SDPA
+ * (bytes): the dQ accumulator and softmax_sum, fp32, plus 256. */
+static inline uint64_t tfm_cudnn_bwd_ws_bytes(int64_t B, int64_t H, int64_t Lq, int64_t Dh)
+{
+    return (uint64_t)(B * H * Lq * (Dh + 1) * 4 + 256);
+}
+
+/* With dropout the forward runs on cuDNN only where the backward will too
+ * (its engine's workspace fits in tfm_cudnn_bwd_ws_bytes): the suite's
+ * kernels cannot redraw cuDNN's dropout mask. */
 int tfm_cudnn_attn_fwd(mc_wl_gpu *g, const tfm_attn *a, void *o, tfm_view vo, float *stats, const void *q,
                        tfm_view vq, const void *k, tfm_view vk, const void *v, tfm_view vv, int dt,
                        const tfm_cudnn_io *io);
