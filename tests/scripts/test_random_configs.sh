@@ -149,14 +149,53 @@ else
     echo "SKIP: --tfm-real through $build/workload --model-only: no $build/workload"
 fi
 
-# Recorded (tests/fixtures/random_tfm_real/, when there is one): each draw
-# replayed and compared to the byte, as below for the small draws.
+# Recorded (tests/fixtures/random_tfm_real/, PyTorch 2.11 on a GPU): each
+# draw replayed through the model. A draw is exact (peak and end-of-step
+# allocated equal at every step) or its difference is the CUDA driver's
+# segment placement alone, shown by PyTorch's trace of it (NAME.trace:
+# set-up and two steps): the model's requests equal PyTorch's, the trace
+# replayed at PyTorch's addresses gives PyTorch's figures, and replayed
+# with the model's placement rule (--no-addresses) gives the model's. The
+# allocator picks the lowest address among equal-sized free blocks, so
+# where the driver's addresses order the segments otherwise than the rule
+# (alloc_host.h), a split lands elsewhere. Anything else fails.
 real_fix=$root/tests/fixtures/random_tfm_real
+
+# same_steps A.csv B.csv [STEPS]: columns 2 and 3 equal on the first STEPS
+# steps (all if not given) that both have.
+same_steps() {
+    local n=${3:-1000000}
+    [ "$(awk -F, -v n="$n" 'NR > 1 && $1 <= n { print $1 "," $2 "," $3 }' "$1")" = \
+      "$(awk -F, -v n="$n" 'NR > 1 && $1 <= n { print $1 "," $2 "," $3 }' "$2")" ]
+}
+
+# placement_only NAME FLAGS TRACE THEIRS.csv OURS.csv: 0 where the
+# difference is the driver's placement alone (above); else 1, why on stdout.
+placement_only() {
+    local name=$1 flags=$2 trace=$3 theirs=$4 ours=$5 d
+    # shellcheck disable=SC2086
+    "$build/workload" --model-only $flags --steps 2 --sms "${sms:-132}" --trace "$tmp/$name.mt" > /dev/null 2>&1 ||
+        { echo "the model's trace failed"; return 1; }
+    d=$(bash "$here/test_mlp_fixtures.sh" --diff "$tmp/$name.mt" "$trace") ||
+        { echo "requests differ from PyTorch's: $(printf '%s' "$d" | head -3 | tr '\n' ' ')"; return 1; }
+    "$build/replay" "$trace" > "$tmp/$name.ra" 2> /dev/null || { echo "replay failed"; return 1; }
+    replay_steps "$tmp/$name.ra" > "$tmp/$name.ra.csv"
+    same_steps "$tmp/$name.ra.csv" "$theirs" 2 ||
+        { echo "PyTorch's trace at its own addresses does not give its figures"; return 1; }
+    "$build/replay" --no-addresses "$trace" > "$tmp/$name.rn" 2> /dev/null || { echo "replay failed"; return 1; }
+    replay_steps "$tmp/$name.rn" > "$tmp/$name.rn.csv"
+    same_steps "$tmp/$name.rn.csv" "$ours" 2 ||
+        { echo "PyTorch's trace under the placement rule does not give the model's figures"; return 1; }
+    return 0
+}
+
 if [ -f "$real_fix/drawn.txt" ]; then
     check_eq "random_tfm_real/drawn.txt is what random_configs.py --tfm-real draws" \
         "$(grep -v '^#' "$real_fix/drawn.txt")" "$(cat "$tmp/real")"
+    n_all=0 n_exact=0 n_place=0 worst=0 placed=""
     while IFS=$'\t' read -r name flags; do
         case $name in ''|'#'*) continue ;; esac
+        n_all=$((n_all + 1))
         [ -f "$real_fix/$name.csv" ] || { failure "random_tfm_real: $name not recorded"; continue; }
         sms=$(sed -n 's/^sm_count=//p' "$real_fix/$name.meta")
         steps=$(sed -n 's/^steps=//p' "$real_fix/$name.meta")
@@ -166,9 +205,40 @@ if [ -f "$real_fix/drawn.txt" ]; then
             failure "random_tfm_real $name: workload --model-only failed" "$(head -1 "$tmp/err")"
             continue
         fi
-        compare_steps "random_tfm_real $name peak_allocated" "$tmp/ours.csv" "$real_fix/$name.csv" 2 0
-        compare_steps "random_tfm_real $name allocated_end" "$tmp/ours.csv" "$real_fix/$name.csv" 3 0
+        if same_steps "$tmp/ours.csv" "$real_fix/$name.csv"; then
+            n_exact=$((n_exact + 1))
+            continue
+        fi
+        rel=$(join -t, <(awk -F, 'NR > 1 { print $1 "," $2 "," $3 }' "$tmp/ours.csv" | sort) \
+                       <(awk -F, 'NR > 1 { print $1 "," $2 "," $3 }' "$real_fix/$name.csv" | sort) |
+              awk -F, '{ for (c = 2; c <= 3; c++) { d = ($c - $(c + 2)) / $(c + 2); if (d < 0) d = -d; if (d > w) w = d } }
+                       END { printf "%.4f", 100 * w }')
+        if [ ! -f "$real_fix/$name.trace" ]; then
+            failure "random_tfm_real $name: differs from PyTorch by up to $rel% and no trace names the cause"
+        elif why=$(placement_only "$name" "$flags" "$real_fix/$name.trace" "$real_fix/$name.csv" "$tmp/ours.csv"); then
+            n_place=$((n_place + 1))
+            placed="$placed $name ($rel%)"
+            worst=$(awk -v a="$worst" -v b="$rel" 'BEGIN { print (b > a) ? b : a }')
+        else
+            failure "random_tfm_real $name: differs from PyTorch by up to $rel%: $why"
+        fi
     done < "$real_fix/drawn.txt"
+    echo "INFO: random_tfm_real ($(sed -n 's/^device_name=//p' "$real_fix/meta.txt")): $n_exact of $n_all draws" \
+         "exact at every step; $n_place differ by the driver's segment placement alone, worst $worst%:$placed"
+    check_eq "random_tfm_real: every draw exact, or its difference the driver's placement alone" \
+        "$((n_exact + n_place))" "$n_all"
+    # the classification fails where the requests differ: one request of a
+    # placement-only draw's trace 512 B larger
+    first=${placed# }; first=${first%% *}
+    if [ -n "$first" ]; then
+        flags=$(awk -F'\t' -v n="$first" '$1 == n { print $2 }' "$real_fix/drawn.txt")
+        awk '!done && $1 == "alloc" { $3 += 512; done = 1 } { print }' "$real_fix/$first.trace" > "$tmp/bad.trace"
+        # shellcheck disable=SC2086
+        "$build/workload" --model-only $flags --steps 4 --sms 132 > "$tmp/ours.csv" 2> /dev/null
+        why=$(placement_only "$first" "$flags" "$tmp/bad.trace" "$real_fix/$first.csv" "$tmp/ours.csv")
+        check_eq "self-check: a trace with one request 512 B larger is not called placement" \
+            "$?,${why%%:*}" "1,requests differ from PyTorch's"
+    fi
 else
     echo "SKIP: no tests/fixtures/random_tfm_real/ yet (PyTorch's figures for the --tfm-real draws)"
 fi
