@@ -6,6 +6,7 @@
  * the host backend. --verify runs the GPU arithmetic check (make test-gpu).
  * --profile: after the CSV's steps one more, its GPU time by kind on stderr
  * (and in --profile-csv FILE), from CUDA events around each GPU operation.
+ * --program seed000-c07: seed 000's C07 program, one row per function.
  *
  * Exit: 0 ran (an out-of-memory step is a row with status oom), 1 --verify
  * failed, 2 usage or an unwritable trace or profile CSV, 3 CUDA error, 77
@@ -86,7 +87,13 @@ static int run_transformer(mc_workload_cli *cli, int argc, char **argv)
     if (mc_tfm_setup_status(t) != MC_WL_OK)
         fprintf(stderr, "workload: the parameters do not fit: every step is out of memory\n");
     printf("%s\n", MC_WORKLOAD_CSV_HEADER);
-    for (int s = 0; s < cli->steps; s++) {
+    if (cli->program) { /* --program seed000-c07: one row per function */
+        mc_workload_step_result r[2];
+        mc_tfm_seed000_c07(t, r);
+        mc_workload_csv_row(stdout, &r[0]);
+        mc_workload_csv_row(stdout, &r[1]);
+    }
+    for (int s = 0; s < cli->steps && !cli->program; s++) {
         mc_workload_step_result r;
         mc_tfm_step(t, &r);
         mc_workload_csv_row(stdout, &r);

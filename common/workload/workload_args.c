@@ -66,6 +66,13 @@ void mc_workload_usage(FILE *fp)
         "shape, the suite's own kernels, said in one line on stderr); fp32 the suite's own on the\n"
         "tensor cores as 3xTF32, PyTorch's memory-efficient kernel's arithmetic (before sm_80:\n"
         "general fp32 kernels).\n"
+        "\n"
+        "usage: workload --program seed000-c07 [--model-only] [--sms N] [--device N] [--trace FILE]\n"
+        "Seed 000's gradient-accumulation program as written: nn.Transformer(d_model=256).cuda(),\n"
+        "Adam; large_batch() (sequence 64 x batch 100, loss not divided, no zero_grad), then\n"
+        "gradient_accumulation() (zero_grad, 4 micro-steps of sequence 16 x batch 100, loss / 4),\n"
+        "each function's variables alive until rebound: two CSV rows, one per function (its peak\n"
+        "is what the function returns).\n"
         "Exit: 0 ran, 1 --verify failed, 2 usage, 3 CUDA error, 77 no CUDA device.\n"
         "An out-of-memory step is a row with status oom, not an error.\n",
         MC_WORKLOAD_CSV_HEADER);
@@ -100,9 +107,18 @@ int mc_workload_parse_args(mc_workload_cli *cli, int argc, char **argv, char *er
             return bad(err, len, "--arch", "mlp, transformer or encoder", i + 1 < argc ? argv[i + 1] : NULL);
     bool have[5] = {false};
     static const char *const shape[5] = {"--layers", "--in", "--width", "--out", "--batch"};
+    const char *foreign = NULL; /* a flag --program does not take */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help")) { cli->help = true; continue; }
+        if (!strcmp(a, "--program")) {
+            if (!v || strcmp(v, "seed000-c07")) return bad(err, len, a, "seed000-c07", v);
+            cli->program = v;
+            i++;
+            continue;
+        }
+        if (strcmp(a, "--model-only") && strcmp(a, "--sms") && strcmp(a, "--device") && strcmp(a, "--trace"))
+            foreign = a;
         if (!strcmp(a, "--model-only")) { cli->model_only = true; continue; }
         if (!strcmp(a, "--checkpoint")) { cli->cfg.checkpoint = true; continue; }
         if (!strcmp(a, "--verify")) { cli->verify = true; continue; }
@@ -202,6 +218,17 @@ int mc_workload_parse_args(mc_workload_cli *cli, int argc, char **argv, char *er
         }
     }
     if (cli->help) return 0;
+    if (cli->program) { /* the whole program fixes its model and steps */
+        if (foreign) {
+            snprintf(err, len, "--program takes --model-only, --sms, --device and --trace only, not %s", foreign);
+            return MC_EXIT_USAGE;
+        }
+        const int sms = cli->cfg.sm_count;
+        cli->arch = MC_WL_ARCH_TRANSFORMER;
+        cli->tfm = mc_tfm_seed000_c07_config();
+        cli->tfm.sm_count = sms;
+        return 0;
+    }
     if (cli->profile && (cli->model_only || cli->verify)) {
         snprintf(err, len, "--profile times a step's GPU operations: not with %s",
                  cli->verify ? "--verify" : "--model-only");

@@ -57,6 +57,7 @@ typedef struct {
     const char *trace_path;   /* NULL: none */
     bool profile;             /* --profile or --profile-csv: one more step, timed by kind */
     const char *profile_csv;  /* --profile-csv FILE (NULL: the table on stderr only) */
+    const char *program;      /* --program seed000-c07 (NULL: none): a seed's whole program */
 } mc_workload_cli;
 
 /* Returns 0, or MC_EXIT_USAGE with one line (no newline) in err. --help and

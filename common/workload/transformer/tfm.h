@@ -68,6 +68,9 @@ typedef struct {
     uint64_t data_seed;          /* GPU: src and tgt's instead (0: seed), so that data-parallel
                                     ranks draw batches of their own from the same weights */
     double lr;                   /* 0: the reference's (sgd and momentum 0.01, adam and adamw 1e-3) */
+    uint64_t cublas_ws, cublaslt_ws; /* each cuBLAS handle's workspaces, bytes (PyTorch 2.11 on
+                                    sm_90: core/pytorch_consts.h); other sizes model other GPUs
+                                    or versions (model-only: the GPU's cuBLAS takes them as given) */
 } mc_tfm_config;
 
 /* The GPU check's hook (tfm_verify_step.c): parameters from the host,
@@ -123,6 +126,39 @@ mc_tfm *mc_tfm_create_with(const mc_tfm_config *c, bool on_gpu, FILE *trace, mc_
                            char *err, size_t len);
 mc_wl_status mc_tfm_setup_status(const mc_tfm *t);
 mc_wl_status mc_tfm_step(mc_tfm *t, mc_workload_step_result *r);
+
+/* One step as a program writes its loop rather than as mc_tfm_step does
+ * (seed 000's C07 functions, issue 32 item 4; tfm_seed_program.c):
+ *
+ *   [zero_grad]; for K micro-steps: src = randn; tgt = randn (seq, batch);
+ *   out = model(src, tgt); loss = mse_loss(out, tgt) [/ K]; loss.backward()
+ *   then opt.step(); [zero_grad]
+ *
+ * With locals_live, src, tgt, out and loss are a function's variables:
+ * each lives until the next micro-step rebinds it (after the new value is
+ * made) and the last until the step's end, after opt.step(). seq and batch
+ * (the micro-batch) replace the configuration's for this step; accum is at
+ * most the configuration's; a causal encoder keeps its sequence. */
+typedef struct {
+    int64_t seq, batch; /* tokens per sequence; sequences per micro-step */
+    int accum;          /* micro-steps */
+    bool divide_loss;   /* loss / K: a 4-byte tensor and DivBackward0 */
+    bool zero_grad_before, zero_grad_after;
+    bool locals_live;
+} mc_tfm_step_shape;
+/* mc_tfm_step's own shape for a configuration: (seq, batch / accum, accum),
+ * dividing, zero_grad after, locals deleted in each micro-step. */
+mc_tfm_step_shape mc_tfm_step_shape_default(const mc_tfm_config *c);
+mc_wl_status mc_tfm_step_as(mc_tfm *t, const mc_tfm_step_shape *s, mc_workload_step_result *r);
+
+/* Seed 000's C07 program (tfm_seed_program.c): its model's configuration
+ * (built on the host, as the seed builds it), then its two functions,
+ * large_batch() and gradient_accumulation(), as two steps of T made from
+ * that configuration: out[0] and out[1] (peak_allocated is what each
+ * returns; allocated_end memory_allocated() after it). 0, or -1 where a
+ * step ran out of memory. */
+mc_tfm_config mc_tfm_seed000_c07_config(void);
+int mc_tfm_seed000_c07(mc_tfm *t, mc_workload_step_result out[2]);
 /* One forward pass alone (C27), in one of core/wl_types.h's modes, every
  * request in PyTorch 2.11's order (tfm_forward.c; eval()'s fast paths:
  * tfm_fastpath.c):

@@ -4,12 +4,13 @@
 #include <string.h>
 
 #include "tfm.h"
+#include "workload/core/pytorch_consts.h"
 #include "workload/transformer/kernels/tfm_kernels.h"
 
 #define MAX_WIDTH (1LL << 16)
 #define MAX_LAYERS 1024
 #define MAX_ACCUM 1024
-#define MAX_HEAD_DIM 256 /* flash attention's limit (cuDNN's is 128 with 9.19); the model's range */
+#define MAX_HEAD_DIM 256 /* flash attention's and cuDNN's (9.10 or newer, sm_90) limit; the model's range */
 
 mc_tfm_config mc_tfm_config_default(void)
 {
@@ -30,6 +31,8 @@ mc_tfm_config mc_tfm_config_default(void)
     c.host_capacity = MC_WL_DEFAULT_HOST_CAPACITY;
     c.sm_count = MC_WL_DEFAULT_SM_COUNT;
     c.trace_steps = 2;
+    c.cublas_ws = MC_PT_CUBLAS_WS_BYTES;
+    c.cublaslt_ws = MC_PT_CUBLASLT_WS_BYTES;
     return c;
 }
 
@@ -67,6 +70,7 @@ static int fail(char *err, size_t len, const char *msg)
 int mc_tfm_config_check(const mc_tfm_config *c, char *err, size_t len)
 {
     if ((unsigned)c->arch > MC_TFM_ENCODER) return fail(err, len, "unknown architecture");
+    if (c->cublas_ws == 0 || c->cublaslt_ws == 0) return fail(err, len, "cuBLAS workspaces of 0 bytes");
     if (c->d_model < 1 || c->d_model > MAX_WIDTH || c->ff < 1 || c->ff > MAX_WIDTH) {
         snprintf(err, len, "d-model and ff must be from 1 to %lld", (long long)MAX_WIDTH);
         return -1;

@@ -185,6 +185,11 @@ struct mc_tfm {
     wl_t red_buf, red_sem;
     wl_t scaled, ones, gmul, gdiv;
     wl_t mse, mse_tmp, loss;
+    /* mc_tfm_step_as's program (tfm.h), else divide_loss true, locals_live false */
+    bool divide_loss, locals_live;
+    tb *kept_src, *kept_tgt;   /* locals_live: the last micro-step's, until rebound */
+    tv kept_out;
+    wl_t kept_loss;
     /* --offload (tfm_offload.c): pinned host buffers, reused across steps */
     struct tfm_pinned { void *p; uint64_t bytes; bool used; } *pin;
     int npin, cap_pin;

@@ -10,7 +10,6 @@
 #include "check.h"
 #include "tfm_internal.h"
 #include "workload/transformer/kernels/tfm_kernels.h"
-#include "workload/core/pytorch_consts.h"
 #include "workload/core/reduce_scratch.h"
 
 
@@ -100,13 +99,13 @@ int workspaces(mc_tfm *T, bool lt)
     wl_t *ws = T->handle ? &T->ws_bwd : &T->ws_fwd, *lw = T->handle ? &T->lt_bwd : &T->lt_fwd;
     if (T->ctx.oom) return -1;
     if (!ws->addr) {
-        if (wl_alloc(&T->ctx, ws, MC_PT_CUBLAS_WS_BYTES, MC_WL_WORKSPACE, true,
+        if (wl_alloc(&T->ctx, ws, T->c.cublas_ws, MC_WL_WORKSPACE, true,
                      T->handle ? "cuBLAS workspace, backward thread" : "cuBLAS workspace, forward thread") != 0)
             goto oom;
         if (TG(T)) mc_gpu_set_workspace(TG(T), T->handle, WL_PTR(*ws), ws->bytes);
     }
     if (lt && !lw->addr) {
-        if (wl_alloc(&T->ctx, lw, MC_PT_CUBLASLT_WS_BYTES, MC_WL_WORKSPACE, true,
+        if (wl_alloc(&T->ctx, lw, T->c.cublaslt_ws, MC_WL_WORKSPACE, true,
                      T->handle ? "cuBLASLt workspace, backward thread" : "cuBLASLt workspace, forward thread") != 0)
             goto oom;
         if (TG(T)) mc_gpu_set_lt_workspace(TG(T), T->handle, WL_PTR(*lw), lw->bytes);
