@@ -242,11 +242,56 @@ static void put_table(FILE *fp, const mc_run_data *run)
 
 /* ------------------------------------------------------------ per claim */
 
+/* The median of the row of (variant, metric), or NULL. */
+static const char *median_of(const mc_run_experiment *e, const char *variant, const char *metric)
+{
+    for (size_t j = 0; j < e->nrows; j++) {
+        char *const *t = e->rows[j].text;
+        if (!strcmp(t[MC_COL_VARIANT], variant) && !strcmp(t[MC_COL_METRIC], metric) && t[MC_COL_MEDIAN][0])
+            return t[MC_COL_MEDIAN];
+    }
+    return NULL;
+}
+
+static void put_mib(FILE *fp, const char *bytes)
+{
+    if (bytes) fprintf(fp, " %.2f MB |", strtod(bytes, NULL) / (1024.0 * 1024.0));
+    else fputs(" not run |", fp);
+}
+
+/* A seed's program as written (rows seed_printed and seed_program, and
+ * PyTorch's seed_program beside): the three figures side by side, in the
+ * seed's MB (MiB, as its /1024**2). */
+static void put_seed_programs(FILE *fp, const mc_run_experiment *e)
+{
+    bool head = false;
+    for (size_t j = 0; j < e->nrows; j++) {
+        char *const *t = e->rows[j].text;
+        if (strcmp(t[MC_COL_METRIC], "seed_printed") || !t[MC_COL_MEDIAN][0]) continue;
+        if (!head) {
+            fputs("\n| The seed's code | The seed printed | PyTorch on this GPU | The suite |\n"
+                  "|---|---|---|---|\n", fp);
+            head = true;
+        }
+        char pt[256];
+        snprintf(pt, sizeof pt, "pytorch:%s", t[MC_COL_VARIANT]);
+        fputs("| ", fp);
+        put_cell(fp, t[MC_COL_VARIANT]);
+        fputs(" |", fp);
+        put_mib(fp, t[MC_COL_MEDIAN]);
+        put_mib(fp, median_of(e, pt, "seed_program"));
+        put_mib(fp, median_of(e, t[MC_COL_VARIANT], "seed_program"));
+        fputc('\n', fp);
+    }
+    if (head) fputc('\n', fp);
+}
+
 static void put_claim(FILE *fp, const mc_run_experiment *e)
 {
     fprintf(fp, "\n### %s %s: ", e->claim, e->title);
     put_outcome(fp, e);
     fprintf(fp, "\n\nMeasured: %s Rule: %s\n\n", e->method, e->rule);
+    put_seed_programs(fp, e);
     for (size_t j = 0; j < e->nrows; j++)
         if (!strcmp(e->rows[j].text[MC_COL_METRIC], "finding")) fprintf(fp, "- %s\n", e->rows[j].text[MC_COL_NOTE]);
     for (size_t j = 0; j < e->nrows; j++) {

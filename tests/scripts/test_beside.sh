@@ -727,11 +727,11 @@ cp "$fixtures/$c24.csv" "$tmp/c24run/"
 PYTHONPATH=$tmp/nccl python3 "$beside/run_many.py" --run "$tmp/c24run" --out "$tmp/c24many" > /dev/null 2>&1; rc=$?
 check_eq "run_many.py over a model-only C24: $c24 waived at once" \
     "$rc:$(grep -v start "$tmp/c24many/progress.tsv" | cut -f1-3 | tr '\t' :)" "0:$c24:waived:77"
-check_eq "the budget: the last key's allowance of --budget-s 65 is 65 s after the one-GPU keys, 123 s with C24's share (75.3 s) on top" \
+check_eq "the budget: the last key's allowance of --budget-s 65 is 65 s after the one-GPU keys, 120 s with C24's share (75.3 s) on top" \
     "$(cd "$beside" && python3 -c 'import run_many as r, time
 one = [k for k in r.ORDER if k not in r.MULTI_GPU]
 print("%.0f %.0f" % (r.allowance(one[-1], one[:-1], 65, time.monotonic()),
-                     r.allowance(one[-1], r.ORDER[:-1], 65, time.monotonic())))')" "65 123"
+                     r.allowance(one[-1], r.ORDER[:-1], 65, time.monotonic())))')" "65 120"
 
 # SIGTERM (run-all's Ctrl-C) while torchrun runs: its tree stopped, then the process ends as SIGTERM ends it.
 rm -f "$tmp/rank.pid"
@@ -797,6 +797,56 @@ check "... summaries are words, not figures" bash -c "! grep -q pytorch_beside '
 check_eq "compare of a run without PyTorch's rows and one with: exit 0" "$rc" 0
 check_eq "... PyTorch's figures only in B" "$(awk -F'\t' '$4 ~ /^pytorch:/ { print $1 }' "$tmp/cmp2.tsv" | sort -u)" only-b
 check_eq "... the suite's all the same" "$(awk -F'\t' '!/^#/ && $4 !~ /^pytorch:/ { print $1 }' "$tmp/cmp2.tsv" | sort -u)" same
+
+# ------------------------------------------------------------ the seeds' programs
+# C01's and C07's counterparts run seed 000's program in a process of its own
+# (tests/torch/seed_programs.py --only c01|c07); here a stand-in script
+# writes what it would (MEMCLAIMS_SEED_PROGRAMS), then one that fails.
+cat > "$tmp/seed_ok.py" <<'PY'
+import os, sys
+out, which = sys.argv[1], sys.argv[3]
+fig = {"c01": {"unoptimized": (419430400, 0), "optimized": (4000256, 0)},
+       "c07": {"large_batch": (2689374208, 348274688), "gradient_accumulation": (992592384, 351879168)}}[which]
+with open(os.path.join(out, which + ".txt"), "w") as f:
+    for fn, (ret, after) in fig.items():
+        f.write("%s.returned=%d\n%s.allocated_after=%d\n" % (fn, ret, fn, after))
+PY
+printf 'import sys\nprint("RuntimeError: CUDA error: out of memory")\nsys.exit(1)\n' > "$tmp/seed_bad.py"
+ASAN_OPTIONS=$noleak "$build/c01_del_empty_cache" --model-only > "$tmp/c01.model.csv" 2>/dev/null
+MEMCLAIMS_SEED_PROGRAMS=$tmp/seed_ok.py PYTHONPATH=$stub python3 "$beside/del_empty_cache.py" \
+    --suite-csv "$tmp/c01.model.csv" --csv-header "$header" > "$tmp/c01.rows" 2>/dev/null; rc=$?
+check_eq "del_empty_cache.py (C01): exit 0" "$rc" 0
+check_eq "... PyTorch's figure for each function of the seed's program" \
+    "$(grep -c '^C01,del_empty_cache,pytorch:seed 000 program: [a-z]*(),,,seed_program,bytes,1,' "$tmp/c01.rows")" 2
+check "... the summary sets PyTorch's, the suite's and the seed's side by side" \
+    grep -q 'in PyTorch here: unoptimized() 400.00 MB (suite 400.00, equal), the seed printed 400.00; optimized() 3.81 MB (suite 3.81, equal), the seed printed 3.81' "$tmp/c01.rows"
+check "... and a verdict-beside row with both figures" grep -q '^C01,del_empty_cache,pytorch,verdict,,pytorch_beside,.*prints 400.00 / 3.81 MB (the seed printed 400.00 / 3.81)' "$tmp/c01.rows"
+MEMCLAIMS_SEED_PROGRAMS=$tmp/seed_bad.py PYTHONPATH=$stub python3 "$beside/del_empty_cache.py" \
+    --suite-csv "$tmp/c01.model.csv" --csv-header "$header" > "$tmp/c01.bad" 2>/dev/null; rc=$?
+check_eq "... where the program fails: exit 0, a failed row with its last line" \
+    "$rc:$(grep -c 'seed_program,bytes,0,,,,,,failed,.*exited 1: RuntimeError: CUDA error: out of memory' "$tmp/c01.bad")" 0:1
+ASAN_OPTIONS=$noleak "$build/c07_grad_accumulation" --model-only > "$tmp/c07.model.csv" 2>/dev/null
+grep -e '^claim,' -e 'seed 000 program' "$tmp/c07.model.csv" > "$tmp/c07.seed.csv"
+MEMCLAIMS_SEED_PROGRAMS=$tmp/seed_ok.py PYTHONPATH=$stub python3 "$beside/grad_accumulation.py" \
+    --suite-csv "$tmp/c07.seed.csv" --csv-header "$header" > "$tmp/c07.rows" 2>/dev/null; rc=$?
+check_eq "grad_accumulation.py (C07) given the suite's seed program rows: exit 0" "$rc" 0
+check "... the summary sets PyTorch's, the suite's and the seed's side by side" \
+    grep -q 'large_batch() 2564.79 MB (suite 2564.79, equal), the seed printed 2520.47; gradient_accumulation() 946.61 MB (suite 946.61, equal), the seed printed 903.73' "$tmp/c07.rows"
+# REPORT.md sets the three figures side by side under the claim
+mkdir -p "$tmp/seedrun"
+cp "$fixtures/meta.csv" "$tmp/seedrun/"
+for e in c01_del_empty_cache c07_grad_accumulation; do "$build/$e" --list | cut -f1-6; done > "$tmp/seedrun/experiments.tsv"
+{ cat "$tmp/c01.model.csv"; grep ',pytorch' "$tmp/c01.rows"; } > "$tmp/seedrun/del_empty_cache.csv"
+{ cat "$tmp/c07.model.csv"; grep ',pytorch:seed' "$tmp/c07.rows"; } > "$tmp/seedrun/grad_accumulation.csv"
+"$build/report" "$tmp/seedrun" > /dev/null 2>&1
+check_eq "REPORT.md: the seeds' programs, three figures side by side" \
+    "$(grep '^| seed 000 program' "$tmp/seedrun/REPORT.md")" \
+    "| seed 000 program: unoptimized() | 400.00 MB | 400.00 MB | 400.00 MB |
+| seed 000 program: optimized() | 3.81 MB | 3.81 MB | 3.81 MB |
+| seed 000 program: large_batch() | 2520.47 MB | 2564.79 MB | 2564.79 MB |
+| seed 000 program: gradient_accumulation() | 903.73 MB | 946.61 MB | 946.61 MB |"
+check "... under the header The seed's code, The seed printed, PyTorch on this GPU, The suite" \
+    grep -q "^| The seed's code | The seed printed | PyTorch on this GPU | The suite |$" "$tmp/seedrun/REPORT.md"
 
 # ------------------------------------------------------------ the switch
 check "run-all --help says PyTorch beside is on unless --no-pytorch" bash -c "'$root/scripts/run-all' --help | grep -q -- '^PyTorch beside (on unless --no-pytorch, make run-all PYTORCH=0'"

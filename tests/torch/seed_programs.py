@@ -6,6 +6,8 @@ GPU, and the suite's model of the same program. Run it on the GPU machine
 (PyTorch 2.11, CUDA):
 
     python3 tests/torch/seed_programs.py OUTDIR
+    python3 tests/torch/seed_programs.py OUTDIR --only c01|c07   (one program, untraced:
+                                              what tests/torch/beside/ runs beside the suite)
 
 then copy OUTDIR's files into tests/fixtures/seed_programs/.
 
@@ -139,7 +141,7 @@ def run_program(torch, name, ns, record, marks, traced):
     return buf.getvalue()
 
 
-def child(outdir, which):
+def child(outdir, which, trace=True):
     try:
         import torch
     except ImportError:
@@ -155,7 +157,7 @@ def child(outdir, which):
         with open(os.path.join(outdir, "notebook.out"), "w") as f:
             f.write(out)
         return 0
-    traced = which == "c07"
+    traced = which == "c07" and trace
     marks, record = [], []
     if traced:
         torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python",
@@ -183,9 +185,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("outdir")
     ap.add_argument("--child", choices=("c01", "c07", "notebook"), help=argparse.SUPPRESS)
+    ap.add_argument("--only", choices=("c01", "c07"),
+                    help="run that program alone, untraced, into OUTDIR/NAME.out and NAME.txt "
+                         "(tests/torch/beside/: PyTorch's figures beside the suite's)")
     a = ap.parse_args()
     if a.child:
         return child(a.outdir, a.child)
+    if a.only:
+        os.makedirs(a.outdir, exist_ok=True)
+        return child(a.outdir, a.only, trace=False)
     os.makedirs(a.outdir, exist_ok=True)
     rc = 0
     for which in ("c01", "c07", "notebook"):

@@ -69,6 +69,7 @@ import os
 import random
 import statistics
 import sys
+import tempfile
 import time
 
 HEADER = ("claim,experiment,variant,param,param_value,metric,unit,n,median,min,max,mean,stdev,"
@@ -829,3 +830,75 @@ def spin_rate(torch):
         stop.synchronize()
         rates.append(CALIBRATE_CYCLES / (start.elapsed_time(stop) * 1e-3))
     return sorted(rates)[1]
+
+
+# ---------------------------------------------------------------- the seeds' programs
+
+SEED_VARIANT = "seed 000 program: %s()"  # the suite's variants of a seed's program
+SEED_TIMEOUT_S = 120
+
+
+def seed_program(args, which, funcs):
+    """Seed 000's program `which` (c01, c07) as written, run by
+    tests/torch/seed_programs.py --only WHICH in a process of its own (a
+    fresh process's max_memory_allocated, as the seed's notebook; the
+    environment's MEMCLAIMS_SEED_PROGRAMS names another script, for the
+    tests): {function: (returned, allocated after)}; raises where it failed."""
+    import subproc  # noqa: E402 (beside's own module; only here)
+    script = os.environ.get("MEMCLAIMS_SEED_PROGRAMS") or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "seed_programs.py")
+    env = dict(os.environ)
+    if args.device and "CUDA_VISIBLE_DEVICES" not in env:
+        env["CUDA_VISIBLE_DEVICES"] = str(args.device)
+    with tempfile.TemporaryDirectory() as d:
+        log_path = os.path.join(d, "log")
+        rc, timed_out = subproc.run([sys.executable, script, d, "--only", which], log_path, SEED_TIMEOUT_S, env)
+        if timed_out or rc != 0:
+            with open(log_path, errors="replace") as f:
+                last = ([ln.strip() for ln in f if ln.strip()] or [""])[-1]
+            raise RuntimeError("seed_programs.py --only %s %s: %s" % (
+                which, "ran past %d s" % SEED_TIMEOUT_S if timed_out else "exited %s" % rc, last))
+        with open(os.path.join(d, which + ".txt")) as f:
+            kv = dict(line.strip().split("=", 1) for line in f if "=" in line)
+    return {fn: (int(kv[fn + ".returned"]), int(kv[fn + ".allocated_after"])) for fn in funcs}
+
+
+def suite_figure(rows, variant, metric):
+    """The suite's figure of a row without a parameter (a seed program's), or None."""
+    for r in rows or []:
+        if r["variant"] == variant and r["metric"] == metric and r["median"]:
+            return float(r["median"])
+    return None
+
+
+def seed_program_rows(args, out, which, funcs):
+    """PyTorch's figures for a seed's program beside the suite's (rows
+    seed_program and allocated_after), and a summary: what the seed
+    printed, PyTorch here, the suite. Returns {function: returned} or None."""
+    what = "seed 000 program"
+    first = SEED_VARIANT % funcs[0]
+    if not args.budget.allows(first=False):
+        out.skipped(first, "", 0, "seed_program", "bytes", what, args.budget.why())
+        return None
+    try:
+        got = seed_program(args, which, funcs)
+    except Exception as e:  # its row; the rest stands
+        out.failed_why(first, "", 0, "seed_program", "bytes", what, reason(e))
+        return None
+    mib = 1024.0 ** 2
+    parts = []
+    for fn in funcs:
+        var = SEED_VARIANT % fn
+        returned, after = got[fn]
+        out.value(var, "", 0, "seed_program", "bytes", returned,
+                  "what the seed's function returns, PyTorch in a process of its own")
+        out.value(var, "", 0, "allocated_after", "bytes", after, "memory_allocated() after it")
+        printed = suite_figure(args.suite, var, "seed_printed")
+        suite = suite_figure(args.suite, var, "seed_program")
+        parts.append("%s() %.2f MB%s%s" % (
+            fn, returned / mib,
+            "" if suite is None else (" (suite %.2f%s)" % (suite / mib, ", equal" if suite == returned else "")),
+            "" if printed is None else ", the seed printed %.2f" % (printed / mib)))
+    out.flush()
+    out.summary("Seed 000's program as written, in PyTorch here: " + "; ".join(parts) + ".")
+    return {fn: got[fn][0] for fn in funcs}

@@ -13,9 +13,7 @@ zero_grad(set_to_none=True)): tests/torch/mlp_reference.py's MLP
 at B = 1, k = 1 (the floor); tests/torch/transformer_reference.py's seed 000
 model, nn.Transformer(d_model=256) (batch_first False: (seq, batch, 256)),
 Adam, fp32, at sequence 64 (and, full run, 256) x batch 100 with k = 1, 2, 4
-(--quick: 1, 4) micro-steps of 100/k sequences, and (full run) seed 000's own
-accumulation code, 4 micro-steps of sequence 16 x batch 100 (variant
-"transformer seed 000 code: seq=16 B=100 x4"). Per point one model,
+(--quick: 1, 4) micro-steps of 100/k sequences. Per point one model,
 --warmup steps (at least 2: step 1 makes Adam's state, the Transformer's
 peak settles from step 3, as the suite's), then --repeats timed steps,
 each alone (CUDA events; the peak read at the last), then one more under
@@ -25,11 +23,15 @@ verdict row's) is measured whatever --budget-s is; then, while it lasts,
 the MLP's typical batch (1024), the other points, and the longer sequence
 (256: 0.12-0.15 s a step, not in the verdict) last.
 
-Rows (the suite's variants: B=<batch>, transformer seq=<s> B=100, the seed
-code's; param accum_steps): step_time (the measured steps), peak_allocated
-and peak_reserved (the last measured step), ratio_to_k1 (peak_k / peak_1;
-the seed code's over the k = 1 peak at sequence 64), gpu_idle_share, and
-B=1's floor. Summaries: per batch or sequence the ratios and step times
+And, where the suite ran it (a full run), seed 000's program as written
+(large_batch() then gradient_accumulation(): tests/torch/seed_programs.py
+--only c07, a process of its own), the peak each function returns.
+
+Rows (the suite's variants: B=<batch>, transformer seq=<s> B=100; param
+accum_steps): step_time (the measured steps), peak_allocated and
+peak_reserved (the last measured step), ratio_to_k1 (peak_k / peak_1),
+gpu_idle_share, and B=1's floor; "seed 000 program: <function>()" (no
+param): seed_program (what the function returns) and allocated_after. Summaries: per batch or sequence the ratios and step times
 beside the suite's, and where PyTorch's peak allocated equals the suite's;
 the verdict row: peak_4/peak_1 of the Transformer at sequence 64, the
 suite's and PyTorch's, and what k micro-steps cost PyTorch in time there. The
@@ -49,9 +51,8 @@ KS, QUICK_KS = [1, 2, 4, 8, 16], [1, 4]
 TFM_BATCH = 100
 TFM_SEQS, QUICK_TFM_SEQS = [64, 256], [64]
 TFM_KS, QUICK_TFM_KS = [1, 2, 4], [1, 4]
-SEED_CODE = "transformer seed 000 code: seq=16 B=100 x4"  # 4 micro-steps of (16, 100, 256)
-SEED_SEQ, SEED_K = 16, 4
 NAME = "beside/" + KEY
+SEED_FUNCS = ("large_batch", "gradient_accumulation")  # seed 000's C07 program
 
 
 def shape_of(variant, k):
@@ -63,14 +64,12 @@ def shape_of(variant, k):
     m = re.match(r"^transformer seq=(\d+) B=(\d+)$", variant)
     if m:
         return "transformer", int(m.group(1)), int(m.group(2))
-    if variant == SEED_CODE:
-        return "transformer", SEED_SEQ, SEED_K * TFM_BATCH
     return None
 
 
 def base_of(variant):
-    """The variant whose k = 1 peak a point's ratio is over."""
-    return "transformer seq=64 B=%d" % TFM_BATCH if variant == SEED_CODE else variant
+    """The variant whose k = 1 peak a point's ratio is over: its own."""
+    return variant
 
 
 def points(args):
@@ -84,8 +83,6 @@ def points(args):
            for k in (QUICK_KS if args.quick else KS)]
     pts += [("transformer seq=%d B=%d" % (s, TFM_BATCH), k) for s in (QUICK_TFM_SEQS if args.quick else TFM_SEQS)
             for k in (QUICK_TFM_KS if args.quick else TFM_KS)]
-    if not args.quick:
-        pts.append((SEED_CODE, SEED_K))
     return True, pts
 
 
@@ -165,7 +162,7 @@ def main(argv=None):
         base = got.get((base_of(variant), 1))
         if base:
             out.value(variant, "accum_steps", k, "ratio_to_k1", "ratio", peak / base[1],
-                      "peak_k / peak_1" + (" at sequence 64 x batch 100" if variant == SEED_CODE else ""))
+                      "peak_k / peak_1")
         out.flush()
 
     head = b.describe_torch(torch, args.device) + ": "
@@ -186,6 +183,9 @@ def main(argv=None):
             b.beside("peak_k/peak_1", rat, s_rat, b.ratio, have),
             b.beside("step time", tim, s_tim, b.seconds, have)))
         head = ""
+    if b.suite_figure(args.suite, b.SEED_VARIANT % SEED_FUNCS[0], "seed_program") is not None or \
+            (not args.suite and not args.quick):
+        b.seed_program_rows(args, out, "c07", SEED_FUNCS)
     out.peaks(peaks)
     out.verdict(verdict_row(args, got))
     out.close(npoints)
