@@ -39,6 +39,8 @@ import os
 import subprocess
 import sys
 
+from reference_output import torch_or_waive
+
 VARIANTS = ["keep", "offload", "save_on_cpu"]
 SEQ, D_MODEL = 64, 256
 CHILD_TIMEOUT_S = 300
@@ -46,15 +48,10 @@ CHILD_TIMEOUT_S = 300
 
 def run_child(variant, batch, steps):
     """One variant at one batch in this process: one JSON list of rows on stdout."""
-    try:
-        import torch
-        import torch.nn.functional as F
-    except ImportError:
-        print("offload_reference: torch is not installed here: waived", file=sys.stderr)
+    torch = torch_or_waive("offload_reference")
+    if torch is None:
         return 77
-    if not torch.cuda.is_available():
-        print("offload_reference: no CUDA device: waived", file=sys.stderr)
-        return 77
+    import torch.nn.functional as F
     dev = torch.device("cuda", 0)
     torch.manual_seed(0)
     model = torch.nn.Transformer(d_model=D_MODEL).cuda()

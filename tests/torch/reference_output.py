@@ -5,6 +5,21 @@ mlp_reference.py and transformer_reference.py (Python puts a script's own
 folder first on sys.path). Standard library only.
 """
 import os
+import sys
+
+
+def torch_or_waive(script):
+    """torch with a CUDA device, or None after one line on stderr (the
+    caller exits 77: waived)."""
+    try:
+        import torch
+    except ImportError:
+        print("%s: torch is not installed here: waived" % script, file=sys.stderr)
+        return None
+    if not torch.cuda.is_available():
+        print("%s: no CUDA device: waived" % script, file=sys.stderr)
+        return None
+    return torch
 
 
 def number(v):

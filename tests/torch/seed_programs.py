@@ -44,7 +44,7 @@ import os
 import subprocess
 import sys
 
-from reference_output import write_trace
+from reference_output import torch_or_waive, write_trace
 
 # Seed 000, "内存优化思路1：及时释放变量" (C01), verbatim.
 C01_CODE = '''
@@ -142,13 +142,8 @@ def run_program(torch, name, ns, record, marks, traced):
 
 
 def child(outdir, which, trace=True):
-    try:
-        import torch
-    except ImportError:
-        print("seed_programs: torch is not installed here: waived", file=sys.stderr)
-        return 77
-    if not torch.cuda.is_available():
-        print("seed_programs: no CUDA device: waived", file=sys.stderr)
+    torch = torch_or_waive("seed_programs")
+    if torch is None:
         return 77
     torch.manual_seed(0)
     ns = {"torch": torch}
