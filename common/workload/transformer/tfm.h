@@ -146,9 +146,6 @@ typedef struct {
     bool zero_grad_before, zero_grad_after;
     bool locals_live;
 } mc_tfm_step_shape;
-/* mc_tfm_step's own shape for a configuration: (seq, batch / accum, accum),
- * dividing, zero_grad after, locals deleted in each micro-step. */
-mc_tfm_step_shape mc_tfm_step_shape_default(const mc_tfm_config *c);
 mc_wl_status mc_tfm_step_as(mc_tfm *t, const mc_tfm_step_shape *s, mc_workload_step_result *r);
 
 /* Seed 000's C07 program (tfm_seed_program.c): its model's configuration

@@ -22,7 +22,6 @@
 
 #include "workload/transformer/tfm.h"
 
-#define SEED_D_MODEL 256
 #define SEED_BATCH 100   /* dim 1 of (64, 100, 256): batch_first=False */
 #define SEED_SEQ 64
 #define SEED_MICRO_SEQ 16

@@ -539,15 +539,12 @@ mc_wl_status mc_tfm_profile_step(mc_tfm *T, mc_workload_step_result *r, mc_prof_
     return s;
 }
 
-mc_tfm_step_shape mc_tfm_step_shape_default(const mc_tfm_config *c)
-{
-    mc_tfm_step_shape s = {c->seq, c->batch / c->accum, c->accum, true, false, true, false};
-    return s;
-}
-
+/* mc_tfm_step's own shape: (seq, batch / accum, accum), the loss divided,
+ * zero_grad after, the locals deleted in each micro-step. */
 mc_wl_status mc_tfm_step(mc_tfm *T, mc_workload_step_result *r)
 {
-    const mc_tfm_step_shape s = mc_tfm_step_shape_default(&T->c);
+    const mc_tfm_config *c = &T->c;
+    const mc_tfm_step_shape s = {c->seq, c->batch / c->accum, c->accum, true, false, true, false};
     return mc_tfm_step_as(T, &s, r);
 }
 

@@ -366,10 +366,11 @@ def suite_points(rows, metric):
 
 
 def suite_median(rows, variant, param, value, metric):
-    """The median of the suite's row, or None where it has none."""
-    for r in rows:
-        if (r["variant"] == variant and r["param"] == param and r["metric"] == metric
-                and r["param_value"] and float(r["param_value"]) == value and r["median"]):
+    """The median of the suite's row, or None where it has none (a row
+    without a param, as a seed program's: param "", value ignored)."""
+    for r in rows or []:
+        if (r["variant"] == variant and r["param"] == param and r["metric"] == metric and r["median"]
+                and (not param or (r["param_value"] and float(r["param_value"]) == value))):
             return float(r["median"])
     return None
 
@@ -863,14 +864,6 @@ def seed_program(args, which, funcs):
     return {fn: (int(kv[fn + ".returned"]), int(kv[fn + ".allocated_after"])) for fn in funcs}
 
 
-def suite_figure(rows, variant, metric):
-    """The suite's figure of a row without a parameter (a seed program's), or None."""
-    for r in rows or []:
-        if r["variant"] == variant and r["metric"] == metric and r["median"]:
-            return float(r["median"])
-    return None
-
-
 def seed_program_rows(args, out, which, funcs):
     """PyTorch's figures for a seed's program beside the suite's (rows
     seed_program and allocated_after), and a summary: what the seed
@@ -893,8 +886,8 @@ def seed_program_rows(args, out, which, funcs):
         out.value(var, "", 0, "seed_program", "bytes", returned,
                   "what the seed's function returns, PyTorch in a process of its own")
         out.value(var, "", 0, "allocated_after", "bytes", after, "memory_allocated() after it")
-        printed = suite_figure(args.suite, var, "seed_printed")
-        suite = suite_figure(args.suite, var, "seed_program")
+        printed = suite_median(args.suite, var, "", 0, "seed_printed")
+        suite = suite_median(args.suite, var, "", 0, "seed_program")
         parts.append("%s() %.2f MB%s%s" % (
             fn, returned / mib,
             "" if suite is None else (" (suite %.2f%s)" % (suite / mib, ", equal" if suite == returned else "")),

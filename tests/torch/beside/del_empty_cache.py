@@ -30,7 +30,7 @@ def main(argv=None):
     got = b.seed_program_rows(args, out, "c01", FUNCS)
     if got:
         mib = 1024.0 ** 2
-        printed = [b.suite_figure(args.suite, b.SEED_VARIANT % fn, "seed_printed") for fn in FUNCS]
+        printed = [b.suite_median(args.suite, b.SEED_VARIANT % fn, "", 0, "seed_printed") for fn in FUNCS]
         out.verdict("Seed 000's program in %s prints %s MB%s." % (
             b.describe_torch(torch, args.device), " / ".join("%.2f" % (got[fn] / mib) for fn in FUNCS),
             "" if None in printed else " (the seed printed %s)" % " / ".join("%.2f" % (p / mib) for p in printed)))

@@ -183,7 +183,7 @@ def main(argv=None):
             b.beside("peak_k/peak_1", rat, s_rat, b.ratio, have),
             b.beside("step time", tim, s_tim, b.seconds, have)))
         head = ""
-    if b.suite_figure(args.suite, b.SEED_VARIANT % SEED_FUNCS[0], "seed_program") is not None or \
+    if b.suite_median(args.suite, b.SEED_VARIANT % SEED_FUNCS[0], "", 0, "seed_program") is not None or \
             (not args.suite and not args.quick):
         b.seed_program_rows(args, out, "c07", SEED_FUNCS)
     out.peaks(peaks)
