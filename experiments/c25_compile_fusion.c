@@ -23,7 +23,7 @@ static const char *pytorch_dir = NULL; /* NULL: tests/fixtures/compile */
 static const mc_extra_opt EXTRA[] = {
     {"pytorch", MC_OPT_STRING, &pytorch_dir,
      "folder of compile_reference.py's output (summary.csv) to set beside the suite's figures "
-     "(default tests/fixtures/compile, the committed H100 record)"},
+     "(default tests/fixtures/compile, the committed record)"},
     {NULL, MC_OPT_FLAG, NULL, NULL},
 };
 

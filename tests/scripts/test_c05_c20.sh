@@ -64,9 +64,10 @@ check_eq "C05 Transformer fp32 has no casts at the peak" "$(fig "$csv" transform
 check "C05 Transformer fp16 holds autocast's casts at the peak" test "$(fig "$csv" transformer_fp16 32 peak_casts)" -gt 0
 check "C05 Transformer fp16: activations at the peak are fewer than fp32's" \
     test "$(fig "$csv" transformer_fp16 32 peak_activations)" -lt "$(fig "$csv" transformer_fp32 32 peak_activations)"
-# The same configuration through build/workload (the lead's CLI): its steady step's peak.
+# The same configuration through build/workload (the lead's CLI), built on the
+# host as the seed builds it: its steady step's peak.
 want=$("$build/workload" --arch transformer --d-model 512 --batch-first --seq 100 --batch 32 \
-        --optimizer adam --precision fp16 --steps 3 --model-only | awk -F, 'NR == 4 { print $2 }')
+        --optimizer adam --precision fp16 --build host --steps 3 --model-only | awk -F, 'NR == 4 { print $2 }')
 check_eq "C05 Transformer fp16 B=32 equals build/workload's step-3 peak" "$p16" "$want"
 saving=$(fig "$csv" transformer_fp16 32 memory_saving)
 check "C05 memory_saving at the seed point is 1 - fp16/fp32" \

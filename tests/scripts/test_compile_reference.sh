@@ -34,8 +34,8 @@ done < "$tmp/list"
 check_eq "the CSV header is build/workload's" "$(python3 -c 'import sys; sys.path.insert(0, "tests/torch"); import transformer_reference as t; print(t.HEADER)')" \
     "$(head -1 "$tmp/wl.csv")"
 seed_flags() { awk -F'\t' -v n=seed_t512_bf_adam_fp16 '$1 == n { sub(/ --steps [0-9]+$/, "", $2); print $2 }' "$1"; }
-check_eq "the seed's flags are transformer_reference.py's" "$(seed_flags "$tmp/list")" \
-    "$(seed_flags tests/fixtures/transformer/configs.txt)"
+check_eq "the seed's flags are transformer_reference.py's, built on the host as the seed builds it" \
+    "$(seed_flags "$tmp/list")" "$(seed_flags tests/fixtures/transformer/configs.txt) --build host"
 
 # ------------------------------------------------------------ waivers, bad input
 mkdir -p "$tmp/notorch"

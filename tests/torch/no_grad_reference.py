@@ -18,9 +18,9 @@ for isolated times). The workloads, fp32:
     mlp          Sequential(Linear(in,H), ReLU(), [Linear(H,H), ReLU()] * (L-2), Linear(H,out)),
                  L=8, in = width = out = 1024; inputs x = randn(B, 1024)
     transformer  seed 000's nn.Transformer(d_model=256) (nhead 8, 6+6 layers, ff 2048,
-                 dropout 0.1, relu, batch_first False), made on the device as
-                 transformer_reference.py makes it (device=cuda: C27's model of the
-                 set-up); inputs src = randn(64, B, 256), tgt = randn(64, B, 256)
+                 dropout 0.1, relu, batch_first False), made on the host and moved
+                 by .cuda() as the seed makes it (transformer_reference.py --build
+                 host); inputs src = randn(64, B, 256), tgt = randn(64, B, 256)
     encoder      layer = nn.TransformerEncoderLayer(512, 8, dim_feedforward=2048,
                  dropout=0.1, activation="relu", batch_first=True, device=cuda);
                  nn.TransformerEncoder(layer, 4, enable_nested_tensor=False); del layer;
@@ -45,7 +45,8 @@ renamed):
               mha_fastpath_enabled, jobs, wall_s},
      "configs": [{"name", "workload" ("mlp" | "transformer" | "encoder"), its shape
                   ("layers", "in", "width", "out" for the MLP; "d_model", "heads",
-                  "enc_layers", "dec_layers", "ff", "dropout", "seq", "batch_first"
+                  "enc_layers", "dec_layers", "ff", "dropout", "seq", "batch_first",
+                  "build" ("host": made on the host, then .cuda(); "device")
                   for the others), "batch", "mode",
                   "allocated_before"  memory_allocated() before the inputs: weights only
                   "peak_allocated"    max_memory_allocated() over the inputs' randn and
@@ -82,10 +83,12 @@ import time
 # encoder at two.
 MLP = dict(layers=8, width=1024)
 MLP["in"] = MLP["out"] = 1024
+# build: "host" made on the host then .cuda() (seed 000's code), "device" made
+# with device=cuda (C27's encoder, which no seed builds).
 TRANSFORMER = dict(d_model=256, heads=8, enc_layers=6, dec_layers=6, ff=2048, dropout=0.1, seq=64,
-                   batch_first=False)
+                   batch_first=False, build="host")
 ENCODER = dict(d_model=512, heads=8, enc_layers=4, dec_layers=0, ff=2048, dropout=0.1, seq=128,
-               batch_first=True)
+               batch_first=True, build="device")
 MODES = ["grad", "no_grad", "eval_no_grad", "inference_mode"]
 WORKLOADS = [("mlp", "mlp", [256, 1024, 4096, 16384], MODES[:2]),
              ("transformer", "tfm", [25, 100], MODES),
@@ -100,8 +103,9 @@ def shape_of(workload):
 
 
 def build(torch, workload, dev):
-    """C27's network, made on the device in the order C27's model of set-up
-    requests its parameters."""
+    """C27's network, made in the order C27's model of set-up requests its
+    parameters: on the device, or (build "host") on the host and then moved
+    by Module._apply, each parameter in turn, children first."""
     from torch import nn
     if workload == "mlp":
         dims = [MLP["in"]] + [MLP["width"]] * (MLP["layers"] - 1) + [MLP["out"]]
@@ -113,10 +117,11 @@ def build(torch, workload, dev):
         return nn.Sequential(*mods)
     s = shape_of(workload)
     common = dict(dropout=s["dropout"], activation="relu", batch_first=s["batch_first"],
-                  norm_first=False, device=dev)
+                  norm_first=False, device=dev if s["build"] == "device" else None)
     if workload == "transformer":
-        return nn.Transformer(d_model=s["d_model"], nhead=s["heads"], num_encoder_layers=s["enc_layers"],
-                              num_decoder_layers=s["dec_layers"], dim_feedforward=s["ff"], **common)
+        model = nn.Transformer(d_model=s["d_model"], nhead=s["heads"], num_encoder_layers=s["enc_layers"],
+                               num_decoder_layers=s["dec_layers"], dim_feedforward=s["ff"], **common)
+        return model.cuda(dev) if s["build"] == "host" else model
     layer = nn.TransformerEncoderLayer(s["d_model"], s["heads"], dim_feedforward=s["ff"], **common)
     model = nn.TransformerEncoder(layer, s["enc_layers"], enable_nested_tensor=False)
     del layer

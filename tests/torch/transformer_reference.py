@@ -53,7 +53,8 @@ It writes into OUTDIR, in tests/torch/mlp_reference.py's shapes:
   NAME.csv      one row per step, build/workload's CSV (the breakdown empty)
   NAME.meta     the same keys for that configuration
   NAME.trace    for the configurations in TRACED only (all with --trace-all):
-                the allocator's requests over set-up and the first two steps
+                the allocator's requests over set-up and the first
+                --traced-steps steps (2 by default)
                 (memclaims-trace v1, Python frames as comments, no machine
                 paths: file names only). A --checkpoint configuration is
                 recorded without stacks (context=None, as make_snapshots.py
@@ -120,7 +121,8 @@ CONFIGS = [
 ]
 TRACED = ("enc_tiny_sgd_fp32_causal", "tfm_tiny_adamw_fp16_ckpt_bf")
 DEFAULT_STEPS = 6
-TRACED_STEPS = 2          # steps recorded in NAME.trace; also the timing warm-up
+TRACED_STEPS = 2          # steps recorded in NAME.trace by default (--traced-steps)
+WARMUP_STEPS = 2          # first steps left out of the median step time
 LR = {"sgd": 0.01, "momentum": 0.01, "adam": 1e-3, "adamw": 1e-3}
 CHILD_TIMEOUT_S = 300
 HEADER = ("step,peak_allocated,allocated_end,peak_reserved,reserved_end,step_time_s,loss,"
@@ -360,7 +362,8 @@ def trace_stacks_for(name, flags, trace_all, retry, no_trace=False):
     return "python"
 
 
-def run_child(name, flags, outdir, steps, device, trace_all=False, retry=False, no_trace=False):
+def run_child(name, flags, outdir, steps, device, trace_all=False, retry=False, no_trace=False,
+              traced_steps=TRACED_STEPS):
     try:
         import torch
     except ImportError:
@@ -398,7 +401,7 @@ def run_child(name, flags, outdir, steps, device, trace_all=False, retry=False, 
     prev_scale = 65536.0  # GradScaler's init_scale
     torch.cuda.synchronize()
     for step in range(1, cfg.steps + 1):
-        if step <= TRACED_STEPS:
+        if step <= traced_steps:
             mark("step %d" % step, True)
         torch.cuda.reset_peak_memory_stats()
         start.record()
@@ -406,7 +409,7 @@ def run_child(name, flags, outdir, steps, device, trace_all=False, retry=False, 
         stop.record()
         stop.synchronize()
         st = torch.cuda.memory_stats()
-        if step <= TRACED_STEPS:
+        if step <= traced_steps:
             mark("end of step %d (after zero_grad)" % step, False)
         dt = start.elapsed_time(stop) * 1e-3
         scale, skipped = 1.0, 0
@@ -417,9 +420,9 @@ def run_child(name, flags, outdir, steps, device, trace_all=False, retry=False, 
         rows.append([step, st["allocated_bytes.all.peak"], st["allocated_bytes.all.current"],
                      st["reserved_bytes.all.peak"], st["reserved_bytes.all.current"], dt,
                      float(loss_host.sum()), scale, skipped, "ok"] + [None] * 7)
-        if step > TRACED_STEPS:
+        if step > WARMUP_STEPS:
             times.append(dt)
-        if traced and (step == TRACED_STEPS or (step == cfg.steps and step < TRACED_STEPS)):
+        if traced and (step == traced_steps or (step == cfg.steps and step < traced_steps)):
             snap = torch.cuda.memory._snapshot()
             torch.cuda.memory._record_memory_history(enabled=None)
             write_trace(os.path.join(outdir, name + ".trace"), snap["device_traces"][device],
@@ -431,7 +434,7 @@ def run_child(name, flags, outdir, steps, device, trace_all=False, retry=False, 
     meta["sdpa_backend"] = sdpa_choice(torch, cfg, dev, tr.amp_dtype)
     meta.update(env_meta())
     meta["steps"] = cfg.steps
-    meta["traced_steps"] = TRACED_STEPS if was_traced else 0
+    meta["traced_steps"] = min(traced_steps, cfg.steps) if was_traced else 0
     if was_traced:
         meta["trace_stacks"] = stacks
         meta["trace_retry"] = int(retry)
@@ -466,6 +469,8 @@ def main():
     ap.add_argument("--trace-all", action="store_true",
                     help="write NAME.trace for every configuration, not only TRACED's "
                          "(to find where a figure differs; commit only TRACED's)")
+    ap.add_argument("--traced-steps", type=int, default=TRACED_STEPS,
+                    help="steps a NAME.trace records (default %d)" % TRACED_STEPS)
     ap.add_argument("--no-trace", action="store_true",
                     help="write no trace (timing runs: recording the history slows PyTorch's step)")
     ap.add_argument("--configs", help="a file of NAME<TAB>flags lines to run instead of CONFIGS "
@@ -473,8 +478,8 @@ def main():
     ap.add_argument("--child", help=argparse.SUPPRESS)  # one configuration, in this process
     ap.add_argument("--retry", action="store_true", help=argparse.SUPPRESS)  # traced again, no stacks
     a = ap.parse_args()
-    if a.steps < 1 or a.device < 0:
-        ap.error("--steps must be >= 1 and --device >= 0")
+    if a.steps < 1 or a.device < 0 or a.traced_steps < 1:
+        ap.error("--steps and --traced-steps must be >= 1 and --device >= 0")
     configs = CONFIGS
     if a.configs:
         with open(a.configs) as f:
@@ -488,7 +493,7 @@ def main():
         if a.child not in table:
             ap.error("unknown configuration %s" % a.child)
         return run_child(a.child, table[a.child], a.outdir, a.steps, a.device, a.trace_all, a.retry,
-                         a.no_trace)
+                         a.no_trace, a.traced_steps)
 
     names = [n for n, _ in configs]
     if a.only:
@@ -512,7 +517,8 @@ def main():
     failed = []
     for n in names:
         cmd = [sys.executable, os.path.abspath(__file__), a.outdir, "--child", n,
-               "--steps", str(a.steps), "--device", str(a.device)] + (["--trace-all"] if a.trace_all else []) \
+               "--steps", str(a.steps), "--device", str(a.device),
+               "--traced-steps", str(a.traced_steps)] + (["--trace-all"] if a.trace_all else []) \
             + (["--no-trace"] if a.no_trace else []) + (["--configs", os.path.abspath(a.configs)] if a.configs else [])
         rc = run_one(n, cmd)
         if rc not in (0, 77) and trace_stacks_for(n, table[n], a.trace_all, False, a.no_trace) == "python":

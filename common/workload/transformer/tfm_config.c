@@ -45,6 +45,7 @@ mc_tfm_config mc_tfm_seed000_accum(int64_t seq, int64_t batch)
     c.batch = batch;
     c.optimizer = MC_WL_ADAM;
     c.precision = MC_WL_FP32;
+    c.build_host = true;
     return c;
 }
 
@@ -58,6 +59,7 @@ mc_tfm_config mc_tfm_seed000_amp(int64_t batch, mc_wl_precision precision)
     c.batch = batch;
     c.optimizer = MC_WL_ADAM;
     c.precision = precision;
+    c.build_host = true;
     return c;
 }
 

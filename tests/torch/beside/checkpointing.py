@@ -71,7 +71,8 @@ def training(torch, variant, value, dev):
     """(the record's key, a maker of the reference script's Training of this point)."""
     if variant.startswith("transformer"):
         ref = b.reference_module("transformer_reference")
-        flags = ("--arch transformer --d-model 256 --seq %d --batch %d --optimizer adam --precision fp32%s"
+        flags = ("--arch transformer --d-model 256 --seq %d --batch %d --optimizer adam --precision fp32 "
+                 "--build host%s"
                  % (value, TFM_BATCH, " --checkpoint" if variant.endswith("checkpoint") else ""))
     else:
         ref = b.reference_module("mlp_reference")

@@ -95,7 +95,7 @@ def training(torch, model, seq, batch, k, dev):
     else:
         ref = b.reference_module("transformer_reference")
         flags = ("--arch transformer --d-model 256 --seq %d --batch %d --accum %d --optimizer adam "
-                 "--precision fp32" % (seq, batch, k))
+                 "--precision fp32 --build host" % (seq, batch, k))
     cfg = ref.Cfg(flags, 1)
     return (ref.__name__, tuple(sorted(vars(cfg).items()))), lambda: ref.Training(torch, cfg, dev)
 

@@ -77,7 +77,7 @@ def training(torch, shape, B, prec, optimizer, dev):
     else:
         ref = b.reference_module("transformer_reference")
         flags = ("--arch transformer --d-model 512 --batch-first --seq 100 --batch %d --optimizer %s "
-                 "--precision %s" % (B, optimizer, prec))
+                 "--precision %s --build host" % (B, optimizer, prec))
     cfg = ref.Cfg(flags, 1)
     return (ref.__name__, tuple(sorted(vars(cfg).items()))), lambda: ref.Training(torch, cfg, dev)
 

@@ -369,6 +369,11 @@ class _Module:
     def parameters(self):
         return iter(self.params)
 
+    def cuda(self, device=None):
+        """Module.cuda (a model built on the host, then moved): the stand-in's
+        parameters are counted where they are made, so moving changes nothing."""
+        return self
+
     def __call__(self, *args, **kwargs):
         scratch = Tensor(8192)  # a temporary of the forward
         if _hooks:  # saved for the backward through the hooks in force, and brought back
