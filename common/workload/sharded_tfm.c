@@ -7,21 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc/alloc_host.h"
 #include "check.h"
 #include "workload/core/wl_gpu.h"
+#include "workload/core/wl_placed.h"
 #include "workload/sharded/sharded_fsdp.h"
 #include "workload/sharded/sharded_plan.h"
 #include "workload/transformer/tfm_wrap.h"
-
-/* A host device whose new segments go where PyTorch's went (seg_addr). */
-typedef struct {
-    ca_host_device *d;
-    ca_backend host;
-    const uint64_t *addr, *bytes;
-    int n, next;
-    int differ;
-} hinted;
 
 struct mc_sh_tfm {
     mc_sh_tfm_config c;
@@ -29,31 +20,12 @@ struct mc_sh_tfm {
     mc_fsdp f;
     mc_fsdp_param *p;
     mc_wl_status status;
-    hinted h;
+    wl_placed h;                 /* seg_addr: new segments where PyTorch's went */
     mc_sh_hooks hooks;           /* the GPU runner's (comm NULL: none) */
     mc_tfm_data data;            /* fixed_data: the host's batch */
     float *src, *tgt;            /* fixed_data: accum micro-batches, one after the other */
     const float **srcp, **tgtp;  /* [accum]: each micro-batch's */
 };
-
-static int hinted_malloc(void *ctx, uint64_t bytes, uint64_t *addr)
-{
-    hinted *h = ctx;
-    const bool same = h->next < h->n && h->bytes[h->next] == bytes;
-    if (same) ca_host_hint_next(h->d, h->addr[h->next]);
-    int rc = h->host.dev_malloc(h->host.ctx, bytes, addr);
-    if (rc == 0) { /* a refused request uses up no place of the list */
-        h->differ += !same;
-        h->next++;
-    }
-    return rc;
-}
-
-static void hinted_free(void *ctx, uint64_t addr, uint64_t bytes)
-{
-    hinted *h = ctx;
-    h->host.dev_free(h->host.ctx, addr, bytes);
-}
 
 int mc_sh_tfm_check(const mc_sh_tfm_config *c, char *err, size_t len)
 {
@@ -206,23 +178,13 @@ mc_sh_tfm *mc_sh_tfm_create(const mc_sh_tfm_config *c, char *err, size_t len)
         if (c->fixed_data) draw_host_batch(s);
         s->T = mc_tfm_create_with(&tc, true, NULL, c->fixed_data ? &s->data : NULL, err, len);
     } else if (c->seg_addr) {
-        hinted *h = &s->h;
-        h->d = ca_host_create(tc.host_capacity);
-        CHECK(h->d != NULL, "ca_host_create");
-        h->host = ca_host_backend(h->d);
-        h->addr = c->seg_addr;
-        h->bytes = c->seg_bytes;
-        h->n = c->nseg;
-        ca_backend be = h->host;
-        be.dev_malloc = hinted_malloc;
-        be.dev_free = hinted_free;
-        be.ctx = h;
+        ca_backend be = wl_placed_open(&s->h, tc.host_capacity, c->seg_addr, c->seg_bytes, c->nseg);
         s->T = mc_tfm_create_on(&tc, be, c->trace, err, len);
     } else {
         s->T = mc_tfm_create(&tc, false, c->trace, err, len);
     }
     if (!s->T) {
-        if (s->h.d) ca_host_destroy(s->h.d);
+        wl_placed_close(&s->h);
         free(s->src);
         free(s->tgt);
         free(s->srcp);
@@ -267,7 +229,7 @@ mc_wl_status mc_sh_tfm_step(mc_sh_tfm *s, mc_sh_step_result *out)
 void mc_sh_tfm_segments(const mc_sh_tfm *s, int *differ, uint64_t *conflicts)
 {
     *differ = s->h.differ;
-    *conflicts = s->h.d ? ca_host_hint_conflicts(s->h.d) : 0;
+    *conflicts = wl_placed_conflicts(&s->h);
 }
 
 uint64_t mc_sh_tfm_allocated(const mc_sh_tfm *s)
@@ -279,7 +241,7 @@ void mc_sh_tfm_destroy(mc_sh_tfm *s)
 {
     if (!s) return;
     mc_tfm_destroy(s->T); /* its segments go back to the host device first */
-    if (s->h.d) ca_host_destroy(s->h.d);
+    wl_placed_close(&s->h);
     mc_fsdp_free(&s->f);
     free(s->p);
     free(s->src);

@@ -43,12 +43,25 @@ typedef struct {
     int ntimes;
     bool have_prof;                  /* on a GPU: one more step, profiled, after the timed ones */
     mc_prof_table prof;              /* its GPU time by kind (wl_profile_table.h) */
+    uint64_t *seg_addr, *seg_bytes;  /* on a GPU: the segments the driver gave, in order */
+    int nseg;                        /* (mc_tfm_measure_placed follows them) */
 } mc_tfm_figures;
 /* The Transformer of c made (on the GPU when on_gpu; one that cannot be made
  * ends the run) and measured so, the loop's problems failed verifications
  * named what. The caller frees the result (mc_tfm_figures_free). */
 mc_tfm_figures mc_tfm_measure_run(mc_run *run, const mc_tfm_config *c, bool on_gpu, const char *what);
 void mc_tfm_figures_free(mc_tfm_figures *f);
+
+/* Whether a GPU run's peak is its model's: c's host model, measured as
+ * above, once under the host device's placement rule and once with its
+ * segments where the GPU's went (gpu->seg_addr; wl_placed.h). At the GPU's
+ * addresses the model makes the GPU's choices, so its peak must equal the
+ * GPU's to the byte; where it does not, the requests differ: a failed
+ * verification named what. Under the rule, a block may land elsewhere among
+ * real addresses: a difference there is a finding (note). false when the
+ * verification failed. */
+bool mc_tfm_check_gpu_peak(mc_run *run, const mc_tfm_config *c, const mc_tfm_figures *gpu, const char *what,
+                           bool note);
 
 #ifdef __cplusplus
 }

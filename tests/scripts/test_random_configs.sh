@@ -197,41 +197,8 @@ fi
 # draw replayed through the model. A draw is exact (peak and end-of-step
 # allocated equal at every step) or its difference is the CUDA driver's
 # segment placement alone, shown by PyTorch's trace of it (NAME.trace:
-# set-up and two steps): the model's requests equal PyTorch's, the trace
-# replayed at PyTorch's addresses gives PyTorch's figures, and replayed
-# with the model's placement rule (--no-addresses) gives the model's. The
-# allocator picks the lowest address among equal-sized free blocks, so
-# where the driver's addresses order the segments otherwise than the rule
-# (alloc_host.h), a split lands elsewhere. Anything else fails.
+# set-up and two steps; placement_only in lib.sh). Anything else fails.
 real_fix=$root/tests/fixtures/random_tfm_real
-
-# same_steps A.csv B.csv [STEPS]: columns 2 and 3 equal on the first STEPS
-# steps (all if not given) that both have.
-same_steps() {
-    local n=${3:-1000000}
-    [ "$(awk -F, -v n="$n" 'NR > 1 && $1 <= n { print $1 "," $2 "," $3 }' "$1")" = \
-      "$(awk -F, -v n="$n" 'NR > 1 && $1 <= n { print $1 "," $2 "," $3 }' "$2")" ]
-}
-
-# placement_only NAME FLAGS TRACE THEIRS.csv OURS.csv: 0 where the
-# difference is the driver's placement alone (above); else 1, why on stdout.
-placement_only() {
-    local name=$1 flags=$2 trace=$3 theirs=$4 ours=$5 d
-    # shellcheck disable=SC2086
-    "$build/workload" --model-only $flags --steps 2 --sms "${sms:-132}" --trace "$tmp/$name.mt" > /dev/null 2>&1 ||
-        { echo "the model's trace failed"; return 1; }
-    d=$(bash "$here/test_mlp_fixtures.sh" --diff "$tmp/$name.mt" "$trace") ||
-        { echo "requests differ from PyTorch's: $(printf '%s' "$d" | head -3 | tr '\n' ' ')"; return 1; }
-    "$build/replay" "$trace" > "$tmp/$name.ra" 2> /dev/null || { echo "replay failed"; return 1; }
-    replay_steps "$tmp/$name.ra" > "$tmp/$name.ra.csv"
-    same_steps "$tmp/$name.ra.csv" "$theirs" 2 ||
-        { echo "PyTorch's trace at its own addresses does not give its figures"; return 1; }
-    "$build/replay" --no-addresses "$trace" > "$tmp/$name.rn" 2> /dev/null || { echo "replay failed"; return 1; }
-    replay_steps "$tmp/$name.rn" > "$tmp/$name.rn.csv"
-    same_steps "$tmp/$name.rn.csv" "$ours" 2 ||
-        { echo "PyTorch's trace under the placement rule does not give the model's figures"; return 1; }
-    return 0
-}
 
 if [ -f "$real_fix/drawn.txt" ]; then
     check_eq "random_tfm_real/drawn.txt is what random_configs.py --tfm-real draws" \
