@@ -33,8 +33,10 @@ for wl in transformer encoder; do
         "$(awk -F'\t' -v w="$wl" 'index($2, w " ") == 1 { n = split($2, f, " "); print f[n] }' "$tmp/list" | sort | uniq -c | tr -s ' ' | tr '\n' ';')" \
         " 2 eval_no_grad; 2 grad; 2 inference_mode; 2 no_grad;"
 done
-check "... the Transformer is seed 000's (d_model 256, seq 64, not batch_first)" \
-    grep -q $'^tfm_b100_grad\ttransformer d_model=256 heads=8 enc_layers=6 dec_layers=6 ff=2048 dropout=0.1 seq=64 batch_first=False batch=100 grad$' "$tmp/list"
+check "... the Transformer is seed 000's (d_model 256, seq 64, not batch_first), built on the host as the seed builds it" \
+    grep -q $'^tfm_b100_grad\ttransformer d_model=256 heads=8 enc_layers=6 dec_layers=6 ff=2048 dropout=0.1 seq=64 batch_first=False build=host batch=100 grad$' "$tmp/list"
+check "... the encoder, which no seed builds, made on the device" \
+    grep -q $'^enc_b16_grad\tencoder .* build=device batch=16 grad$' "$tmp/list"
 
 # ------------------------------------------------------------ waivers, bad input
 mkdir -p "$tmp/notorch"
