@@ -25,7 +25,8 @@ the MLP's typical batch (1024), the other points, and the longer sequence
 
 And, where the suite ran it (a full run), seed 000's program as written
 (large_batch() then gradient_accumulation(): tests/torch/seed_programs.py
---only c07, a process of its own), the peak each function returns.
+--only c07, a process of its own), the peak each function returns,
+whatever --budget-s is (REPORT.md's table sets it beside the seed's).
 
 Rows (the suite's variants: B=<batch>, transformer seq=<s> B=100; param
 accum_steps): step_time (the measured steps), peak_allocated and
