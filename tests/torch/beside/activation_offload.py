@@ -52,6 +52,8 @@ SEED_BATCH = 100
 TFM_BATCHES, QUICK_TFM_BATCHES = [25, 50, 100], [100]
 BATCHES, QUICK_BATCHES = [256, 512, 1024, 2048, 4096, 8192], [512, 4096]
 TFM_SEQ, STEADY_STEP = 64, 3
+# Seed 000's model as the seed builds it (on the host, then .cuda()), as C23's is.
+TFM_FLAGS = "--arch transformer --d-model 256 --seq %d --batch %d --optimizer adam --precision fp32 --build host"
 LR = 1e-3                          # offload_mlp.cu's SGD learning rate
 NAME = "beside/" + KEY
 # variant -> (model, hooks): the suite's variants, and save_on_cpu beside them
@@ -156,8 +158,7 @@ def transformer(torch, B, hooks, dev):
     """The reference Training of seed 000's Transformer at batch B, its
     forward under the hooks of `hooks` (None, "offload", "save_on_cpu")."""
     ref = b.reference_module("transformer_reference")
-    tr = ref.Training(torch, ref.Cfg("--arch transformer --d-model 256 --seq %d --batch %d --optimizer adam "
-                                      "--precision fp32" % (TFM_SEQ, B), 1), dev)
+    tr = ref.Training(torch, ref.Cfg(TFM_FLAGS % (TFM_SEQ, B), 1), dev)
     tr.off = None
     if hooks:
         tr.off = Offload(torch, tr.model.parameters(), hooks == "save_on_cpu")
@@ -176,8 +177,7 @@ def measure(torch, variant, B, args, dev):
     warm = max(args.warmup, STEADY_STEP - 1)
     if model == "transformer":
         ref = b.reference_module("transformer_reference")
-        cfg = ref.Cfg("--arch transformer --d-model 256 --seq %d --batch %d --optimizer adam --precision fp32"
-                      % (TFM_SEQ, B), 1)
+        cfg = ref.Cfg(TFM_FLAGS % (TFM_SEQ, B), 1)
         key = (ref.__name__, tuple(sorted(vars(cfg).items()))) + ((hooks,) if hooks else ())
         make = lambda: transformer(torch, B, hooks, dev)  # noqa: E731
     else:
