@@ -389,6 +389,18 @@ print(a["again"], c["again"], c["by"], d["again"], d["extra"], d["by"], e["again
        grep -v ': idle share: [0-9]* GPU activities, profile read in ')" \
     "False True C05 False 42 C09 True 42"
 
+# Between points, cuBLAS's workspaces go too (PyTorch keeps one a stream for
+# the process's life), so a point starts with what the suite's fresh model
+# has; a torch without the call (older, or not CUDA's) is left as it is.
+check_eq "release(): cuBLAS's workspaces cleared once, then the cache; without the call, nothing breaks" \
+    "$(PYTHONPATH=$stub:$beside python3 -c '
+import torch, beside as b
+b.release(torch)
+n = torch._cleared["workspaces"]
+del torch._C
+b.release(torch)
+print(n, torch._cleared["workspaces"])' 2>&1)" "1 1"
+
 # The time budget: the points a counterpart ranks first, then skipped rows.
 PYTHONPATH=$stub python3 "$beside/mixed_precision.py" --budget-s 0.000001 > "$tmp/budget.out" 2>/dev/null; rc=$?
 check_eq "a counterpart past its --budget-s: exit 0" "$rc" 0

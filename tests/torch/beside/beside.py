@@ -330,10 +330,18 @@ def reason(e):
 def release(torch):
     """Frees what a point left: Python's cycles (then freezes what outlived
     them: modules imported since, such as Dynamo's on the first optimizer's
-    zero_grad, so the next collection skips them), then the allocator's
-    cache, so the next point's reserved bytes are its own."""
+    zero_grad, so the next collection skips them), cuBLAS's and cuBLASLt's
+    workspaces (33 MiB a stream on sm_90, kept for the process's life
+    otherwise: C27's run at 209b719 began a point with two earlier ones still
+    allocated, 66 MiB above the suite's fresh model), then the allocator's
+    cache, so the next point's allocated and reserved bytes are its own, as
+    the suite's fresh workload's are."""
     gc.collect()
     gc.freeze()
+    clear = getattr(getattr(torch, "_C", None), "_cuda_clearCublasWorkspaces", None)
+    if clear is not None:
+        torch.cuda.synchronize()  # no kernel still uses a workspace
+        clear()
     torch.cuda.empty_cache()
 
 

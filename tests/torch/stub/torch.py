@@ -293,6 +293,10 @@ class OutOfMemoryError(RuntimeError):
     pass
 
 
+_cleared = {"workspaces": 0}  # calls of _C._cuda_clearCublasWorkspaces (beside.release)
+_C = types.SimpleNamespace(_cuda_clearCublasWorkspaces=lambda: _cleared.__setitem__("workspaces",
+                                                                                   _cleared["workspaces"] + 1))
+
 cuda = types.SimpleNamespace(
     OutOfMemoryError=OutOfMemoryError, empty_cache=lambda: None, _sleep=lambda cycles: None,
     is_available=lambda: not os.environ.get("STUB_NO_CUDA"), device_count=lambda: 1,
