@@ -47,7 +47,7 @@ static const mc_experiment EXP = {
               "H=4096 at B = 32, 128, 512, 2048, 8192 and activation_bound L=8, H=1024 at B = 128, "
               "512, 2048, 8192, 32768 (--quick: 2 batches each). The Transformer (variant "
               "transformer): seed 000's nn.Transformer(d_model=512, batch_first=True) (8 heads, 6+6 "
-              "layers, ff 2048, dropout 0.1), src and tgt of (B, 100, 512), MSE loss, at B = 8, 16, "
+              "layers, ff 2048, dropout 0.1; built on the host and moved (.cuda()) as the seed builds it), src and tgt of (B, 100, 512), MSE loss, at B = 8, 16, "
               "32, 64, 128 (--quick: 32 alone); B=32 is the seed's own input (32, 100, 512) (its "
               "snippet reads max_memory_allocated over a first fp32 forward/backward with no "
               "optimizer step against autocast + GradScaler stepping an Adam; here every "

@@ -29,7 +29,7 @@ static const mc_experiment EXP = {
               "1024, 16384 (--quick: 64, 4096) and k = 1, 2, 4, 8, 16 (--quick: 1, 4), and once at "
               "B = 1 (the floor: a step with next to no activations). (2) Seed 000's model, "
               "nn.Transformer(d_model=256) (8 heads, 6+6 layers, ff 2048, dropout 0.1, "
-              "batch_first=False), Adam, fp32, trained with MSE against the target: at the seed's "
+              "batch_first=False; built on the host and moved (.cuda()) as the seed builds it), Adam, fp32, trained with MSE against the target: at the seed's "
               "shape, sequence 64 x batch 100 (its (64, 100, 256) tensors read as (seq, batch, "
               "feature)), and (full run) at sequence 256, with k = 1, 2, 4 (--quick: 1, 4) micro-steps "
               "of 100/k sequences; and (full run) seed 000's program as written, built on the host "

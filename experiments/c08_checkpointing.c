@@ -34,7 +34,7 @@ static const mc_experiment EXP = {
               "(where S <= 2L-1; the first S-1 segments of (2L-1)//S modules are checkpointed, the "
               "rest runs plainly, as PyTorch 2.11 does). (2) Seed 000's model, "
               "nn.Transformer(d_model=256) (8 heads, 6+6 layers, ff 2048, dropout 0.1, "
-              "batch_first=False), Adam, fp32, batch 100, at sequence 64 (the seed's shape), 128 "
+              "batch_first=False; built on the host and moved (.cuda()) as the seed builds it), Adam, fp32, batch 100, at sequence 64 (the seed's shape), 128 "
               "and 256 (--quick: 64): plain and with every encoder and decoder layer under "
               "non-reentrant checkpoint. A fresh workload per point; step 1 creates Adam's state, "
               "so figures are read at steps >= 2 after the warm-up: max_memory_allocated of the "

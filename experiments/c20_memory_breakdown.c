@@ -26,7 +26,7 @@ static const mc_experiment EXP = {
               "(Linear+ReLU) at two shapes, narrow (L=4, H=1024) and wide (L=4, H=4096), over batch "
               "8, 16, ..., 16384 (--quick: narrow at 8, 256, 8192, 16384), and seed 000's model, "
               "nn.Transformer(d_model=512, batch_first=True) (8 heads, 6+6 layers, ff 2048, dropout "
-              "0.1) with MSE on src = tgt shape (B, 100, 512), over batch 4, 8, ..., 256 (--quick: "
+              "0.1; built on the host and moved (.cuda()) as the seed builds it) with MSE on src = tgt shape (B, 100, 512), over batch 4, 8, ..., 256 (--quick: "
               "8 and 32); B=32 is the seed's own input. Step 1 creates Adam's state (the "
               "Transformer's step 2 too is left out: its peak settles from step 3); then "
               "--warmup steps and --repeats measured steps (default 0 and 2). At each step's "

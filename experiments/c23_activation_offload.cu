@@ -61,7 +61,7 @@ static const mc_experiment EXP = {
              "(nn.Transformer and an MLP)",
     .seed_claim = "Offloading activations or parameters to CPU relieves GPU memory.",
     .method = "Transformer: seed 000's nn.Transformer(d_model=256) (8 heads, 6+6 layers, ff 2048, "
-              "dropout 0.1) trained on (seq 64, batch B, 256) with MSE and Adam in fp32, B = 25, 50, "
+              "dropout 0.1; built on the host and moved (.cuda()) as the seed builds it) trained on (seq 64, batch B, 256) with MSE and Adam in fp32, B = 25, 50, "
               "100 (seed 000's point; --quick: 100 alone), PyTorch 2.11's eager requests "
               "(common/workload/transformer/): keep, and offload as "
               "torch.autograd.graph.save_on_cpu(pin_memory=True) for the saved activations (not "

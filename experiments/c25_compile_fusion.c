@@ -34,7 +34,7 @@ static const mc_experiment EXP = {
              "peak allocated and step time",
     .seed_claim = "torch.compile optimises graph execution and reduces temporary tensors.",
     .method = "Two models of tests/torch/compile_configs.txt: seed 000's nn.Transformer(d_model=512, "
-              "batch_first=True) on (32, 100, 512) under fp16 autocast with Adam, and an fp32 "
+              "batch_first=True; built on the host and moved (.cuda()) as the seed builds it) on (32, 100, 512) under fp16 autocast with Adam, and an fp32 "
               "nn.TransformerEncoder (d_model 256, 8 heads, 3 layers, ff 1024) on (16, 128, 256) "
               "with AdamW; the first also at batch 128 (not with --quick). Each trained eagerly "
               "(PyTorch 2.11's ops and requests) and --fused: the FFN's activation+dropout and each "

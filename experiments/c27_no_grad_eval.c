@@ -29,7 +29,7 @@ static const mc_experiment EXP = {
     .method = "One forward pass of a fresh model per figure, in PyTorch 2.11's request order, for "
               "three workloads (fp32): the MLP (Linear+ReLU, L=8, in = width = out = 1024; x = "
               "randn(B, 1024); out = model(x)); seed 000's nn.Transformer(d_model=256) (8 heads, "
-              "6+6 layers, ff 2048, dropout 0.1; src, tgt = randn(64, B, 256); out = model(src, "
+              "6+6 layers, ff 2048, dropout 0.1; built on the host and moved (.cuda()) as the seed builds it; src, tgt = randn(64, B, 256); out = model(src, "
               "tgt)); and an nn.TransformerEncoder of 4 TransformerEncoderLayer(512, 8, 2048, "
               "dropout 0.1, batch_first=True) (src = randn(B, 128, 512); out = model(src)). Modes: "
               "grad (train(), autograd keeps each op's saved tensors until del out), no_grad "
