@@ -90,6 +90,20 @@ check_eq "... the same samples, the same spread (a fixed seed)" "$(spread 'media
 check_eq "... one sample: no spread" "$(spread 'median_spread([7])')" "7 7"
 check_eq "a ratio of medians with its spread (a resampled median is below 2 only where 3 of 5 draws are 1.9: 6%)" \
     "$(spread 'ratio_spread([2, 2.1, 1.9, 2, 2.05], [1, 1, 1, 1, 1])')" "2 2 2.05"
+# Two trainings timed in turn (paired): a host that slows both alike from
+# one round to the next moves neither their ratio nor its spread, which
+# resamples whole rounds; a ratio that moved between rounds widens it.
+check_eq "paired rounds: a drift that slows both alike leaves the ratio 2 and its spread 2 .. 2" \
+    "$(spread 'paired_ratio({"a": [[2, 2], [4, 4], [2, 2], [4, 4]], "b": [[1, 1], [2, 2], [1, 1], [2, 2]]})')" "2 2 2"
+check_eq "... a ratio that moved between rounds (2, then 3) widens the spread to both" \
+    "$(spread 'paired_ratio({"a": [[2, 2], [3, 3], [2, 2], [3, 3]], "b": [[1, 1], [1, 1], [1, 1], [1, 1]]})')" "2.5 2 3"
+check_eq "... no rounds: nothing" "$(PYTHONPATH=$beside python3 -c 'import beside as b; print(b.paired_ratio({"a": [], "b": []}))')" \
+    "(None, None, None)"
+# Kineto leaves CUPTI attached after a profile unless TEARDOWN_CUPTI=1; the
+# steps timed after it read ~35% slow (an H200): beside.py sets it before
+# torch's import, a user's own value stands.
+check_eq "beside.py tears CUPTI down after each profile (TEARDOWN_CUPTI=1), a user's setting kept" \
+    "$(env -u TEARDOWN_CUPTI PYTHONPATH=$beside python3 -c 'import beside, os; print(os.environ["TEARDOWN_CUPTI"])') $(TEARDOWN_CUPTI=0 PYTHONPATH=$beside python3 -c 'import beside, os; print(os.environ["TEARDOWN_CUPTI"])')" "1 0"
 check "figures of several samples note the median's spread" \
     bash -c "PYTHONPATH='$stub' python3 '$beside/checkpointing.py' --quick 2>/dev/null | grep -q 'step_time,s,5,.*median spread (bootstrap 10-90%): '"
 
@@ -126,6 +140,9 @@ for key in $counterparts; do
     if [[ " $profiled " == *" $key "* ]]; then
         check_eq "... a gpu_idle_share row (ratio) beside every timed point, from the stand-in's profile (0.3033)" \
             "$(rows_awk '{ csv_split($0, f); if (f[6] ~ /^(step|forward)_time$/ && f[14] == "ok") t++; if (f[6] == "gpu_idle_share" && f[7] == "ratio" && f[9] + 0 > 0.303 && f[9] + 0 < 0.304) g++ } END { print (t > 0 && t == g) ? "yes" : t " timed, " g " idle" }' "$tmp/$key.rows")" yes
+        [ "$key" = no_grad_eval ] || [ "$key" = optimizer_state ] ||
+            check "... the verdict row's time ratio from the two trainings' steps in turn (interleaved)" \
+                grep -q "^$id,$key,pytorch,verdict,,pytorch_beside,.*interleaved)" "$tmp/$key.rows"
         check "... the verdict row names the regime with the idle share, the profiled step apart from the timed" \
             grep -q "^$id,$key,pytorch,verdict,,pytorch_beside,.*is partly launch-bound: its GPU is idle 30% of a profiled [a-z]* (median of 5, not timed ones)" "$tmp/$key.rows"
     fi

@@ -173,16 +173,9 @@ def transformer(torch, B, hooks, dev):
 
 def measure(torch, variant, B, args, dev):
     """(step times, peak allocated, peak reserved, bytes per step through the hooks or None, record)."""
-    model, hooks = VARIANTS[variant]
+    model = VARIANTS[variant][0]
     warm = max(args.warmup, STEADY_STEP - 1)
-    if model == "transformer":
-        ref = b.reference_module("transformer_reference")
-        cfg = ref.Cfg(TFM_FLAGS % (TFM_SEQ, B), 1)
-        key = (ref.__name__, tuple(sorted(vars(cfg).items()))) + ((hooks,) if hooks else ())
-        make = lambda: transformer(torch, B, hooks, dev)  # noqa: E731
-    else:
-        key = ("c23_mlp", args.layers, args.width, B, hooks)
-        make = lambda: MlpStep(torch, args.layers, args.width, B, dev, hooks)  # noqa: E731
+    key, make = training(torch, variant, B, args, dev)
     rec = b.record(torch, key, make, warm, args.repeats, CLAIM,
                    extra=lambda tr: (tr.off.bytes, tr.off.all) if getattr(tr, "off", None) else None)
     n = len(rec["times"])
@@ -192,6 +185,18 @@ def measure(torch, variant, B, args, dev):
     else:
         peak, reserved = rec["peaks"][-1], rec["reserved"][-1]
     return b.timed(rec), peak, reserved, pcie, rec
+
+
+def training(torch, variant, B, args, dev):
+    """(the record's key, a maker of this point's training)."""
+    model, hooks = VARIANTS[variant]
+    if model == "transformer":
+        ref = b.reference_module("transformer_reference")
+        cfg = ref.Cfg(TFM_FLAGS % (TFM_SEQ, B), 1)
+        key = (ref.__name__, tuple(sorted(vars(cfg).items()))) + ((hooks,) if hooks else ())
+        return key, lambda: transformer(torch, B, hooks, dev)
+    return ("c23_mlp", args.layers, args.width, B, hooks), lambda: MlpStep(torch, args.layers, args.width, B, dev,
+                                                                           hooks)
 
 
 def is_first(variant, B):
@@ -280,13 +285,16 @@ def main(argv=None):
     if keep and off:
         s_ratio = b.suite_median(args.suite, "transformer_offload", "batch", SEED_BATCH, "peak_ratio")
         s_slow = b.suite_median(args.suite, "transformer_offload", "batch", SEED_BATCH, "slowdown")
-        slow, lo, hi = b.ratio_spread(b.timed(off[2]), b.timed(keep[2]))
-        text = "Transformer offload at B=%d: peak %s, slowdown %s" % (
+        slow, lo, hi, _, _, how = b.compare_steps(
+            torch, NAME, training(torch, "transformer_offload", SEED_BATCH, args, dev)[1],
+            training(torch, "transformer_keep", SEED_BATCH, args, dev)[1], max(args.warmup, STEADY_STEP - 1),
+            off[2], keep[2])
+        text = "Transformer offload at B=%d: peak %s, slowdown %s (%s)" % (
             SEED_BATCH,
             ("%+.0f%% suite, %+.0f%% PyTorch" % (100 * (s_ratio - 1), 100 * (off[1] / keep[1] - 1)))
             if s_ratio is not None else "%+.0f%% PyTorch" % (100 * (off[1] / keep[1] - 1)),
             ("%.2fx suite, %s PyTorch" % (s_slow, b.with_spread(slow, lo, hi, lambda x: "%.2fx" % x))) if s_slow is not None
-            else "%s PyTorch" % b.with_spread(slow, lo, hi, lambda x: "%.2fx" % x))
+            else "%s PyTorch" % b.with_spread(slow, lo, hi, lambda x: "%.2fx" % x), how)
         clause = b.regime_clause(keep[2].get("idle"), "PyTorch's step without offload")
         out.verdict(text + ("; " + clause if clause else "") + ".")
     out.close(len(pts))

@@ -38,6 +38,13 @@ Output (stdout): rows of the suite's tidy CSV (common/csv.h, MC_CSV_HEADER):
     GPU-bound, with the measured idle share and its spread) that explains
     it: a regime is named only where the spread of the median idle share
     lies wholly on one side of an edge (regime()); else the step is mixed.
+    Its time ratio (fp16 against fp32, k micro-steps against one,
+    checkpointed, offloaded or compiled against plain) comes from the two
+    trainings built again and stepped in turn, PAIR_ROUNDS rounds
+    (paired, compare_steps): a shared host's speed moves from second to
+    second, and steps measured one configuration after the other carried
+    that drift into the ratio (C05's fp16 speed-up read 0.85x, 0.58x and
+    0.72x in three runs on one H200).
   No verdict, finding or verification rows: the verdict is the suite's own.
   Without --csv-header the header comes first (a CSV of its own); with it,
   LINE must be the header these rows are written for (the first line of the
@@ -71,6 +78,14 @@ import statistics
 import sys
 import tempfile
 import time
+
+# Kineto leaves CUPTI attached after a torch.profiler session unless
+# TEARDOWN_CUPTI is 1 (pytorch/pytorch#144455): on an H200, seed 000's
+# launch-bound Transformer step then took 55 ms instead of 39 ms for the rest
+# of the process, so every point timed after the first profiled one read
+# ~35% slow. Set before torch is imported (Kineto reads it at each
+# profiler's end); a user's own setting stands.
+os.environ.setdefault("TEARDOWN_CUPTI", "1")
 
 HEADER = ("claim,experiment,variant,param,param_value,metric,unit,n,median,min,max,mean,stdev,"
           "status,note")
@@ -412,6 +427,74 @@ def steps(torch, tr, n):
     if not math.isfinite(loss):
         raise ArithmeticError("the loss is %r after %d steps" % (loss, n))
     return out
+
+
+PAIR_ROUNDS, PAIR_STEPS = 8, 2  # interleaved rounds, and steps of each training per round
+
+
+def paired(torch, make_a, make_b, warm, rounds=PAIR_ROUNDS, per=PAIR_STEPS):
+    """The step times of two trainings measured interleaved: both built
+    (both live, so no memory is read here: record() reads each alone), warm
+    steps of each, then `rounds` rounds of `per` steps of one and `per` of
+    the other, a first in even rounds and b first in odd ones. A launch-bound
+    step's time follows the host's speed, which on a shared host moves by
+    10-20% from one second to the next: measured in turn, both see the same
+    host, and their ratio (paired_ratio) what the trainings differ by.
+    {"a": [[s, ...] per round], "b": [...]}."""
+    ta = tb = None
+    try:
+        ta, tb = make_a(), make_b()
+        steps(torch, ta, warm)
+        steps(torch, tb, warm)
+        got = {"a": [], "b": []}
+        for r in range(rounds):
+            order = (("a", ta), ("b", tb)) if r % 2 == 0 else (("b", tb), ("a", ta))
+            for name, tr in order:
+                got[name].append([g[0] for g in steps(torch, tr, per)])
+    finally:
+        del ta, tb
+        release(torch)
+    return got
+
+
+def paired_ratio(p):
+    """(median of a's steps / median of b's, lo, hi): the spread resamples
+    whole rounds (a round's a and b steps together, PAIR_ROUNDS of them with
+    replacement), so a drift within the run widens it as far as it moved
+    the ratio; (None, None, None) without steps."""
+    ra, rb = p.get("a") or [], p.get("b") or []
+    flat = lambda rounds: [t for r in rounds for t in r]  # noqa: E731
+    if not ra or len(ra) != len(rb) or not flat(rb) or statistics.median(flat(rb)) == 0:
+        return None, None, None
+    ratio = statistics.median(flat(ra)) / statistics.median(flat(rb))
+    rng, n, rs = random.Random(0x6D65), len(ra), []
+    for _ in range(MEDIAN_RESAMPLES):
+        idx = [rng.randrange(n) for _ in range(n)]
+        den = statistics.median(flat(rb[i] for i in idx))
+        if den:
+            rs.append(statistics.median(flat(ra[i] for i in idx)) / den)
+    return ratio, percentile(rs, SPREAD_LOW), percentile(rs, SPREAD_HIGH)
+
+
+def compare_steps(torch, name, make_a, make_b, warm, rec_a, rec_b):
+    """t_a / t_b for a verdict sentence: (ratio, lo, hi, t_a, t_b, how),
+    from paired() (how "interleaved"), or where that fails (both trainings
+    may not fit at once) from the two records' own timed steps, measured one
+    after the other (ratio_spread; how "one after the other")."""
+    try:
+        p = paired(torch, make_a, make_b, warm)
+        r, lo, hi = paired_ratio(p)
+        if r is not None:
+            return (r, lo, hi) + paired_medians(p) + ("interleaved",)
+    except Exception as e:  # noqa: BLE001 (the records' own steps stand)
+        log(name, "interleaved steps not measured (%s): the points' own steps instead", reason(e))
+    r, lo, hi = ratio_spread(timed(rec_a), timed(rec_b))
+    return (r, lo, hi, statistics.median(timed(rec_a)), statistics.median(timed(rec_b)), "one after the other")
+
+
+def paired_medians(p):
+    """(median step of a, of b) in s over all rounds."""
+    return (statistics.median(t for r in p["a"] for t in r), statistics.median(t for r in p["b"] for t in r))
 
 
 # What this process measured, by training configuration: counterparts run by

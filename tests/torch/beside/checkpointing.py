@@ -158,7 +158,8 @@ def main(argv=None):
             b.beside("time overhead", ovr, s_ovr, b.signed_pct, have)))
         head = ""
     out.peaks(peaks)
-    out.verdict(verdict_row(args, got))
+    out.verdict(verdict_row(args, got, lambda c, p, rc, rp: b.compare_steps(
+        torch, NAME, training(torch, c, 64, dev)[1], training(torch, p, 64, dev)[1], warm, rc, rp)))
     out.close(len(pts))
     return 0
 
@@ -167,20 +168,22 @@ def pct(x):
     return "%+.0f%%" % (100 * x)
 
 
-def verdict_row(args, got):
+def verdict_row(args, got, compare):
     """The Transformer's checkpointing at sequence 64: saving and overhead,
-    the suite's and PyTorch's, and the regime of PyTorch's steps."""
+    the suite's and PyTorch's (compare(checkpointed, plain, their records):
+    beside.compare_steps of the two), and the regime of PyTorch's steps."""
     c, p = got.get(("transformer checkpoint", 64)), got.get(("transformer plain", 64))
     if not (c and p):
         return None
     sav = 1.0 - c[1] / p[1]
-    ovr, lo, hi = (x - 1.0 for x in b.ratio_spread(b.timed(c[2]), b.timed(p[2])))
+    r, lo, hi, _, _, how = compare("transformer checkpoint", "transformer plain", c[2], p[2])
+    ovr, lo, hi = (None if x is None else x - 1.0 for x in (r, lo, hi))
     s_sav = b.suite_median(args.suite, "transformer checkpoint", "seq", 64, "memory_saving")
     s_ovr = b.suite_median(args.suite, "transformer checkpoint", "seq", 64, "time_overhead")
     text = "Transformer per layer, seq 64: saving %s, time overhead %s" % (
         ("%.0f%% suite, %.0f%% PyTorch" % (100 * s_sav, 100 * sav)) if s_sav is not None else "%.0f%% PyTorch" % (100 * sav),
-        ("%+.0f%% suite, %s PyTorch" % (100 * s_ovr, b.with_spread(ovr, lo, hi, pct))) if s_ovr is not None
-        else "%s PyTorch" % b.with_spread(ovr, lo, hi, pct))
+        ("%+.0f%% suite, %s PyTorch (%s)" % (100 * s_ovr, b.with_spread(ovr, lo, hi, pct), how))
+        if s_ovr is not None else "%s PyTorch (%s)" % (b.with_spread(ovr, lo, hi, pct), how))
     clause = b.regime_clause(p[2].get("idle"), "PyTorch's plain step")
     if clause:
         text += "; " + clause

@@ -188,14 +188,16 @@ def main(argv=None):
             (not args.suite and not args.quick):
         b.seed_program_rows(args, out, "c07", SEED_FUNCS)
     out.peaks(peaks)
-    out.verdict(verdict_row(args, got))
+    out.verdict(verdict_row(args, got, lambda k: training(torch, "transformer", 64, TFM_BATCH, k, dev)[1],
+                            lambda a, c, ra, rc: b.compare_steps(torch, NAME, a, c, warm, ra, rc)))
     out.close(npoints)
     return 0
 
 
-def verdict_row(args, got):
+def verdict_row(args, got, make, compare):
     """peak_k/peak_1 of the Transformer at sequence 64 (the largest k), the
-    suite's and PyTorch's, and the time k micro-steps cost PyTorch there."""
+    suite's and PyTorch's, and the time k micro-steps cost PyTorch there
+    (compare: beside.compare_steps of make(k) and make(1))."""
     var = "transformer seq=64 B=%d" % TFM_BATCH
     ks = sorted(k for v, k in got if v == var)
     if len(ks) < 2 or ks[0] != 1:
@@ -207,8 +209,8 @@ def verdict_row(args, got):
     s_tk = b.suite_median(args.suite, var, "accum_steps", k, "step_time")
     text = "Seed 000's Transformer (seq 64 x batch 100), k=%d: peak_k/peak_1 %s%.3f in PyTorch" % (
         k, "%.3f in the suite, " % suite if suite is not None else "", many[1] / one[1])
-    r, lo, hi = b.ratio_spread(b.timed(many[2]), b.timed(one[2]))
-    text += "; a step takes %s as long in PyTorch" % b.with_spread(r, lo, hi, lambda x: "%.2fx" % x)
+    r, lo, hi, _, _, how = compare(make(k), make(1), many[2], one[2])
+    text += "; a step takes %s as long in PyTorch (%s)" % (b.with_spread(r, lo, hi, lambda x: "%.2fx" % x), how)
     if s_t1 and s_tk:
         text += " (suite %.2fx)" % (s_tk / s_t1)
     clause = b.regime_clause(many[2].get("idle"), "PyTorch's k-step")

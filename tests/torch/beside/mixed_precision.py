@@ -158,23 +158,30 @@ def main(argv=None):
                 b.beside("memory saving", sav, s_sav, b.pct, have)))
             head = ""
     out.peaks(peaks)
-    out.verdict(verdict_row(args, got))
+    shape, B = SEED_POINT
+    f32, f16 = got.get((shape, B, "fp32")), got.get((shape, B, "fp16"))
+    cmp = None
+    if f32 and f16:  # the verdict's ratio, fp32 and fp16 steps in turn (beside.paired)
+        cmp = b.compare_steps(torch, NAME, training(torch, shape, B, "fp32", optimizer, dev)[1],
+                              training(torch, shape, B, "fp16", optimizer, dev)[1], warm, f32[2], f16[2])
+    out.verdict(verdict_row(args, got, cmp))
     out.close(npoints)
     return 0
 
 
-def verdict_row(args, got):
-    """The fp16 speed-up at seed 000's point, the suite's and PyTorch's, and
-    the regime of PyTorch's fp32 and fp16 steps there."""
+def verdict_row(args, got, cmp):
+    """The fp16 speed-up at seed 000's point, the suite's and PyTorch's
+    (cmp: beside.compare_steps of its fp32 and fp16 trainings), and the
+    regime of PyTorch's fp16 step there."""
     shape, B = SEED_POINT
-    f32, f16 = got.get((shape, B, "fp32")), got.get((shape, B, "fp16"))
-    if not (f32 and f16):
+    f16 = got.get((shape, B, "fp16"))
+    if not (cmp and f16):
         return None
-    mine, lo, hi = b.ratio_spread(b.timed(f32[2]), b.timed(f16[2]))
+    mine, lo, hi, t32, t16, how = cmp
     suite = b.suite_median(args.suite, "transformer_fp16", "batch", B, "speedup")
-    text = "Seed 000's point (Transformer, B=32): fp16 speeds the step %s%s in PyTorch (%s -> %s)" % (
+    text = "Seed 000's point (Transformer, B=32): fp16 speeds the step %s%s in PyTorch (%s -> %s, %s)" % (
         "%.2fx in the suite, " % suite if suite is not None else "", b.with_spread(mine, lo, hi, lambda x: "%.2fx" % x),
-        b.seconds(f32[0]), b.seconds(f16[0]))
+        b.seconds(t32), b.seconds(t16), how)
     idle = f16[2].get("idle")
     clause = b.regime_clause(idle, "PyTorch's fp16 step")
     if clause and (suite is None or b.differ(suite, mine)):

@@ -262,6 +262,7 @@ def main(argv=None):
     if HERE not in sys.path:
         sys.path.insert(0, HERE)
     keep_compile_caches(os.environ)  # before torch's import reads it
+    import beside  # noqa: F401 (sets TEARDOWN_CUPTI before torch's import: beside.py says why)
     progress = open(os.path.join(a.out, "progress.tsv"), "a")
     try:
         torch = prepare(a.keys)
