@@ -99,6 +99,8 @@ check_eq "... a ratio that moved between rounds (2, then 3) widens the spread to
     "$(spread 'paired_ratio({"a": [[2, 2], [3, 3], [2, 2], [3, 3]], "b": [[1, 1], [1, 1], [1, 1], [1, 1]]})')" "2.5 2 3"
 check_eq "... no rounds: nothing" "$(PYTHONPATH=$beside python3 -c 'import beside as b; print(b.paired_ratio({"a": [], "b": []}))')" \
     "(None, None, None)"
+check_eq "... paired leaves no training alive (one in a reference cycle too: C23's leaked 200 MiB), nor a failed try" \
+    "$(PYTHONPATH=$stub:$beside python3 "$here/beside_paired_frees.py" 2>/dev/null)" "0 10 10 0 one after the other"
 # Kineto leaves CUPTI attached after a profile unless TEARDOWN_CUPTI=1; the
 # steps timed after it read ~35% slow (an H200): beside.py sets it before
 # torch's import, a user's own value stands.

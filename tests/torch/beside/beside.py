@@ -429,7 +429,7 @@ def steps(torch, tr, n):
     return out
 
 
-PAIR_ROUNDS, PAIR_STEPS = 8, 2  # interleaved rounds, and steps of each training per round
+PAIR_ROUNDS, PAIR_STEPS = 10, 1  # interleaved rounds, and steps of each training per round
 
 
 def paired(torch, make_a, make_b, warm, rounds=PAIR_ROUNDS, per=PAIR_STEPS):
@@ -441,18 +441,23 @@ def paired(torch, make_a, make_b, warm, rounds=PAIR_ROUNDS, per=PAIR_STEPS):
     10-20% from one second to the next: measured in turn, both see the same
     host, and their ratio (paired_ratio) what the trainings differ by.
     {"a": [[s, ...] per round], "b": [...]}."""
-    ta = tb = None
+    # The trainings live in this dict alone, emptied before release(): a
+    # loop variable left holding one (C23's offload training is a cycle,
+    # through its forward's closure) outlived release(), whose gc.freeze()
+    # then kept it for the process's life: the run at 7e9c66a began every
+    # C27 point with 209,678,336 B still allocated.
+    live = {}
+    got = {"a": [], "b": []}
     try:
-        ta, tb = make_a(), make_b()
-        steps(torch, ta, warm)
-        steps(torch, tb, warm)
-        got = {"a": [], "b": []}
+        live["a"] = make_a()
+        live["b"] = make_b()
+        for name in ("a", "b"):
+            steps(torch, live[name], warm)
         for r in range(rounds):
-            order = (("a", ta), ("b", tb)) if r % 2 == 0 else (("b", tb), ("a", ta))
-            for name, tr in order:
-                got[name].append([g[0] for g in steps(torch, tr, per)])
+            for name in (("a", "b") if r % 2 == 0 else ("b", "a")):
+                got[name].append([g[0] for g in steps(torch, live[name], per)])
     finally:
-        del ta, tb
+        live.clear()
         release(torch)
     return got
 
@@ -481,6 +486,7 @@ def compare_steps(torch, name, make_a, make_b, warm, rec_a, rec_b):
     from paired() (how "interleaved"), or where that fails (both trainings
     may not fit at once) from the two records' own timed steps, measured one
     after the other (ratio_spread; how "one after the other")."""
+    failed = False
     try:
         p = paired(torch, make_a, make_b, warm)
         r, lo, hi = paired_ratio(p)
@@ -488,6 +494,10 @@ def compare_steps(torch, name, make_a, make_b, warm, rec_a, rec_b):
             return (r, lo, hi) + paired_medians(p) + ("interleaved",)
     except Exception as e:  # noqa: BLE001 (the records' own steps stand)
         log(name, "interleaved steps not measured (%s): the points' own steps instead", reason(e))
+        failed = True
+    if failed:  # the exception's frames held a training, frozen by paired's release(): freed now
+        gc.unfreeze()
+        release(torch)
     r, lo, hi = ratio_spread(timed(rec_a), timed(rec_b))
     return (r, lo, hi, statistics.median(timed(rec_a)), statistics.median(timed(rec_b)), "one after the other")
 
