@@ -867,6 +867,44 @@ MEMCLAIMS_SEED_PROGRAMS=$tmp/seed_ok.py PYTHONPATH=$stub python3 "$beside/grad_a
     --suite-csv "$tmp/c07.seed.csv" --csv-header "$header" > "$tmp/c07.spent" 2>/dev/null
 check_eq "... past its --budget-s, the seed's program is still measured (REPORT.md's table needs it)" \
     "$(grep -c '^C07,grad_accumulation,pytorch:seed 000 program: [a-z_]*(),,,seed_program,bytes,1,' "$tmp/c07.spent")" 2
+# run_many.py with a go file (run-all) starts the seed's programs with
+# itself: each imports torch, then waits for the go file; the counterpart
+# reads what its program wrote. One whose claim the go file leaves out is
+# stopped without running.
+{ printf 'import os, sys, time\nlog = os.environ["SEED_GO_LOG"]\n'
+  printf 'go = sys.argv[sys.argv.index("--go-file") + 1]\n'
+  printf 'open(log, "a").write("%%s waits, go file there: %%s\\n" %% (sys.argv[3], os.path.exists(go)))\n'
+  printf 'while not os.path.exists(go):\n    time.sleep(0.02)\n'
+  printf 'open(log, "a").write("%%s ran\\n" %% sys.argv[3])\n'
+  cat "$tmp/seed_ok.py"; } > "$tmp/seed_go.py"
+mkdir -p "$tmp/gorun" "$tmp/goout"
+cp "$tmp/c01.model.csv" "$tmp/gorun/del_empty_cache.csv"
+cp "$tmp/c07.seed.csv" "$tmp/gorun/grad_accumulation.csv"
+SEED_GO_LOG=$tmp/seed_go.log MEMCLAIMS_SEED_PROGRAMS=$tmp/seed_go.py PYTHONPATH=$stub \
+    python3 "$beside/run_many.py" --run "$tmp/gorun" --out "$tmp/goout" --go-file "$tmp/go" \
+    del_empty_cache grad_accumulation > "$tmp/go.err" 2>&1 &
+go_pid=$!
+for _ in $(seq 100); do [ "$(grep -c waits "$tmp/seed_go.log" 2>/dev/null)" = 2 ] && break; sleep 0.1; done
+check_eq "run_many.py --go-file: both seed programs started with it, waiting for the go file" \
+    "$(sort "$tmp/seed_go.log" 2>/dev/null | tr '\n' ' ')" "c01 waits, go file there: False c07 waits, go file there: False "
+printf '0\ndel_empty_cache\n' > "$tmp/go"
+wait "$go_pid"; rc=$?
+check_eq "... the go file names C01 alone: exit 0, c01's program ran, c07's was stopped unrun" \
+    "$rc:$(grep ran "$tmp/seed_go.log" | tr '\n' ' ')" "0:c01 ran "
+check_eq "... C01's rows from the program started early" \
+    "$(grep -c '^C01,del_empty_cache,pytorch:seed 000 program: [a-z]*(),,,seed_program,bytes,1,' "$tmp/goout/del_empty_cache.rows")" 2
+check_eq "... and no process of it left" "$(pgrep -f "$tmp/seed_go.py" | wc -l)" 0
+# A program started early whose starter ends before the go file (run-all
+# stopped while its experiments ran) ends too, unrun, not left waiting.
+mkdir -p "$tmp/orphan"
+PYTHONPATH=$stub bash -c 'MEMCLAIMS_SEED_PARENT=$$ python3 "$1" "$2" --only c01 --go-file "$2/never" & exec sleep 30' _ \
+    "$root/tests/torch/seed_programs.py" "$tmp/orphan" > /dev/null 2>&1 &
+starter=$!
+for _ in $(seq 50); do pgrep -f "$tmp/orphan --only c01" > /dev/null && break; sleep 0.1; done
+kill "$starter"; wait "$starter" 2>/dev/null
+for _ in $(seq 30); do pgrep -f "$tmp/orphan --only c01" > /dev/null || break; sleep 0.1; done
+check_eq "seed_programs.py --go-file: its starter gone before the go file, it ends unrun" \
+    "$(pgrep -f "$tmp/orphan --only c01" | wc -l):$(ls "$tmp/orphan")" "0:"
 # REPORT.md sets the three figures side by side under the claim
 mkdir -p "$tmp/seedrun"
 cp "$fixtures/meta.csv" "$tmp/seedrun/"

@@ -8,6 +8,8 @@ GPU, and the suite's model of the same program. Run it on the GPU machine
     python3 tests/torch/seed_programs.py OUTDIR
     python3 tests/torch/seed_programs.py OUTDIR --only c01|c07   (one program, untraced:
                                               what tests/torch/beside/ runs beside the suite)
+    ... --only c01|c07 --go-file F   (torch imported first, then the program once F exists:
+                                      run-all's PyTorch runner starts it with the suite)
 
 then copy OUTDIR's files into tests/fixtures/seed_programs/.
 
@@ -43,6 +45,7 @@ import io
 import os
 import subprocess
 import sys
+import time
 
 from reference_output import torch_or_waive, write_trace
 
@@ -141,7 +144,26 @@ def run_program(torch, name, ns, record, marks, traced):
     return buf.getvalue()
 
 
-def child(outdir, which, trace=True):
+def wait_for(go_file):
+    """torch imported (no CUDA call), then back once go_file exists: the
+    import overlaps run-all's experiments, the program runs after them.
+    Where the process that started this one ends first (run-all stopped
+    while its experiments ran), exits 1 without running: the starter's pid
+    comes in MEMCLAIMS_SEED_PARENT (read here, it could already be gone)."""
+    starter = int(os.environ.get("MEMCLAIMS_SEED_PARENT") or os.getppid())
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pass  # torch_or_waive says so
+    while not os.path.exists(go_file):
+        if os.getppid() != starter:
+            sys.exit("seed_programs: the process that started it ended before %s was written: not run" % go_file)
+        time.sleep(0.05)
+
+
+def child(outdir, which, trace=True, go_file=None):
+    if go_file:
+        wait_for(go_file)
     torch = torch_or_waive("seed_programs")
     if torch is None:
         return 77
@@ -183,12 +205,16 @@ def main():
     ap.add_argument("--only", choices=("c01", "c07"),
                     help="run that program alone, untraced, into OUTDIR/NAME.out and NAME.txt "
                          "(tests/torch/beside/: PyTorch's figures beside the suite's)")
+    ap.add_argument("--go-file", help="with --only: import torch, then wait until this file exists "
+                                       "(run-all's PyTorch runner starts it early)")
     a = ap.parse_args()
+    if a.go_file and not a.only:
+        ap.error("--go-file goes with --only")
     if a.child:
         return child(a.outdir, a.child)
     if a.only:
         os.makedirs(a.outdir, exist_ok=True)
-        return child(a.outdir, a.only, trace=False)
+        return child(a.outdir, a.only, trace=False, go_file=a.go_file)
     os.makedirs(a.outdir, exist_ok=True)
     rc = 0
     for which in ("c01", "c07", "notebook"):

@@ -940,29 +940,93 @@ SEED_VARIANT = "seed 000 program: %s()"  # the suite's variants of a seed's prog
 SEED_TIMEOUT_S = 120
 
 
+# Programs started early (seed_program_start): which -> (Popen, its folder).
+_SEED_STARTED = {}
+
+
+def _seed_script():
+    return os.environ.get("MEMCLAIMS_SEED_PROGRAMS") or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "seed_programs.py")
+
+
+def _seed_env(device):
+    env = dict(os.environ)
+    if device and "CUDA_VISIBLE_DEVICES" not in env:
+        env["CUDA_VISIBLE_DEVICES"] = str(device)
+    return env
+
+
+def _seed_result(which, funcs, rc, timed_out, d):
+    """{function: (returned, allocated after)} from the folder d a program
+    wrote; raises with its log's last line where it failed."""
+    if timed_out or rc != 0:
+        with open(os.path.join(d, "log"), errors="replace") as f:
+            last = ([ln.strip() for ln in f if ln.strip()] or [""])[-1]
+        raise RuntimeError("seed_programs.py --only %s %s: %s" % (
+            which, "ran past %d s" % SEED_TIMEOUT_S if timed_out else "exited %s" % rc, last))
+    with open(os.path.join(d, which + ".txt")) as f:
+        kv = dict(line.strip().split("=", 1) for line in f if "=" in line)
+    return {fn: (int(kv[fn + ".returned"]), int(kv[fn + ".allocated_after"])) for fn in funcs}
+
+
+def seed_program_start(which, go_file, device=0):
+    """Starts seed 000's program `which` now (run_many.py, as run-all's
+    experiments begin): the process imports torch, ~5 s, then waits until
+    go_file exists before its first CUDA call; seed_program() then reads
+    what it wrote instead of starting one (C01's and C07's counterparts
+    each paid the import, ~12 s of a run). seed_programs_settle() waits for
+    it before any counterpart is timed."""
+    import subproc  # noqa: E402 (beside's own module; only here)
+    d = tempfile.TemporaryDirectory()
+    env = _seed_env(device)
+    env["MEMCLAIMS_SEED_PARENT"] = str(os.getpid())  # it ends, unrun, where this process ends first
+    p = subproc.start([sys.executable, _seed_script(), d.name, "--only", which, "--go-file", go_file],
+                      os.path.join(d.name, "log"), env)
+    _SEED_STARTED[which] = (p, d)
+
+
+def seed_programs_settle(keep, go_file):
+    """After run-all's go file: those started early whose program is not in
+    keep are stopped unrun; then go_file (theirs) is written, and the
+    others run and are waited for (SEED_TIMEOUT_S each), so that none runs
+    beside a counterpart's timed steps. Their results stay for
+    seed_program()."""
+    import subproc  # noqa: E402
+    for which in [w for w in _SEED_STARTED if w not in keep]:
+        p, d = _SEED_STARTED.pop(which)
+        if not isinstance(p, tuple):
+            subproc.stop(p.pid)
+            subproc.finish(p, SEED_TIMEOUT_S)
+        d.cleanup()
+    if not _SEED_STARTED:
+        return
+    with open(go_file, "w"):
+        pass
+    for which, (p, d) in list(_SEED_STARTED.items()):
+        if not isinstance(p, tuple):
+            _SEED_STARTED[which] = (subproc.finish(p, SEED_TIMEOUT_S), d)
+
+
 def seed_program(args, which, funcs):
     """Seed 000's program `which` (c01, c07) as written, run by
     tests/torch/seed_programs.py --only WHICH in a process of its own (a
     fresh process's max_memory_allocated, as the seed's notebook; the
     environment's MEMCLAIMS_SEED_PROGRAMS names another script, for the
-    tests): {function: (returned, allocated after)}; raises where it failed."""
+    tests), or the one seed_program_start() started: {function:
+    (returned, allocated after)}; raises where it failed."""
     import subproc  # noqa: E402 (beside's own module; only here)
-    script = os.environ.get("MEMCLAIMS_SEED_PROGRAMS") or os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "seed_programs.py")
-    env = dict(os.environ)
-    if args.device and "CUDA_VISIBLE_DEVICES" not in env:
-        env["CUDA_VISIBLE_DEVICES"] = str(args.device)
+    if which in _SEED_STARTED:
+        got, d = _SEED_STARTED.pop(which)
+        if not isinstance(got, tuple):  # started, not yet waited for
+            got = subproc.finish(got, SEED_TIMEOUT_S)
+        try:
+            return _seed_result(which, funcs, got[0], got[1], d.name)
+        finally:
+            d.cleanup()
     with tempfile.TemporaryDirectory() as d:
-        log_path = os.path.join(d, "log")
-        rc, timed_out = subproc.run([sys.executable, script, d, "--only", which], log_path, SEED_TIMEOUT_S, env)
-        if timed_out or rc != 0:
-            with open(log_path, errors="replace") as f:
-                last = ([ln.strip() for ln in f if ln.strip()] or [""])[-1]
-            raise RuntimeError("seed_programs.py --only %s %s: %s" % (
-                which, "ran past %d s" % SEED_TIMEOUT_S if timed_out else "exited %s" % rc, last))
-        with open(os.path.join(d, which + ".txt")) as f:
-            kv = dict(line.strip().split("=", 1) for line in f if "=" in line)
-    return {fn: (int(kv[fn + ".returned"]), int(kv[fn + ".allocated_after"])) for fn in funcs}
+        rc, timed_out = subproc.run([sys.executable, _seed_script(), d, "--only", which],
+                                    os.path.join(d, "log"), SEED_TIMEOUT_S, _seed_env(args.device))
+        return _seed_result(which, funcs, rc, timed_out, d)
 
 
 def seed_program_rows(args, out, which, funcs):

@@ -45,7 +45,12 @@ the keys run. run-all starts this process so as its experiments begin, on
 every claim with a counterpart, and writes F when they end, with what is
 left of its time target and the claims whose experiment was not waived:
 the ~10 s of torch's start overlap experiments whose verdicts read memory
-only, and nothing of it touches the GPU while the suite measures.
+only, and nothing of it touches the GPU while the suite measures. Seed
+000's programs (C01's and C07's counterparts run each in a process of its
+own) are started then too: they import torch and wait; once F exists,
+one whose claim F's keys leave out is stopped unrun, the others run
+(F.seeds, written here, lets them) and are waited for before the first
+counterpart, so none runs beside a timed step.
 
 A counterpart may run commands (sharded_training.py runs torchrun through
 subproc.py, each in a session of its own): past --timeout-s, or on
@@ -206,6 +211,13 @@ def run_key(key, a, allow):
     return ("ran" if code == 0 else "waived" if code == 77 else "failed"), code
 
 
+# The counterparts that run one of seed 000's programs in a process of its
+# own (beside.seed_program), started with this process where it has a go
+# file; C07's only in a full run (the suite's C07 --quick runs none).
+SEED_PROGRAM_OF = {"del_empty_cache": "c01", "grad_accumulation": "c07"}
+SEED_PROGRAM_FULL_ONLY = {"grad_accumulation"}
+
+
 def prepare(keys):
     """What every key would pay first, paid while run-all's experiments
     run: torch's import, and Dynamo's and Inductor's where C25's
@@ -262,8 +274,12 @@ def main(argv=None):
     if HERE not in sys.path:
         sys.path.insert(0, HERE)
     keep_compile_caches(os.environ)  # before torch's import reads it
-    import beside  # noqa: F401 (sets TEARDOWN_CUPTI before torch's import: beside.py says why)
+    import beside  # sets TEARDOWN_CUPTI before torch's import (beside.py says why)
     progress = open(os.path.join(a.out, "progress.tsv"), "a")
+    if a.go_file:  # seed 000's programs import torch now too, beside this process
+        for key in a.keys:
+            if key in SEED_PROGRAM_OF and not (a.quick and key in SEED_PROGRAM_FULL_ONLY):
+                beside.seed_program_start(SEED_PROGRAM_OF[key], a.go_file + ".seeds")
     try:
         torch = prepare(a.keys)
     except ImportError as e:
@@ -272,6 +288,11 @@ def main(argv=None):
     import subproc
     if a.go_file:
         a.budget_s, a.keys = wait_for_go(a.go_file, a.budget_s, a.keys)
+        # before any counterpart: none of them runs beside a timed step
+        beside.seed_programs_settle({SEED_PROGRAM_OF[k] for k in a.keys if k in SEED_PROGRAM_OF},
+                                    a.go_file + ".seeds")
+        with contextlib.suppress(OSError):
+            os.remove(a.go_file + ".seeds")
         if not a.keys:
             return 0
     if not torch.cuda.is_available():

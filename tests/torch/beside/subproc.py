@@ -101,18 +101,22 @@ def _on_term(signum, frame):
     os.kill(os.getpid(), signum)
 
 
-def run(cmd, log_path, timeout_s, env=None):
-    """Runs cmd (a list) in a session of its own, its stdout and stderr
-    into log_path, stdin empty. Returns (exit code, timed out): past
-    timeout_s seconds its tree is stopped and the code is None. An
-    exception here (Ctrl-C) stops the tree, then goes on."""
+def start(cmd, log_path, env=None):
+    """Starts cmd (a list) in a session of its own, its stdout and stderr
+    into log_path, stdin empty; stop_all() stops it until finish() has
+    waited for it. Returns its Popen."""
     with open(log_path, "wb") as log:
         p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                              start_new_session=True, env=env)
     with _lock:
         _live[p.pid] = p
-    main = threading.current_thread() is threading.main_thread()
-    old = signal.signal(signal.SIGTERM, _on_term) if main else None
+    return p
+
+
+def finish(p, timeout_s):
+    """Waits for p (start()): (exit code, timed out); past timeout_s
+    seconds its tree is stopped and the code is None. An exception here
+    (Ctrl-C) stops the tree, then goes on."""
     try:
         try:
             return p.wait(timeout=timeout_s), False
@@ -125,7 +129,18 @@ def run(cmd, log_path, timeout_s, env=None):
             p.wait()
             raise
     finally:
-        if main:
-            signal.signal(signal.SIGTERM, old if old is not None else signal.SIG_DFL)
         with _lock:
             _live.pop(p.pid, None)
+
+
+def run(cmd, log_path, timeout_s, env=None):
+    """start() then finish(): (exit code, timed out). While it runs in the
+    main thread, SIGTERM stops its tree first."""
+    p = start(cmd, log_path, env)
+    main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, _on_term) if main else None
+    try:
+        return finish(p, timeout_s)
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, old if old is not None else signal.SIG_DFL)
