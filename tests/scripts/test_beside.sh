@@ -101,6 +101,13 @@ check_eq "... no rounds: nothing" "$(PYTHONPATH=$beside python3 -c 'import besid
     "(None, None, None)"
 check_eq "... paired leaves no training alive (one in a reference cycle too: C23's leaked 200 MiB), nor a failed try" \
     "$(PYTHONPATH=$stub:$beside python3 "$here/beside_paired_frees.py" 2>/dev/null)" "0 10 10 0 one after the other"
+check_eq "rounds_spread: C14's overlap resampled by whole rounds (serial 10 or 12, double-buffered 5): 1 .. 1.4" \
+    "$(spread 'rounds_spread(lambda i: (__import__("statistics").median([10, 12, 10, 12][k] for k in i) - 5) / 5, 4)')" "1 1.4"
+check_eq "... rounds that agree: no spread" "$(spread 'rounds_spread(lambda i: 1.0, 4)')" "1 1"
+for k in pinned_vs_pageable sync_vs_async_timing; do
+    check "$k.py: its verdict row gives PyTorch's figure with its spread" \
+        bash -c "PYTHONPATH='$stub' python3 '$beside/$k.py' --quick 2>/dev/null | grep -q ',pytorch,verdict,.*[0-9]x* ([0-9.]*x*-[0-9.]*x*) '"
+done
 # Kineto leaves CUPTI attached after a profile unless TEARDOWN_CUPTI=1; the
 # steps timed after it read ~35% slow (an H200): beside.py sets it before
 # torch's import, a user's own value stands.

@@ -731,6 +731,19 @@ def ratio_spread(num, den):
     return statistics.median(num) / statistics.median(den), percentile(r, SPREAD_LOW), percentile(r, SPREAD_HIGH)
 
 
+def rounds_spread(fn, n):
+    """(lo, hi): the 10th and 90th percentiles of fn(indices) over
+    MEDIAN_RESAMPLES resamples of n rounds' indices with replacement (a
+    figure made of several series measured round by round, kept together:
+    C14's overlap from its serial and double-buffered rounds); (None, None)
+    without rounds."""
+    if n < 1:
+        return None, None
+    rng = random.Random(0x6D66)
+    got = [fn([rng.randrange(n) for _ in range(n)]) for _ in range(MEDIAN_RESAMPLES)]
+    return percentile(got, SPREAD_LOW), percentile(got, SPREAD_HIGH)
+
+
 def with_spread(value, lo, hi, fmt):
     """"1.08x (0.97-1.15)"-style: value by fmt, then its spread where it has one."""
     if value is None:

@@ -157,6 +157,7 @@ def main(argv=None):
                            "%s %s (buffers)" % (kind, b.size(n)), e)
             b.release(torch)
     got = {}  # (d, n, kind) -> {clock: median B/s}
+    host = {}  # (d, n, kind) -> the host clock's samples, B/s (the verdict row's spread)
     for d in DIRS:  # direction outermost, as the suite: D2H overwrites the host buffers H2D reads
         for n in sizes:
             for kind in KINDS:
@@ -176,6 +177,7 @@ def main(argv=None):
                     out.emit(kind, "bytes", n, "%s_bandwidth_%s" % (d, c), "B/s", bw[c], "ok",
                              note + ("; fewer repeats at 1 GiB" if n >= GIB else ""))
                 got[(d, n, kind)] = {c: b.stats(bw[c])["median"] for c in CLOCKS}
+                host[(d, n, kind)] = bw["host_clock"]
                 b.log(NAME, "%s: %.2f GB/s events, %.2f GB/s host clock", what, got[(d, n, kind)]["events"] / 1e9,
                       got[(d, n, kind)]["host_clock"] / 1e9)
                 pg = got.get((d, n, "pageable"))
@@ -206,11 +208,12 @@ def main(argv=None):
         head = ""
     parts = []
     for d in DIRS:
-        pg, pn = got.get((d, large[-1] if large else 0, "pageable")), got.get((d, large[-1] if large else 0, "pinned"))
-        if pg and pn:
-            suite = b.suite_median(args.suite, "pinned_over_pageable", "bytes", large[-1], "%s_ratio_host_clock" % d)
+        top = large[-1] if large else 0
+        if (d, top, "pageable") in host and (d, top, "pinned") in host:
+            suite = b.suite_median(args.suite, "pinned_over_pageable", "bytes", top, "%s_ratio_host_clock" % d)
+            r, lo, hi = b.ratio_spread(host[(d, top, "pinned")], host[(d, top, "pageable")])
             parts.append("%s %s%s in PyTorch" % (d.upper(), "" if suite is None else "%.2fx in the suite, " % suite,
-                                                  "%.2fx" % (pn["host_clock"] / pg["host_clock"])))
+                                                  b.with_spread(r, lo, hi, lambda x: "%.2fx" % x)))
     if parts:
         out.verdict("Pinned over pageable copy bandwidth at %s (host clock, the verdict's clock): %s; the claim "
                     "says 2-3x." % (b.size(large[-1]), "; ".join(parts)))

@@ -48,6 +48,7 @@ PyTorch's, and the loader's corrupted batches without record_stream. The interfa
 torch only.
 """
 import re
+import statistics
 import sys
 
 import beside as b
@@ -380,8 +381,13 @@ def main(argv=None):
                      b.pct, have)))
     if tot is not None:
         suite = b.suite_median(args.suite, "pinned", "bytes", pv, "overlap_fraction")
-        text = "Double buffering, %d batches of %s from pinned memory: overlap %s%.2f of the ideal saving in PyTorch" % (
-            n, b.size(size), "" if suite is None else "%.2f in the suite, " % suite, ov["pinned"])
+        ser, dbl = series[(0, "pinned")], series[(1, "pinned")]
+        saving = (n - 1) * min(cp["pinned"], cm)
+        lo, hi = b.rounds_spread(lambda idx: (statistics.median(ser[i] for i in idx)
+                                              - statistics.median(dbl[i] for i in idx)) / saving, len(ser))
+        text = "Double buffering, %d batches of %s from pinned memory: overlap %s%s of the ideal saving in PyTorch" % (
+            n, b.size(size), "" if suite is None else "%.2f in the suite, " % suite,
+            b.with_spread(ov["pinned"], lo, hi, lambda x: "%.2f" % x))
         if t is not None:
             text += "; seed 002's loader without record_stream corrupted %d of %d batches in PyTorch" % (
                 bad["seed_no_record_stream"], n * reps)

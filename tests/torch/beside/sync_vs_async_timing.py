@@ -152,7 +152,7 @@ def main(argv=None):
         del launch
         b.release(torch)
         if variant == "sgemm":
-            big = (value, b.stats(rn)["median"], s("ratio_no_sync_to_events"), med)
+            big = (value, b.stats(rn)["median"], s("ratio_no_sync_to_events"), med) + b.median_spread(rn)
 
     head = b.describe_torch(torch, args.device) + ": "
     for variant, pts in lines.items():
@@ -167,7 +167,8 @@ def main(argv=None):
     if big:
         early = big[1] < 0.1  # the suite's band for "shows it": no-sync/events inside 0-10%
         out.verdict("SGEMM n=%d: the host clock without a sync reads %s of the event time in PyTorch%s (events "
-                    "%s): %s." % (big[0], b.ratio(big[1]), "" if big[2] is None else " (suite %s)" % b.ratio(big[2]),
+                    "%s): %s." % (big[0], b.with_spread(big[1], big[4], big[5], b.ratio),
+                                  "" if big[2] is None else " (suite %s)" % b.ratio(big[2]),
                                   b.seconds(big[3]),
                                   "torch.mm returns before the GPU is done, the claim's mistake, in PyTorch too"
                                   if early else "torch.mm did not return early here"))
