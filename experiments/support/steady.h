@@ -44,7 +44,7 @@ typedef struct {
     bool have_prof;                  /* on a GPU: one more step, profiled, after the timed ones */
     mc_prof_table prof;              /* its GPU time by kind (wl_profile_table.h) */
     uint64_t *seg_addr, *seg_bytes;  /* on a GPU: the segments the driver gave, in order */
-    int nseg;                        /* (mc_tfm_measure_placed follows them) */
+    int nseg;                        /* (mc_tfm_check_gpu_peak follows them) */
 } mc_tfm_figures;
 /* The Transformer of c made (on the GPU when on_gpu; one that cannot be made
  * ends the run) and measured so, the loop's problems failed verifications

@@ -464,21 +464,16 @@ def paired(torch, make_a, make_b, warm, rounds=PAIR_ROUNDS, per=PAIR_STEPS):
 
 def paired_ratio(p):
     """(median of a's steps / median of b's, lo, hi): the spread resamples
-    whole rounds (a round's a and b steps together, PAIR_ROUNDS of them with
-    replacement), so a drift within the run widens it as far as it moved
-    the ratio; (None, None, None) without steps."""
+    whole rounds (a round's a and b steps together, rounds_spread), so a
+    drift within the run widens it as far as it moved the ratio; (None,
+    None, None) without steps."""
     ra, rb = p.get("a") or [], p.get("b") or []
-    flat = lambda rounds: [t for r in rounds for t in r]  # noqa: E731
-    if not ra or len(ra) != len(rb) or not flat(rb) or statistics.median(flat(rb)) == 0:
+    if not ra or len(ra) != len(rb) or min((t for r in rb for t in r), default=0) <= 0:
         return None, None, None
-    ratio = statistics.median(flat(ra)) / statistics.median(flat(rb))
-    rng, n, rs = random.Random(0x6D65), len(ra), []
-    for _ in range(MEDIAN_RESAMPLES):
-        idx = [rng.randrange(n) for _ in range(n)]
-        den = statistics.median(flat(rb[i] for i in idx))
-        if den:
-            rs.append(statistics.median(flat(ra[i] for i in idx)) / den)
-    return ratio, percentile(rs, SPREAD_LOW), percentile(rs, SPREAD_HIGH)
+
+    def ratio(idx):
+        return (statistics.median(t for i in idx for t in ra[i]) / statistics.median(t for i in idx for t in rb[i]))
+    return (ratio(range(len(ra))),) + rounds_spread(ratio, len(ra))
 
 
 def compare_steps(torch, name, make_a, make_b, warm, rec_a, rec_b):
@@ -504,7 +499,7 @@ def compare_steps(torch, name, make_a, make_b, warm, rec_a, rec_b):
 
 def paired_medians(p):
     """(median step of a, of b) in s over all rounds."""
-    return (statistics.median(t for r in p["a"] for t in r), statistics.median(t for r in p["b"] for t in r))
+    return tuple(statistics.median(t for r in p[k] for t in r) for k in ("a", "b"))
 
 
 # What this process measured, by training configuration: counterparts run by
@@ -953,7 +948,8 @@ SEED_VARIANT = "seed 000 program: %s()"  # the suite's variants of a seed's prog
 SEED_TIMEOUT_S = 120
 
 
-# Programs started early (seed_program_start): which -> (Popen, its folder).
+# Programs started early (seed_program_start): which -> {"proc": its Popen,
+# "dir": its folder, "got": (exit code, timed out) once waited for, else None}.
 _SEED_STARTED = {}
 
 
@@ -995,7 +991,7 @@ def seed_program_start(which, go_file, device=0):
     env["MEMCLAIMS_SEED_PARENT"] = str(os.getpid())  # it ends, unrun, where this process ends first
     p = subproc.start([sys.executable, _seed_script(), d.name, "--only", which, "--go-file", go_file],
                       os.path.join(d.name, "log"), env)
-    _SEED_STARTED[which] = (p, d)
+    _SEED_STARTED[which] = {"proc": p, "dir": d, "got": None}
 
 
 def seed_programs_settle(keep, go_file):
@@ -1006,18 +1002,16 @@ def seed_programs_settle(keep, go_file):
     seed_program()."""
     import subproc  # noqa: E402
     for which in [w for w in _SEED_STARTED if w not in keep]:
-        p, d = _SEED_STARTED.pop(which)
-        if not isinstance(p, tuple):
-            subproc.stop(p.pid)
-            subproc.finish(p, SEED_TIMEOUT_S)
-        d.cleanup()
+        s = _SEED_STARTED.pop(which)
+        subproc.stop(s["proc"].pid)
+        subproc.finish(s["proc"], SEED_TIMEOUT_S)
+        s["dir"].cleanup()
     if not _SEED_STARTED:
         return
     with open(go_file, "w"):
         pass
-    for which, (p, d) in list(_SEED_STARTED.items()):
-        if not isinstance(p, tuple):
-            _SEED_STARTED[which] = (subproc.finish(p, SEED_TIMEOUT_S), d)
+    for s in _SEED_STARTED.values():
+        s["got"] = subproc.finish(s["proc"], SEED_TIMEOUT_S)
 
 
 def seed_program(args, which, funcs):
@@ -1029,13 +1023,12 @@ def seed_program(args, which, funcs):
     (returned, allocated after)}; raises where it failed."""
     import subproc  # noqa: E402 (beside's own module; only here)
     if which in _SEED_STARTED:
-        got, d = _SEED_STARTED.pop(which)
-        if not isinstance(got, tuple):  # started, not yet waited for
-            got = subproc.finish(got, SEED_TIMEOUT_S)
+        s = _SEED_STARTED.pop(which)
+        rc, timed_out = s["got"] or subproc.finish(s["proc"], SEED_TIMEOUT_S)
         try:
-            return _seed_result(which, funcs, got[0], got[1], d.name)
+            return _seed_result(which, funcs, rc, timed_out, s["dir"].name)
         finally:
-            d.cleanup()
+            s["dir"].cleanup()
     with tempfile.TemporaryDirectory() as d:
         rc, timed_out = subproc.run([sys.executable, _seed_script(), d, "--only", which],
                                     os.path.join(d, "log"), SEED_TIMEOUT_S, _seed_env(args.device))
