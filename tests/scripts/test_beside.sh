@@ -412,7 +412,7 @@ c = b.record(torch, key, make, 2, 3, "C07")
 d = b.record(torch, key, make, 2, 3, "C09", extra=lambda tr: 42)
 e = b.record(torch, key, make, 2, 3, "C13", extra=lambda tr: 7)
 print(a["again"], c["again"], c["by"], d["again"], d["extra"], d["by"], e["again"], e["extra"])' 2>&1 |
-       grep -v ': idle share: [0-9]* GPU activities, profile read in ')" \
+       grep -v ': idle share: [0-9]* GPU activities, profile read in \|: built in [0-9.]* s, [0-9]* steps in ')" \
     "False True C05 False 42 C09 True 42"
 
 # Between points, cuBLAS's workspaces go too (PyTorch keeps one a stream for

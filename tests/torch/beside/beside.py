@@ -168,7 +168,7 @@ class Rows:
         self.emit(variant, param, value, metric, unit, [], status, why)
         self.flush()
         self.failures.append((what, why))
-        print("beside/%s: %s: %s" % (self.key, what, why), file=sys.stderr)
+        log("beside/" + self.key, "%s: %s", what, why)
 
     def skipped(self, variant, param, value, metric, unit, what, why):
         """A point not measured (the time budget, or not needed): its row,
@@ -176,7 +176,7 @@ class Rows:
         self.emit(variant, param, value, metric, unit, [], "skipped", why)
         self.flush()
         self.skips.append((what, why))
-        print("beside/%s: %s: skipped: %s" % (self.key, what, why), file=sys.stderr)
+        log("beside/" + self.key, "%s: skipped: %s", what, why)
 
     def idle(self, variant, param, value, rec):
         """The gpu_idle_share row of a point whose record has one: the
@@ -360,8 +360,13 @@ def release(torch):
     torch.cuda.empty_cache()
 
 
+_T0 = time.monotonic()  # this process's start, for log()'s elapsed seconds
+
+
 def log(name, fmt, *args):
-    print("%s: %s" % (name, fmt % args if args else fmt), file=sys.stderr)
+    """One progress line on stderr, after the seconds since this process
+    began ("+12.3 s"): where a counterpart's time goes, read off its log."""
+    print("+%.1f s %s: %s" % (time.monotonic() - _T0, name, fmt % args if args else fmt), file=sys.stderr)
 
 
 # ---------------------------------------------------------------- the suite's CSV
@@ -483,7 +488,9 @@ def compare_steps(torch, name, make_a, make_b, warm, rec_a, rec_b):
     after the other (ratio_spread; how "one after the other")."""
     failed = False
     try:
+        t0 = time.monotonic()
         p = paired(torch, make_a, make_b, warm)
+        log(name, "interleaved: %d rounds in %.2f s", len(p["a"]), time.monotonic() - t0)
         r, lo, hi = paired_ratio(p)
         if r is not None:
             return (r, lo, hi) + paired_medians(p) + ("interleaved",)
@@ -525,16 +532,21 @@ def record(torch, key, make, warm, reps, by, profile=True, extra=None):
         return dict(_RECORDS[full], again=True)
     # (a record made without extra cannot give it: the training is gone, so
     # it is measured again, and the new record, with extra, is kept)
+    t_make = time.monotonic()
     tr = make()
     try:
+        t_steps = time.monotonic()
         got = steps(torch, tr, warm + reps)
         more = extra(tr) if extra else None
+        t_prof = time.monotonic()
         idle = None
         if profile:
             loss_host = torch.zeros(tr.cfg.accum, dtype=torch.float32).pin_memory()
             idle = idle_share(torch, lambda: tr.step(loss_host), profiled_steps(got[warm:]))
             if idle.get("read_s") is not None:
                 log(by, "idle share: %d GPU activities, profile read in %.2f s", idle["n"], idle["read_s"])
+        log(by, "built in %.2f s, %d steps in %.2f s, profile %.2f s", t_steps - t_make, warm + reps,
+            t_prof - t_steps, time.monotonic() - t_prof)
     finally:
         del tr
         release(torch)
