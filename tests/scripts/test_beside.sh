@@ -82,7 +82,27 @@ check_eq "a median of 13% whose steps reach 54% (run to run, the issue's C08): m
 check_eq "steps over the 50% edge: mixed, not launch-bound" "$(regime .45 .55 .48 .6 .52)" mixed
 check_eq "the clause says mixed with the spread" \
     "$(PYTHONPATH=$beside python3 -c "import beside as b; print(b.regime_clause(b.idle_of([.13, .54, .12, .50, .14])))")" \
-    "PyTorch's step is mixed (neither launch- nor GPU-bound for certain): its GPU is idle 14% (13%-50%) of a profiled step (median of 5, not timed ones)"
+    "PyTorch's step is mixed (neither launch- nor GPU-bound for certain): its GPU is idle 14% (13%-50%) of the step (GPU busy over 5 profiled steps against the timed ones)"
+# The idle share is of the unprofiled step: the profiled steps' GPU busy time
+# (the stand-in's 735 us a step, between its marker kernels) against the
+# timed steps' median, read alike from Kineto's list and the chrome trace.
+idle_by() {
+    PYTHONPATH=$stub:$beside python3 -c "
+import torch, beside as b
+$1
+r = b.idle_share(torch, lambda: None, 5, $2)
+print('%.4f %.4f %.4f %d' % (r['share'], r['lo'], r['hi'], len(r['shares'])) if r['share'] is not None else r['why'])"
+}
+check_eq "idle share = 1 - profiled busy / timed step: 735 us of 1 ms, 5 steps after one left out" \
+    "$(idle_by "" "[0.001] * 5")" "0.2650 0.2650 0.2650 5"
+check_eq "... the same from the chrome trace, where torch has no Kineto list" \
+    "$(idle_by "b.gpu_activities_of_kineto = lambda torch, prof: None" "[0.001] * 5")" "0.2650 0.2650 0.2650 5"
+check_eq "... a step timed faster than its GPU work (busy 735 us, step 0.7 ms): 0, not negative" \
+    "$(idle_by "" "[0.0007] * 5")" "0.0000 0.0000 0.0000 5"
+check_eq "... the timed steps' spread widens the share's (steps of 1 and 2 ms)" \
+    "$(idle_by "" "[0.001, 0.002, 0.001, 0.002, 0.0015]")" "0.5100 0.2650 0.6325 5"
+check_eq "... without the marker kernels: no share, and why" \
+    "$(idle_by "torch.cuda._sleep = lambda c: None" "[0.001] * 5")" "the profiler did not record the marker kernels between steps"
 spread() { PYTHONPATH=$beside python3 -c "import beside as b, sys; print(*('%.4g' % x for x in b.$1))"; }
 check_eq "the median's bootstrap spread of 1..5: 2 .. 4 (resampled medians' 10th, 90th percentile)" \
     "$(spread 'median_spread([1, 2, 3, 4, 5])')" "2 4"
@@ -147,13 +167,13 @@ for key in $counterparts; do
     check_eq "... one verdict-beside row: param verdict, one line under 300 characters" \
         "$(rows_awk '{ csv_split($0, f); if (f[4] == "verdict" && f[3] == "pytorch" && f[6] == "pytorch_beside" && f[14] == "ok" && length(f[15]) > 20 && length(f[15]) < 300) n++ } END { print n + 0 }' "$tmp/$key.rows")" 1
     if [[ " $profiled " == *" $key "* ]]; then
-        check_eq "... a gpu_idle_share row (ratio) beside every timed point, from the stand-in's profile (0.3033)" \
-            "$(rows_awk '{ csv_split($0, f); if (f[6] ~ /^(step|forward)_time$/ && f[14] == "ok") t++; if (f[6] == "gpu_idle_share" && f[7] == "ratio" && f[9] + 0 > 0.303 && f[9] + 0 < 0.304) g++ } END { print (t > 0 && t == g) ? "yes" : t " timed, " g " idle" }' "$tmp/$key.rows")" yes
+        check_eq "... a gpu_idle_share row (ratio) beside every timed point, from the stand-in's profile (1 - 735 us busy / 1 ms timed = 0.265)" \
+            "$(rows_awk '{ csv_split($0, f); if (f[6] ~ /^(step|forward)_time$/ && f[14] == "ok") t++; if (f[6] == "gpu_idle_share" && f[7] == "ratio" && f[9] + 0 > 0.264 && f[9] + 0 < 0.266) g++ } END { print (t > 0 && t == g) ? "yes" : t " timed, " g " idle" }' "$tmp/$key.rows")" yes
         [ "$key" = no_grad_eval ] || [ "$key" = optimizer_state ] ||
             check "... the verdict row's time ratio from the two trainings' steps in turn (interleaved)" \
                 grep -q "^$id,$key,pytorch,verdict,,pytorch_beside,.*interleaved)" "$tmp/$key.rows"
-        check "... the verdict row names the regime with the idle share, the profiled step apart from the timed" \
-            grep -q "^$id,$key,pytorch,verdict,,pytorch_beside,.*is partly launch-bound: its GPU is idle 30% of a profiled [a-z]* (median of 5, not timed ones)" "$tmp/$key.rows"
+        check "... the verdict row names the regime with the idle share: the profiled steps' GPU busy against the timed" \
+            grep -q "^$id,$key,pytorch,verdict,,pytorch_beside,.*is partly launch-bound: its GPU is idle 2[67]% of the [a-z]* (GPU busy over 5 profiled [a-z]*s against the timed ones)" "$tmp/$key.rows"
     fi
     # Given the suite's CSV: its points, and its figures in the summaries.
     PYTHONPATH=$stub python3 "$beside/$key.py" --suite-csv "$fixtures/$key.csv" --csv-header "$header" \

@@ -110,7 +110,7 @@ def measure(torch, ngr, wl, B, mode, args, dev):
             stop.synchronize()
             if i >= args.warmup:
                 times.append(start.elapsed_time(stop) * 1e-3)
-        idle = b.idle_share(torch, forward)
+        idle = b.idle_share(torch, forward, step_times=times)
     finally:
         del model
     return fig, times, idle

@@ -298,7 +298,7 @@ _C = types.SimpleNamespace(_cuda_clearCublasWorkspaces=lambda: _cleared.__setite
                                                                                    _cleared["workspaces"] + 1))
 
 cuda = types.SimpleNamespace(
-    OutOfMemoryError=OutOfMemoryError, empty_cache=lambda: None, _sleep=lambda cycles: None,
+    OutOfMemoryError=OutOfMemoryError, empty_cache=lambda: None, _sleep=lambda cycles: _spin(cycles),
     is_available=lambda: not os.environ.get("STUB_NO_CUDA"), device_count=lambda: 1,
     set_device=lambda d: None, init=lambda: None, synchronize=lambda *a: None, Event=_Event, Stream=_Stream,
     stream=_stream, current_stream=lambda *a: _streams[-1],
@@ -471,7 +471,7 @@ def _save_on_cpu(pin_memory=False, device_type="cuda"):
     return _saved_tensors_hooks(lambda t: t.cpu(), lambda t: t.to("cuda", non_blocking=pin_memory))
 
 
-autograd = _module("autograd", __path__=[])
+autograd = _module("autograd", __path__=[], DeviceType=types.SimpleNamespace(CPU="cpu", CUDA="cuda"))
 autograd.graph = _module("autograd.graph", saved_tensors_hooks=_saved_tensors_hooks, save_on_cpu=_save_on_cpu)
 
 
@@ -538,18 +538,31 @@ _PROFILE_TRACE = [
 ]
 
 
-_STEP_US = 10000.0  # a record_function's step on the stand-in's timeline: one step's trace every 10 ms
+_STEP_US = 10000.0  # a step on the stand-in's timeline: one step's trace every 10 ms
 _PROFILING = []     # the profile open now
+_SPIN = ("ph", "X", "cat", "kernel", "name", "at::cuda::(anonymous namespace)::spin_kernel(long)")
+
+
+def _spin(cycles):
+    """torch.cuda._sleep: a spin kernel; in a profile, a marker between steps."""
+    if _PROFILING:
+        _PROFILING[-1].spins += 1
 
 
 class _Profile:
-    """Its trace: _PROFILE_TRACE; or, where record_functions ran inside it,
-    one copy of it a record_function, 10 ms apart, each inside a
-    user_annotation event of that name (as PyTorch's trace marks them)."""
+    """Its trace: _PROFILE_TRACE; or, where torch.cuda._sleep's spin kernels
+    ran inside it, a spin kernel every 10 ms with one copy of it after each
+    but the last (the steps between them); or, where record_functions ran
+    inside it, one copy a record_function, 10 ms apart, each inside a
+    user_annotation event of that name (as PyTorch's trace marks them).
+    Its events are also Kineto's list (prof.profiler.kineto_results)."""
 
     def __init__(self, activities=None, **kw):
         self.activities = activities
         self.steps = []
+        self.spins = 0
+        self.profiler = types.SimpleNamespace(kineto_results=types.SimpleNamespace(
+            events=lambda: [_KinetoEvent(e) for e in self.trace_events()]))
 
     def __enter__(self):
         _PROFILING.append(self)
@@ -559,15 +572,46 @@ class _Profile:
         _PROFILING.remove(self)
         return False
 
-    def export_chrome_trace(self, path):
+    def trace_events(self):
+        if self.spins:
+            events = []
+            for i in range(self.spins):
+                t0 = i * _STEP_US
+                events.append(dict(zip(_SPIN[0::2], _SPIN[1::2]), pid=0, tid=7, ts=t0, dur=1.0))
+                if i + 1 < self.spins:
+                    events += [dict(e, ts=e["ts"] + t0 + 10.0) for e in _PROFILE_TRACE]
+            return events
         events = list(_PROFILE_TRACE) if not self.steps else []
         for i, name in enumerate(self.steps):
             t0 = i * _STEP_US
             events += [dict(e, ts=e["ts"] + t0) for e in _PROFILE_TRACE]
             events.append({"ph": "X", "cat": "user_annotation", "name": name, "pid": 0, "tid": 1,
                            "ts": t0, "dur": _STEP_US - 1.0})
+        return events
+
+    def export_chrome_trace(self, path):
         with open(path, "w") as f:
-            json.dump({"traceEvents": events}, f)
+            json.dump({"traceEvents": self.trace_events()}, f)
+
+
+class _KinetoEvent:
+    """One event of Kineto's list: a GPU activity's device type is CUDA."""
+
+    def __init__(self, e):
+        self.e = e
+
+    def device_type(self):
+        gpu = self.e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+        return autograd.DeviceType.CUDA if gpu else autograd.DeviceType.CPU
+
+    def name(self):
+        return self.e.get("name", "")
+
+    def start_ns(self):
+        return int(round(float(self.e.get("ts", 0)) * 1000))
+
+    def duration_ns(self):
+        return int(round(float(self.e.get("dur", 0)) * 1000))
 
 
 class _RecordFunction:
