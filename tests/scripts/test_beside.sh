@@ -921,6 +921,19 @@ check_eq "... the go file names C01 alone: exit 0, c01's program ran, c07's was 
 check_eq "... C01's rows from the program started early" \
     "$(grep -c '^C01,del_empty_cache,pytorch:seed 000 program: [a-z]*(),,,seed_program,bytes,1,' "$tmp/goout/del_empty_cache.rows")" 2
 check_eq "... and no process of it left" "$(pgrep -f "$tmp/seed_go.py" | wc -l)" 0
+# run_many's own CUDA context is made while the programs run (it times
+# nothing): after their go file, before they are waited for.
+check_eq "seed_programs_settle: meanwhile() after the programs' go file, before they are waited for" \
+    "$(cd "$beside" && PYTHONPATH=$stub python3 -c '
+import os, sys, beside as b, subproc
+order = []
+subproc.finish = lambda proc, t: order.append("waited") or (0, False)
+b._SEED_STARTED["c07"] = {"proc": None, "dir": None, "got": None}
+go = sys.argv[1]
+b.seed_programs_settle({"c07"}, go, lambda: order.append("context, go file there: %s" % os.path.exists(go)))
+b._SEED_STARTED.clear()
+b.seed_programs_settle(set(), go + ".none", lambda: order.append("context, no program"))
+print("; ".join(order))' "$tmp/settle.go")" "context, go file there: True; waited; context, no program"
 # A program started early whose starter ends before the go file (run-all
 # stopped while its experiments ran) ends too, unrun, not left waiting.
 mkdir -p "$tmp/orphan"

@@ -1015,12 +1015,13 @@ def seed_program_start(which, go_file, device=0):
     _SEED_STARTED[which] = {"proc": p, "dir": d, "got": None}
 
 
-def seed_programs_settle(keep, go_file):
+def seed_programs_settle(keep, go_file, meanwhile=None):
     """After run-all's go file: those started early whose program is not in
     keep are stopped unrun; then go_file (theirs) is written, and the
     others run and are waited for (SEED_TIMEOUT_S each), so that none runs
-    beside a counterpart's timed steps. Their results stay for
-    seed_program()."""
+    beside a counterpart's timed steps; meanwhile(), where given, is called
+    while they run (what times nothing: this process's CUDA context).
+    Their results stay for seed_program()."""
     import subproc  # noqa: E402
     for which in [w for w in _SEED_STARTED if w not in keep]:
         s = _SEED_STARTED.pop(which)
@@ -1028,9 +1029,13 @@ def seed_programs_settle(keep, go_file):
         subproc.finish(s["proc"], SEED_TIMEOUT_S)
         s["dir"].cleanup()
     if not _SEED_STARTED:
+        if meanwhile:
+            meanwhile()
         return
     with open(go_file, "w"):
         pass
+    if meanwhile:
+        meanwhile()
     for s in _SEED_STARTED.values():
         s["got"] = subproc.finish(s["proc"], SEED_TIMEOUT_S)
 

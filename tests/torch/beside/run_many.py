@@ -50,7 +50,8 @@ only, and nothing of it touches the GPU while the suite measures. Seed
 own) are started then too: they import torch and wait; once F exists,
 one whose claim F's keys leave out is stopped unrun, the others run
 (F.seeds, written here, lets them) and are waited for before the first
-counterpart, so none runs beside a timed step.
+counterpart, so none runs beside a timed step; this process makes its
+CUDA context while they run.
 
 A counterpart may run commands (sharded_training.py runs torchrun through
 subproc.py, each in a session of its own): past --timeout-s, or on
@@ -167,6 +168,14 @@ class Watchdog:
                     self.progress.flush()
                     self.subproc.stop_all()
                     os._exit(124)
+
+
+def cuda_init(torch):
+    """The CUDA context, where torch sees a device (once: a second call
+    does nothing); no error here (main() says why it waives)."""
+    with contextlib.suppress(Exception):
+        if torch.cuda.is_available():
+            torch.cuda.init()
 
 
 def cuda_answers(torch):
@@ -288,9 +297,10 @@ def main(argv=None):
     import subproc
     if a.go_file:
         a.budget_s, a.keys = wait_for_go(a.go_file, a.budget_s, a.keys)
-        # before any counterpart: none of them runs beside a timed step
+        # before any counterpart: none of them runs beside a timed step;
+        # this process's CUDA context is made while they run (~1 s)
         beside.seed_programs_settle({SEED_PROGRAM_OF[k] for k in a.keys if k in SEED_PROGRAM_OF},
-                                    a.go_file + ".seeds")
+                                    a.go_file + ".seeds", lambda: cuda_init(torch) if a.keys else None)
         with contextlib.suppress(OSError):
             os.remove(a.go_file + ".seeds")
         if not a.keys:
@@ -298,7 +308,7 @@ def main(argv=None):
     if not torch.cuda.is_available():
         print("run_many: torch %s sees no CUDA device: waived" % torch.__version__, file=sys.stderr)
         return 77
-    torch.cuda.init()
+    cuda_init(torch)
     dog = Watchdog(progress, a.timeout_s, subproc)
     t0 = time.monotonic()
     done = []
