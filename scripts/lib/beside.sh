@@ -94,6 +94,15 @@ csv_field() {
 # suite used, or has no NCCL) adds one of status skipped, with its reason.
 # Its log goes to logs/KEY.pytorch.log; one console line, one line of
 # logs/pytorch.tsv.
+# beside_timeline FILE T_GO: FILE's "EPOCH<TAB>WHAT" lines (run_many.py's
+# Timeline, and the go file and each runner's exit from here) as "SECONDS
+# since T_GO<TAB>WHAT", in time order (ties as written): where the PyTorch part's time went
+# outside its counterparts (logs/pytorch-timeline.tsv).
+beside_timeline() {
+    [ -f "$1" ] || return 0
+    sort -s -t "$(printf '\t')" -k1,1g "$1" | awk -F'\t' -v t0="$2" '{ printf "%.1f\t%s\n", $1 - t0, $2 }'
+}
+
 beside_append() {
     local id=$1 key=$2 state=$3 rc=$4 secs=$5 rows=$6 src_log=$7
     local csv=$run/$2.csv log=$run/logs/$2.pytorch.log note kept nfail dropped row_status=failed
@@ -202,6 +211,7 @@ beside_run_all() {
     fi
     mkdir -p "$tmpd" || return 0
     t_go=$(date +%s.%N)
+    printf '%s\tgo file written\n' "$t_go" >> "$tmpd/timeline.tsv"
     if [ -n "$early" ]; then  # the budget, then the claims to measure
         { beside_budget; printf '%s\n' "${left[*]}"; } > "$pt_go.tmp" && mv -f "$pt_go.tmp" "$pt_go"
     fi
@@ -215,6 +225,7 @@ beside_run_all() {
         n0=${#left[@]}
         wait "$pt_child"
         rc=$?
+        printf '%s\trunner exited (exit %s)\n' "$(date +%s.%N)" "$rc" >> "$tmpd/timeline.tsv"
         pt_child=""
         started=""
         done_s=0
@@ -249,6 +260,8 @@ beside_run_all() {
             left=()
         fi
     done
+    # (none where nothing was measured: torch not there after all)
+    [ -f "$run/logs/pytorch.tsv" ] && beside_timeline "$tmpd/timeline.tsv" "$t_go" > "$run/logs/pytorch-timeline.tsv"
     rm -rf "$tmpd"
     [ -s "$run/logs/pytorch-runner.log" ] || rm -f "$run/logs/pytorch-runner.log"
     pt_seconds=$(awk -v a="$t_go" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')

@@ -553,6 +553,11 @@ MEMCLAIMS_PYTORCH_TARGET_S=0 PYTHONPATH=$tmp/slow run_all "$tmp/auto0" --only C0
 check_eq "auto budget, target already passed: exit 0, C05's seed point measured (3 precisions), others skipped in rows" \
     "$rc:$(grep -c '^C05,mixed_precision,pytorch:[a-z_0-9]*,batch,[0-9]*,peak_allocated,bytes,1,' "$r/mixed_precision.csv" | awk '{ print ($1 >= 3 && $1 < 45) ? "3+" : $1 }'):$(grep -c ',peak_allocated,bytes,0,,,,,,skipped,"not measured: run-all.s time budget' "$r/mixed_precision.csv" | awk '{ print ($1 > 0 ? "some" : "none") }')" 0:3+:some
 check "... logs/run-all.tsv gives the counterparts' wall time" grep -Eq '^pytorch_seconds	[0-9]+\.[0-9]$' "$r/logs/run-all.tsv"
+check_eq "... logs/pytorch-timeline.tsv: the go file at 0, the phases in time order, the runner's exit last" \
+    "$(awk -F'\t' '{ sub(/ (start|ran)$/, " *", $2); print $2 }' "$r/logs/pytorch-timeline.tsv" | uniq | tr '\n' ';')" \
+    "go file written;go file read;seed 000's programs settled, CUDA context made meanwhile;CUDA context;mixed_precision *;main returns;runner exited (exit 0);"
+check "... its seconds since the go file, rising" \
+    awk -F'\t' 'NR == 1 && $1 != "0.0" { exit 1 } $1 + 0 < last { exit 1 } { last = $1 + 0 }' "$r/logs/pytorch-timeline.tsv"
 PYTHONPATH=$tmp/slow run_all "$tmp/auto170" --only C05
 check_eq "auto budget within the default target: every point measured" \
     "$rc:$(grep -c ',skipped,' "$r/mixed_precision.csv")" 0:0

@@ -12,7 +12,8 @@ For each KEY (default: every KEY.py here whose RUN/KEY.csv exists), in the
 order of SHARE below, its module's main() is called with --suite-csv RUN/KEY.csv
 and --csv-header (that CSV's first line), --quick as given, and --budget-s
 (its share of S, below); what it prints goes to DIR/KEY.rows (its rows) and
-DIR/KEY.log (its progress), and DIR/progress.tsv gets "KEY<TAB>start" when
+DIR/KEY.log (its progress), DIR/timeline.tsv when it passed each phase
+(Timeline), and DIR/progress.tsv gets "KEY<TAB>start" when
 it starts and "KEY<TAB>STATE<TAB>CODE<TAB>SECONDS" when it ends: STATE ran
 (main returned 0), waived (77), failed (any other code, or an exception:
 its last line in the log). A key that runs past --timeout-s (default 300)
@@ -278,6 +279,21 @@ def keep_compile_caches(environ):
     return environ["TORCHINDUCTOR_CACHE_DIR"]
 
 
+class Timeline:
+    """DIR/timeline.tsv: "EPOCH_SECONDS<TAB>WHAT" when this process passes
+    each phase (the go file read, seed 000's programs settled, the CUDA
+    context, each key's start and end, the end of main), appended, one
+    line each, flushed: run-all writes them as seconds since its go file in
+    logs/pytorch-timeline.tsv, so that where the PyTorch part's time goes
+    outside the counterparts shows."""
+
+    def __init__(self, folder):
+        self.f = open(os.path.join(folder, "timeline.tsv"), "a", buffering=1)
+
+    def mark(self, what):
+        self.f.write("%.3f\t%s\n" % (time.time(), what))
+
+
 def main(argv=None):
     a = parse(sys.argv[1:] if argv is None else argv)
     if HERE not in sys.path:
@@ -285,6 +301,7 @@ def main(argv=None):
     keep_compile_caches(os.environ)  # before torch's import reads it
     import beside  # sets TEARDOWN_CUPTI before torch's import (beside.py says why)
     progress = open(os.path.join(a.out, "progress.tsv"), "a")
+    timeline = Timeline(a.out)
     if a.go_file:  # seed 000's programs import torch now too, beside this process
         for key in a.keys:
             if key in SEED_PROGRAM_OF and not (a.quick and key in SEED_PROGRAM_FULL_ONLY):
@@ -297,10 +314,12 @@ def main(argv=None):
     import subproc
     if a.go_file:
         a.budget_s, a.keys = wait_for_go(a.go_file, a.budget_s, a.keys)
+        timeline.mark("go file read")
         # before any counterpart: none of them runs beside a timed step;
         # this process's CUDA context is made while they run (~1 s)
         beside.seed_programs_settle({SEED_PROGRAM_OF[k] for k in a.keys if k in SEED_PROGRAM_OF},
                                     a.go_file + ".seeds", lambda: cuda_init(torch) if a.keys else None)
+        timeline.mark("seed 000's programs settled, CUDA context made meanwhile")
         with contextlib.suppress(OSError):
             os.remove(a.go_file + ".seeds")
         if not a.keys:
@@ -309,6 +328,7 @@ def main(argv=None):
         print("run_many: torch %s sees no CUDA device: waived" % torch.__version__, file=sys.stderr)
         return 77
     cuda_init(torch)
+    timeline.mark("CUDA context")
     dog = Watchdog(progress, a.timeout_s, subproc)
     t0 = time.monotonic()
     done = []
@@ -318,6 +338,7 @@ def main(argv=None):
         progress.flush()
         gc.collect()
         gc.freeze()  # what outlived the last key (modules, caches): out of the collector's way
+        timeline.mark("%s start" % key)
         k0 = time.monotonic()
         dog.arm(key)
         state, code = run_key(key, a, allow)
@@ -328,11 +349,13 @@ def main(argv=None):
                 f.write("exit %d\n" % code)
         progress.write("%s\t%s\t%d\t%.1f\n" % (key, state, code, secs))
         progress.flush()
+        timeline.mark("%s %s" % (key, state))
         if not (key in MULTI_GPU and state == "waived"):  # one that waived at once takes no share
             done.append(key)
         if not cuda_answers(torch):
             print("run_many: CUDA stopped answering after %s: the rest in a new process" % key, file=sys.stderr)
             return 3
+    timeline.mark("main returns")
     return 0
 
 
