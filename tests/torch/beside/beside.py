@@ -664,10 +664,10 @@ def idle_share(torch, fn, steps=IDLE_STEPS, step_times=None):
     spread (ratio_spread of the busy times and step_times).
 
     Why not the profiled step's own span: the profiler slows the host, not
-    the GPU. On an H200 seed 000's step (29-31 ms unprofiled, 28 ms of GPU
+    the GPU. On an H200 seed 000's step (29-36 ms unprofiled, 28 ms of GPU
     work) took 58-68 ms with CPU and CUDA activities profiled, its GPU idle
-    50-66% of that, and 40-50 ms with CUDA activities alone, idle 29-45%:
-    the profiler made a step that keeps its GPU ~93% busy read
+    45-66% of that, and 40-54 ms with CUDA activities alone, idle 27-45%:
+    the profiler made a step that keeps its GPU 78-97% busy read
     launch-bound. A kernel's duration is the GPU's own clock, which the
     host's slowdown does not touch.
 
