@@ -96,7 +96,7 @@ print('%.4f %.4f %.4f %d' % (r['share'], r['lo'], r['hi'], len(r['shares'])) if 
 check_eq "idle share = 1 - profiled busy / timed step: 735 us of 1 ms, 5 steps after one left out" \
     "$(idle_by "" "[0.001] * 5")" "0.2650 0.2650 0.2650 5"
 check_eq "... the same from the chrome trace, where torch has no Kineto list" \
-    "$(idle_by "b.gpu_activities_of_kineto = lambda torch, prof: None" "[0.001] * 5")" "0.2650 0.2650 0.2650 5"
+    "$(idle_by "import beside_idle; beside_idle.gpu_activities_of_kineto = lambda torch, prof: None" "[0.001] * 5")" "0.2650 0.2650 0.2650 5"
 check_eq "... a step timed faster than its GPU work (busy 735 us, step 0.7 ms): 0, not negative" \
     "$(idle_by "" "[0.0007] * 5")" "0.0000 0.0000 0.0000 5"
 check_eq "... the timed steps' spread widens the share's (steps of 1 and 2 ms)" \
@@ -930,14 +930,14 @@ check_eq "... and no process of it left" "$(pgrep -f "$tmp/seed_go.py" | wc -l)"
 # nothing): after their go file, before they are waited for.
 check_eq "seed_programs_settle: meanwhile() after the programs' go file, before they are waited for" \
     "$(cd "$beside" && PYTHONPATH=$stub python3 -c '
-import os, sys, beside as b, subproc
+import os, sys, beside_seeds, subproc
 order = []
 subproc.finish = lambda proc, t: order.append("waited") or (0, False)
-b._SEED_STARTED["c07"] = {"proc": None, "dir": None, "got": None}
+beside_seeds._SEED_STARTED["c07"] = {"proc": None, "dir": None, "got": None}
 go = sys.argv[1]
-b.seed_programs_settle({"c07"}, go, lambda: order.append("context, go file there: %s" % os.path.exists(go)))
-b._SEED_STARTED.clear()
-b.seed_programs_settle(set(), go + ".none", lambda: order.append("context, no program"))
+beside_seeds.seed_programs_settle({"c07"}, go, lambda: order.append("context, go file there: %s" % os.path.exists(go)))
+beside_seeds._SEED_STARTED.clear()
+beside_seeds.seed_programs_settle(set(), go + ".none", lambda: order.append("context, no program"))
 print("; ".join(order))' "$tmp/settle.go")" "context, go file there: True; waited; context, no program"
 # A program started early whose starter ends before the go file (run-all
 # stopped while its experiments ran) ends too, unrun, not left waiting.

@@ -1,4 +1,8 @@
-"""beside.py: what the PyTorch counterparts in tests/torch/beside/ share.
+"""beside.py: what the PyTorch counterparts in tests/torch/beside/ share
+(their rows, options, training steps, records and sentences; the GPU's
+idle share is beside_idle.py's, the bootstrap spreads beside_spread.py's,
+seed 000's programs beside_seeds.py's, and each counterpart calls them
+through here too).
 Each KEY.py measures with PyTorch what the suite's experiment KEY measures,
 on the same shapes, and prints its figures as rows of that experiment's own
 CSV. scripts/run-all runs them all, after the suite, in one process
@@ -75,11 +79,15 @@ import csv
 import gc
 import math
 import os
-import random
 import statistics
 import sys
-import tempfile
 import time
+
+# The parts of their own (what the counterparts call as b.NAME comes from here too)
+from beside_idle import idle_of, idle_share, launch_bound, profiled_steps, regime, regime_clause  # noqa: F401
+from beside_refs import reason, reference_module  # noqa: F401
+from beside_seeds import seed_program
+from beside_spread import median_spread, noise, percentile, ratio_spread, rounds_spread, with_spread  # noqa: F401
 
 # Kineto leaves CUPTI attached after a torch.profiler session unless
 # TEARDOWN_CUPTI is 1 (pytorch/pytorch#144455): on an H200, seed 000's
@@ -338,12 +346,6 @@ def is_oom(torch, e):
     return (oom is not None and isinstance(e, oom)) or "out of memory" in str(e)
 
 
-def reason(e):
-    """An exception in one line: its type and the first line of its message."""
-    msg = str(e).strip().split("\n")[0][:200]
-    return "%s: %s" % (type(e).__name__, msg) if msg else type(e).__name__
-
-
 def release(torch):
     """Frees what a point left: Python's cycles (then freezes what outlived
     them: modules imported since, such as Dynamo's on the first optimizer's
@@ -571,212 +573,6 @@ def shared_note(rec, note):
                    else "")
 
 
-# ---------------------------------------------------------------- the GPU's idle share
-
-def gpu_activities_of_kineto(torch, prof):
-    """[(name, start, end)] in s of the GPU activities (kernels, memcpys,
-    memsets) of a torch.profiler session, from Kineto's own event list
-    (prof.profiler.kineto_results: C++ objects, no trace file): ~0.06 s for
-    a seed 000 step's 15,000 events on an H200's host, against ~0.2-0.6 s
-    for its chrome trace written and parsed. None where this torch has no
-    such list (the chrome trace is read instead)."""
-    try:
-        events = prof.profiler.kineto_results.events()
-        cuda = torch.autograd.DeviceType.CUDA
-    except Exception:  # noqa: BLE001 (a private API: the trace stands in)
-        return None
-    out = []
-    for e in events:
-        if e.device_type() == cuda and e.duration_ns() > 0:
-            out.append((e.name(), e.start_ns() * 1e-9, (e.start_ns() + e.duration_ns()) * 1e-9))
-    return out
-
-
-def gpu_activities_of_trace(trace):
-    """[(name, start, end)] in s of the kernels, memcpys and memsets of a
-    chrome trace (tests/torch/profile_reference.py's GPU_CATEGORIES)."""
-    cats = reference_module("profile_reference").GPU_CATEGORIES
-    events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
-    return [(str(e.get("name", "")), float(e.get("ts", 0)) * 1e-6,
-             (float(e.get("ts", 0)) + float(e.get("dur", 0))) * 1e-6)
-            for e in events if e.get("ph") == "X" and str(e.get("cat", "")).lower() in cats
-            and float(e.get("dur", 0)) > 0]
-
-
-def busy_of(intervals):
-    """(span, busy) in s: first start to last end, and the length of the
-    union of the intervals within it."""
-    if not intervals:
-        return 0.0, 0.0
-    iv = sorted(intervals)
-    busy, cur_s, cur_e = 0.0, iv[0][0], iv[0][1]
-    for s, e in iv[1:]:
-        if s > cur_e:
-            busy += cur_e - cur_s
-            cur_s, cur_e = s, e
-        else:
-            cur_e = max(cur_e, e)
-    busy += cur_e - cur_s
-    return max(e for _, e in iv) - iv[0][0], busy
-
-
-IDLE_STEPS = 5  # profiled steps per point whose busy times are its row (after one left out)
-IDLE_MIN_STEPS, IDLE_BUDGET_S = 3, 1.0  # fewer, down to 3, where 5 steps would take over 1 s
-
-
-def profiled_steps(timed_steps):
-    """How many steps to profile after timed_steps ([(time in s, ...)]):
-    IDLE_STEPS, or fewer where they would take over IDLE_BUDGET_S (a slow
-    step's busy time varies little), never fewer than IDLE_MIN_STEPS."""
-    t = statistics.median(g[0] for g in timed_steps) if timed_steps else 0.0
-    return IDLE_STEPS if t <= 0 else max(IDLE_MIN_STEPS, min(IDLE_STEPS, int(IDLE_BUDGET_S / t)))
-
-
-MARK_CYCLES = 1000   # the marker kernel between profiled steps: torch.cuda._sleep's spin, ~0.5 us
-MARK_NAME = "spin_kernel"  # its name in the profile (at::cuda::(anonymous namespace)::spin_kernel(long))
-
-
-def split_at_marks(activities):
-    """The (start, end) intervals of each profiled step, in order: the GPU
-    activities between one marker kernel and the next (each step is
-    launched after a marker and ends with a synchronize, so none of its work
-    crosses the next marker)."""
-    steps, cur = [], None
-    for name, s, e in sorted(activities, key=lambda a: a[1]):
-        if MARK_NAME in name:
-            if cur is not None:
-                steps.append(cur)
-            cur = []
-        elif cur is not None:
-            cur.append((s, e))
-    return steps
-
-
-def idle_share(torch, fn, steps=IDLE_STEPS, step_times=None):
-    """The share of a step the GPU has nothing to run, from its busy time
-    under torch.profiler against its time unprofiled: fn() (one step)
-    1 + steps times under torch.profiler with CUDA activities only, each
-    after a marker kernel and ending with a synchronize, the first left out
-    (the profiler's start slows it); per step its GPU busy time (the union
-    of its kernels, memcpys and memsets); then share = 1 - median busy /
-    median of step_times (the timed steps, CUDA events, no profiler; the
-    profiled steps' own spans where none are given), at least 0, with its
-    spread (ratio_spread of the busy times and step_times).
-
-    Why not the profiled step's own span: the profiler slows the host, not
-    the GPU. On an H200 seed 000's step (29-36 ms unprofiled, 28 ms of GPU
-    work) took 58-68 ms with CPU and CUDA activities profiled, its GPU idle
-    45-66% of that, and 40-54 ms with CUDA activities alone, idle 27-45%:
-    the profiler made a step that keeps its GPU 78-97% busy read
-    launch-bound. A kernel's duration is the GPU's own clock, which the
-    host's slowdown does not touch.
-
-    Returns {share, shares (1 - busy_i / median step, per profiled step),
-    lo, hi, busy_s, span_s (medians, profiled), step_s (the median step
-    time the share is of), n (GPU activities), read_s (seconds spent
-    reading the profile)}, or {share: None, why} where the profiler gave
-    none or failed (the step's figures stand)."""
-    try:
-        from torch.profiler import ProfilerActivity, profile
-        torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(1 + steps):
-                torch.cuda._sleep(MARK_CYCLES)
-                fn()
-                torch.cuda.synchronize()
-            torch.cuda._sleep(MARK_CYCLES)
-            torch.cuda.synchronize()
-        t_read = time.perf_counter()
-        acts = gpu_activities_of_kineto(torch, prof)
-        if not acts:
-            acts = gpu_activities_of_trace(reference_module("profile_reference").chrome_trace(prof))
-        read_s = time.perf_counter() - t_read
-        split = split_at_marks(acts)
-        if len(split) < 2:
-            return {"share": None, "why": "the profiler did not record the marker kernels between steps"}
-        got = [busy_of(x) for x in split[1:]]
-        got = [(span, busy) for span, busy in got if span > 0]
-        if not got:
-            return {"share": None, "why": "the profiler recorded no GPU activity"}
-        busy = [g[1] for g in got]
-        times = [t for t in (step_times or []) if t > 0] or [g[0] for g in got]
-        r, lo, hi = ratio_spread(busy, times)
-        t_step = statistics.median(times)
-        return {"share": max(0.0, 1.0 - r), "shares": [max(0.0, 1.0 - x / t_step) for x in busy],
-                "lo": max(0.0, 1.0 - hi), "hi": max(0.0, 1.0 - lo),
-                "span_s": statistics.median(g[0] for g in got), "busy_s": statistics.median(busy),
-                "step_s": t_step, "n": len(acts) - 2 - steps, "read_s": read_s}
-    except Exception as e:  # the profiler is extra: its failure leaves the figures as they are
-        return {"share": None, "why": reason(e)}
-
-
-# ---------------------------------------------------------------- the median's spread
-
-MEDIAN_RESAMPLES = 2000  # as common/band.h's MC_BAND_RESAMPLES
-SPREAD_LOW, SPREAD_HIGH = 10.0, 90.0  # percentiles of the resampled medians (MC_BAND_LOW/HIGH_PCT)
-
-
-def _resampled_medians(xs, rng):
-    n = len(xs)
-    return [statistics.median(xs[rng.randrange(n)] for _ in range(n)) for _ in range(MEDIAN_RESAMPLES)]
-
-
-def median_spread(xs):
-    """(lo, hi): the 10th and 90th percentiles of the median of xs over
-    MEDIAN_RESAMPLES bootstrap resamples (a fixed seed: the same samples
-    give the same spread); (x, x) for one sample."""
-    xs = [float(x) for x in xs]
-    if len(xs) < 2:
-        return (xs[0], xs[0]) if xs else (None, None)
-    meds = _resampled_medians(xs, random.Random(0x6D63))
-    return percentile(meds, SPREAD_LOW), percentile(meds, SPREAD_HIGH)
-
-
-def ratio_spread(num, den):
-    """median(num) / median(den) and its spread (lo, hi): each side
-    resampled on its own, as mc_band_ratio_of. (None, None, None) where a
-    side has no samples or a zero median."""
-    num, den = [float(x) for x in num], [float(x) for x in den]
-    if not num or not den or statistics.median(den) == 0:
-        return None, None, None
-    rng = random.Random(0x6D64)
-    a = _resampled_medians(num, rng) if len(num) > 1 else [num[0]] * MEDIAN_RESAMPLES
-    d = _resampled_medians(den, rng) if len(den) > 1 else [den[0]] * MEDIAN_RESAMPLES
-    r = [x / y for x, y in zip(a, d) if y != 0]
-    return statistics.median(num) / statistics.median(den), percentile(r, SPREAD_LOW), percentile(r, SPREAD_HIGH)
-
-
-def rounds_spread(fn, n):
-    """(lo, hi): the 10th and 90th percentiles of fn(indices) over
-    MEDIAN_RESAMPLES resamples of n rounds' indices with replacement (a
-    figure made of several series measured round by round, kept together:
-    C14's overlap from its serial and double-buffered rounds); (None, None)
-    without rounds."""
-    if n < 1:
-        return None, None
-    rng = random.Random(0x6D66)
-    got = [fn([rng.randrange(n) for _ in range(n)]) for _ in range(MEDIAN_RESAMPLES)]
-    return percentile(got, SPREAD_LOW), percentile(got, SPREAD_HIGH)
-
-
-def with_spread(value, lo, hi, fmt):
-    """"1.08x (0.97-1.15)"-style: value by fmt, then its spread where it has one."""
-    if value is None:
-        return "-"
-    if lo is None or hi is None or fmt(lo) == fmt(hi):
-        return fmt(value)
-    return "%s (%s-%s)" % (fmt(value), fmt(lo), fmt(hi))
-
-
-def reference_module(name):
-    """tests/torch/NAME.py (mlp_reference, transformer_reference), imported."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    parent = os.path.dirname(here)
-    if parent not in sys.path:
-        sys.path.insert(1, parent)
-    return __import__(name)
-
-
 # ---------------------------------------------------------------- text
 
 def fig_list(xs, fmt):
@@ -840,55 +636,6 @@ def peaks_line(pairs, what="peak allocated"):
 
 # ---------------------------------------------------------------- the verdict row
 
-LAUNCH_BOUND, GPU_BOUND = 0.5, 0.2  # idle share at or above / at or below
-MIXED = "mixed"
-
-
-def regime(idle):
-    """Where the spread of the median idle share (idle_share's lo .. hi)
-    lies: "launch-bound" (lo >= LAUNCH_BOUND), "GPU-bound" (hi <=
-    GPU_BOUND), "partly launch-bound" (wholly between), else "mixed" (it
-    straddles an edge: the profiled steps decide nothing); None without a
-    measured share."""
-    share = idle.get("share") if idle else None
-    if share is None:
-        return None
-    lo, hi = idle.get("lo", share), idle.get("hi", share)
-    if lo >= LAUNCH_BOUND:
-        return "launch-bound"
-    if hi <= GPU_BOUND:
-        return "GPU-bound"
-    if lo > GPU_BOUND and hi < LAUNCH_BOUND:
-        return "partly launch-bound"
-    return MIXED
-
-
-def idle_of(shares):
-    """idle_share's dict of the given per-step shares (tests, by hand)."""
-    lo, hi = median_spread(shares)
-    return {"share": statistics.median(shares), "shares": list(shares), "lo": lo, "hi": hi}
-
-
-def launch_bound(idle):
-    """Whether the spread establishes that launches hold the step back
-    (launch-bound or partly): the cause a sentence may then give."""
-    return regime(idle) in ("launch-bound", "partly launch-bound")
-
-
-def regime_clause(idle, what="PyTorch's step", unit="step"):
-    """"PyTorch's step is launch-bound: its GPU is idle 62% (58-66%) of the
-    step (GPU busy over 5 profiled steps against the timed ones)", "... is
-    mixed: ...", or "" without a measured idle share."""
-    r = regime(idle)
-    if r is None:
-        return ""
-    n = len(idle.get("shares", [])) or 1
-    head = ("%s is mixed (neither launch- nor GPU-bound for certain)" % what if r == MIXED else "%s is %s" % (what, r))
-    return "%s: its GPU is idle %s of the %s (GPU busy over %d profiled %ss against the timed ones)" % (
-        head, with_spread(idle["share"], idle.get("lo"), idle.get("hi"), lambda x: "%.0f%%" % (100 * x)), unit, n,
-        unit)
-
-
 def differ(a, b, rel=0.2):
     """Whether two figures disagree by more than rel of the larger."""
     if a is None or b is None:
@@ -897,14 +644,6 @@ def differ(a, b, rel=0.2):
 
 
 # ---------------------------------------------------------------- repeated samples, spin kernel
-
-def noise(xs):
-    """The robust relative spread of xs, 1.4826 * MAD / |median| (stats.c's
-    mc_stats_noise); 0 where the median is 0."""
-    med = statistics.median(xs)
-    mad = statistics.median([abs(x - med) for x in xs])
-    return 1.4826 * mad / abs(med) if med else 0.0
-
 
 def sample(fn, min_n, max_n, budget_s, nwatch=0, max_noise=0.02):
     """common/sampler.c's mc_sample: fn(i) (i counting from 0) returns one
@@ -925,17 +664,6 @@ def sample(fn, min_n, max_n, budget_s, nwatch=0, max_noise=0.02):
         watch = series[:nwatch] if 0 < nwatch < len(series) else series
         if max(noise(s) for s in watch) <= max_noise or n >= cap or time.monotonic() - t0 >= budget_s:
             return series
-
-
-def percentile(xs, p):
-    """Percentile p (0..100) of xs, linear between order statistics (band.c's
-    mc_percentile, "type 7"); None for no samples."""
-    s = sorted(xs)
-    if not s:
-        return None
-    h = (len(s) - 1) * p / 100.0
-    i = int(math.floor(h))
-    return s[-1] if i + 1 >= len(s) else s[i] + (h - i) * (s[i + 1] - s[i])
 
 
 GATE_CYCLES = 2000000       # ~1 ms at 2 GHz: outlasts the host's launch of one timed copy
@@ -966,99 +694,6 @@ def spin_rate(torch):
 # ---------------------------------------------------------------- the seeds' programs
 
 SEED_VARIANT = "seed 000 program: %s()"  # the suite's variants of a seed's program
-SEED_TIMEOUT_S = 120
-
-
-# Programs started early (seed_program_start): which -> {"proc": its Popen,
-# "dir": its folder, "got": (exit code, timed out) once waited for, else None}.
-_SEED_STARTED = {}
-
-
-def _seed_script():
-    return os.environ.get("MEMCLAIMS_SEED_PROGRAMS") or os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "seed_programs.py")
-
-
-def _seed_env(device):
-    env = dict(os.environ)
-    if device and "CUDA_VISIBLE_DEVICES" not in env:
-        env["CUDA_VISIBLE_DEVICES"] = str(device)
-    return env
-
-
-def _seed_result(which, funcs, rc, timed_out, d):
-    """{function: (returned, allocated after)} from the folder d a program
-    wrote; raises with its log's last line where it failed."""
-    if timed_out or rc != 0:
-        with open(os.path.join(d, "log"), errors="replace") as f:
-            last = ([ln.strip() for ln in f if ln.strip()] or [""])[-1]
-        raise RuntimeError("seed_programs.py --only %s %s: %s" % (
-            which, "ran past %d s" % SEED_TIMEOUT_S if timed_out else "exited %s" % rc, last))
-    with open(os.path.join(d, which + ".txt")) as f:
-        kv = dict(line.strip().split("=", 1) for line in f if "=" in line)
-    return {fn: (int(kv[fn + ".returned"]), int(kv[fn + ".allocated_after"])) for fn in funcs}
-
-
-def seed_program_start(which, go_file, device=0):
-    """Starts seed 000's program `which` now (run_many.py, as run-all's
-    experiments begin): the process imports torch, ~5 s, then waits until
-    go_file exists before its first CUDA call; seed_program() then reads
-    what it wrote instead of starting one (C01's and C07's counterparts
-    each paid the import, ~12 s of a run). seed_programs_settle() waits for
-    it before any counterpart is timed."""
-    import subproc  # noqa: E402 (beside's own module; only here)
-    d = tempfile.TemporaryDirectory()
-    env = _seed_env(device)
-    env["MEMCLAIMS_SEED_PARENT"] = str(os.getpid())  # it ends, unrun, where this process ends first
-    p = subproc.start([sys.executable, _seed_script(), d.name, "--only", which, "--go-file", go_file],
-                      os.path.join(d.name, "log"), env)
-    _SEED_STARTED[which] = {"proc": p, "dir": d, "got": None}
-
-
-def seed_programs_settle(keep, go_file, meanwhile=None):
-    """After run-all's go file: those started early whose program is not in
-    keep are stopped unrun; then go_file (theirs) is written, and the
-    others run and are waited for (SEED_TIMEOUT_S each), so that none runs
-    beside a counterpart's timed steps; meanwhile(), where given, is called
-    while they run (what times nothing: this process's CUDA context).
-    Their results stay for seed_program()."""
-    import subproc  # noqa: E402
-    for which in [w for w in _SEED_STARTED if w not in keep]:
-        s = _SEED_STARTED.pop(which)
-        subproc.stop(s["proc"].pid)
-        subproc.finish(s["proc"], SEED_TIMEOUT_S)
-        s["dir"].cleanup()
-    if not _SEED_STARTED:
-        if meanwhile:
-            meanwhile()
-        return
-    with open(go_file, "w"):
-        pass
-    if meanwhile:
-        meanwhile()
-    for s in _SEED_STARTED.values():
-        s["got"] = subproc.finish(s["proc"], SEED_TIMEOUT_S)
-
-
-def seed_program(args, which, funcs):
-    """Seed 000's program `which` (c01, c07) as written, run by
-    tests/torch/seed_programs.py --only WHICH in a process of its own (a
-    fresh process's max_memory_allocated, as the seed's notebook; the
-    environment's MEMCLAIMS_SEED_PROGRAMS names another script, for the
-    tests), or the one seed_program_start() started: {function:
-    (returned, allocated after)}; raises where it failed."""
-    import subproc  # noqa: E402 (beside's own module; only here)
-    if which in _SEED_STARTED:
-        s = _SEED_STARTED.pop(which)
-        rc, timed_out = s["got"] or subproc.finish(s["proc"], SEED_TIMEOUT_S)
-        try:
-            return _seed_result(which, funcs, rc, timed_out, s["dir"].name)
-        finally:
-            s["dir"].cleanup()
-    with tempfile.TemporaryDirectory() as d:
-        rc, timed_out = subproc.run([sys.executable, _seed_script(), d, "--only", which],
-                                    os.path.join(d, "log"), SEED_TIMEOUT_S, _seed_env(args.device))
-        return _seed_result(which, funcs, rc, timed_out, d)
 
 
 def seed_program_rows(args, out, which, funcs):

@@ -93,7 +93,8 @@ ORDER = [k for k, _ in SHARE]
 # Those that run only on several GPUs: their shares come on top of S (above).
 MULTI_GPU = ("sharded_training",)
 TOTAL_SHARE = sum(s for k, s in SHARE if k not in MULTI_GPU)  # the one-GPU shares' sum
-NOT_KEYS = ("beside", "run_many", "subproc")  # modules here that are not counterparts
+NOT_KEYS = ("beside", "beside_idle", "beside_refs", "beside_seeds", "beside_spread", "run_many",
+            "subproc")  # modules here that are not counterparts
 DEFAULT_TIMEOUT_S = 300
 
 
@@ -222,7 +223,7 @@ def run_key(key, a, allow):
 
 
 # The counterparts that run one of seed 000's programs in a process of its
-# own (beside.seed_program), started with this process where it has a go
+# own (beside_seeds.seed_program), started with this process where it has a go
 # file; C07's only in a full run (the suite's C07 --quick runs none).
 SEED_PROGRAM_OF = {"del_empty_cache": "c01", "grad_accumulation": "c07"}
 SEED_PROGRAM_FULL_ONLY = {"grad_accumulation"}
@@ -299,13 +300,14 @@ def main(argv=None):
     if HERE not in sys.path:
         sys.path.insert(0, HERE)
     keep_compile_caches(os.environ)  # before torch's import reads it
-    import beside  # sets TEARDOWN_CUPTI before torch's import (beside.py says why)
+    import beside  # noqa: F401 (sets TEARDOWN_CUPTI before torch's import: beside.py says why)
+    import beside_seeds
     progress = open(os.path.join(a.out, "progress.tsv"), "a")
     timeline = Timeline(a.out)
     if a.go_file:  # seed 000's programs import torch now too, beside this process
         for key in a.keys:
             if key in SEED_PROGRAM_OF and not (a.quick and key in SEED_PROGRAM_FULL_ONLY):
-                beside.seed_program_start(SEED_PROGRAM_OF[key], a.go_file + ".seeds")
+                beside_seeds.seed_program_start(SEED_PROGRAM_OF[key], a.go_file + ".seeds")
     try:
         torch = prepare(a.keys)
     except ImportError as e:
@@ -317,8 +319,8 @@ def main(argv=None):
         timeline.mark("go file read")
         # before any counterpart: none of them runs beside a timed step;
         # this process's CUDA context is made while they run (~1 s)
-        beside.seed_programs_settle({SEED_PROGRAM_OF[k] for k in a.keys if k in SEED_PROGRAM_OF},
-                                    a.go_file + ".seeds", lambda: cuda_init(torch) if a.keys else None)
+        beside_seeds.seed_programs_settle({SEED_PROGRAM_OF[k] for k in a.keys if k in SEED_PROGRAM_OF},
+                                   a.go_file + ".seeds", lambda: cuda_init(torch) if a.keys else None)
         timeline.mark("seed 000's programs settled, CUDA context made meanwhile")
         with contextlib.suppress(OSError):
             os.remove(a.go_file + ".seeds")
