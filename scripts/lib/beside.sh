@@ -86,6 +86,15 @@ csv_field() {
     esac
 }
 
+# beside_timeline FILE T_GO: FILE's "EPOCH<TAB>WHAT" lines (run_many.py's
+# Timeline, and the go file and each runner's exit from here) as "SECONDS
+# since T_GO<TAB>WHAT", in time order (ties as written): where the PyTorch
+# part's time went outside its counterparts (logs/pytorch-timeline.tsv).
+beside_timeline() {
+    [ -f "$1" ] || return 0
+    sort -s -t "$(printf '\t')" -k1,1g "$1" | awk -F'\t' -v t0="$2" '{ printf "%.1f\t%s\n", $1 - t0, $2 }'
+}
+
 # beside_append ID KEY STATE RC SECS ROWS LOG: appends the rows a
 # counterpart printed (ROWS, checked by lib/beside_rows.awk) to RUN/KEY.csv:
 # the CSV and the rows to a temporary file, renamed over the CSV. A failure,
@@ -94,15 +103,6 @@ csv_field() {
 # suite used, or has no NCCL) adds one of status skipped, with its reason.
 # Its log goes to logs/KEY.pytorch.log; one console line, one line of
 # logs/pytorch.tsv.
-# beside_timeline FILE T_GO: FILE's "EPOCH<TAB>WHAT" lines (run_many.py's
-# Timeline, and the go file and each runner's exit from here) as "SECONDS
-# since T_GO<TAB>WHAT", in time order (ties as written): where the PyTorch part's time went
-# outside its counterparts (logs/pytorch-timeline.tsv).
-beside_timeline() {
-    [ -f "$1" ] || return 0
-    sort -s -t "$(printf '\t')" -k1,1g "$1" | awk -F'\t' -v t0="$2" '{ printf "%.1f\t%s\n", $1 - t0, $2 }'
-}
-
 beside_append() {
     local id=$1 key=$2 state=$3 rc=$4 secs=$5 rows=$6 src_log=$7
     local csv=$run/$2.csv log=$run/logs/$2.pytorch.log note kept nfail dropped row_status=failed

@@ -246,6 +246,12 @@ def pool_run(bench, v, cycles):
             torch.cuda.max_memory_reserved() - base)
 
 
+def overlap(serial, double, n, copy, compute):
+    """The share of the ideal saving double buffering took: (serial's median
+    round - double_buffered's) / ((n-1) * min(copy, compute)), times in s."""
+    return (statistics.median(serial) - statistics.median(double)) / ((n - 1) * min(copy, compute))
+
+
 def main(argv=None):
     args = b.parse_args(__doc__, REPEATS, WARMUP, extra, argv)
     n, size = shape(args)
@@ -325,8 +331,7 @@ def main(argv=None):
                 out.value(var, "bytes", pv, "ideal_total_time", "s", ideal,
                           "N*max(copy, compute) + min(copy, compute)" if dbl else "N*(copy + compute)")
         for k in kinds:
-            saving = (n - 1) * min(cp[k], cm)
-            ov[k] = (b.stats(series[(0, k)])["median"] - b.stats(series[(1, k)])["median"]) / saving
+            ov[k] = overlap(series[(0, k)], series[(1, k)], n, cp[k], cm)
             out.value(k, "bytes", pv, "overlap_fraction", "ratio", ov[k],
                       "(serial - double_buffered) / ((N-1) * min(copy, compute)), medians")
         out.flush()
@@ -382,9 +387,8 @@ def main(argv=None):
     if tot is not None:
         suite = b.suite_median(args.suite, "pinned", "bytes", pv, "overlap_fraction")
         ser, dbl = series[(0, "pinned")], series[(1, "pinned")]
-        saving = (n - 1) * min(cp["pinned"], cm)
-        lo, hi = b.rounds_spread(lambda idx: (statistics.median(ser[i] for i in idx)
-                                              - statistics.median(dbl[i] for i in idx)) / saving, len(ser))
+        lo, hi = b.rounds_spread(lambda idx: overlap([ser[i] for i in idx], [dbl[i] for i in idx], n,
+                                                     cp["pinned"], cm), len(ser))
         text = "Double buffering, %d batches of %s from pinned memory: overlap %s%s of the ideal saving in PyTorch" % (
             n, b.size(size), "" if suite is None else "%.2f in the suite, " % suite,
             b.with_spread(ov["pinned"], lo, hi, lambda x: "%.2f" % x))

@@ -320,7 +320,7 @@ def main(argv=None):
         # before any counterpart: none of them runs beside a timed step;
         # this process's CUDA context is made while they run (~1 s)
         beside_seeds.seed_programs_settle({SEED_PROGRAM_OF[k] for k in a.keys if k in SEED_PROGRAM_OF},
-                                   a.go_file + ".seeds", lambda: cuda_init(torch) if a.keys else None)
+                                          a.go_file + ".seeds", lambda: cuda_init(torch) if a.keys else None)
         timeline.mark("seed 000's programs settled, CUDA context made meanwhile")
         with contextlib.suppress(OSError):
             os.remove(a.go_file + ".seeds")
