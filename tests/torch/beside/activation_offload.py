@@ -177,6 +177,7 @@ def measure(torch, variant, B, args, dev):
     warm = max(args.warmup, STEADY_STEP - 1)
     key, make = training(torch, variant, B, args, dev)
     rec = b.record(torch, key, make, warm, args.repeats, CLAIM,
+                   profile=(variant, B) == ("transformer_keep", SEED_BATCH),
                    extra=lambda tr: (tr.off.bytes, tr.off.all) if getattr(tr, "off", None) else None)
     n = len(rec["times"])
     pcie = rec["extra"][0] / float(n) if rec["extra"] and not rec["extra"][1] else None

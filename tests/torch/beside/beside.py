@@ -22,7 +22,9 @@ Output (stdout): rows of the suite's tidy CSV (common/csv.h, MC_CSV_HEADER):
     run-all's time budget, or a point the claim does not need; the note
     says which); note: how it was measured or why it failed. A point that
     fails is such a row; the others go on.
-  - gpu_idle_share (unit ratio): per point that times steps, IDLE_STEPS
+  - gpu_idle_share (unit ratio): for the step the claim's regime sentence
+    names (the verdict row's; a profile costs 0.2-2 s, so the others are
+    not profiled), IDLE_STEPS
     (3 to 5: no more than about a second of them) more steps under
     torch.profiler (CUDA activities alone), after one profiled step left out
     (the profiler's own start): per step 1 - (union of its kernel, memcpy

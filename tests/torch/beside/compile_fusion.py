@@ -105,20 +105,22 @@ def regional(torch):
     return compile_layers
 
 
-def measure(torch, cr, flags, mode, args, dev):
-    """(step 3's peak, timed step times, timed steps left out for compiling, record)."""
+def measure(torch, cr, flags, mode, args, dev, profile=False):
+    """(step 3's peak, timed step times, timed steps left out for compiling,
+    record); the eager record with the idle share where profile (the
+    verdict row's eager step)."""
     ref = b.reference_module("transformer_reference")
     cfg = ref.Cfg(flags, 1)
     warm = max(args.warmup, STEADY_STEP - 1)
     if mode == "eager":
         rec = b.record(torch, (ref.__name__, tuple(sorted(vars(cfg).items()))),
-                       lambda: ref.Training(torch, cfg, dev), warm, args.repeats, CLAIM)
+                       lambda: ref.Training(torch, cfg, dev), warm, args.repeats, CLAIM, profile=profile)
         return rec["peaks"][STEADY_STEP - 1], b.timed(rec), 0, rec
     importlib.import_module("torch._dynamo").reset()  # a fresh Dynamo: no cache or recompile count of an earlier model
     torch.manual_seed(0)
     counts = []  # per step: whether Dynamo compiled in it
     rec = b.record(torch, None, lambda: Counting(ref.Training(torch, cfg, dev, regional(torch)), cr, counts), warm,
-                   args.repeats, CLAIM)
+                   args.repeats, CLAIM, profile=False)
     timed_steps = list(enumerate(rec["times"]))[warm:]
     compiled = sum(1 for i, _ in timed_steps if i < len(counts) and counts[i])
     times = [t for i, t in timed_steps if not (i < len(counts) and counts[i])]
@@ -171,7 +173,8 @@ def main(argv=None):
             try:
                 if model not in configs:
                     raise ValueError("no model %r in compile_configs.txt" % model)
-                res = measure(torch, cr, with_batch(configs[model], B), mode, args, dev)
+                res = measure(torch, cr, with_batch(configs[model], B), mode, args, dev,
+                              profile=(model, B) == seed)
             except Exception as e:  # one point's failure is its row; the others go on
                 out.failed(torch, var, "batch", B, "peak_allocated", "bytes", what, two_lines(e))
             if mode == "fused":

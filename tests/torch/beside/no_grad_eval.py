@@ -72,8 +72,9 @@ def context(torch, mode):
             "inference_mode": torch.inference_mode}[mode]()
 
 
-def measure(torch, ngr, wl, B, mode, args, dev):
-    """The first forward's figures, the timed forwards' times, the idle share."""
+def measure(torch, ngr, wl, B, mode, args, dev, profile=False):
+    """The first forward's figures, the timed forwards' times, the idle
+    share (None unless profile: the verdict row's forward)."""
     torch.manual_seed(0)
     model = ngr.build(torch, wl, dev)
     model.train() if mode in ("grad", "no_grad") else model.eval()
@@ -110,7 +111,7 @@ def measure(torch, ngr, wl, B, mode, args, dev):
             stop.synchronize()
             if i >= args.warmup:
                 times.append(start.elapsed_time(stop) * 1e-3)
-        idle = b.idle_share(torch, forward, step_times=times)
+        idle = b.idle_share(torch, forward, step_times=times) if profile else None
     finally:
         del model
     return fig, times, idle
@@ -139,7 +140,8 @@ def main(argv=None):
                 continue
             res = None
             try:
-                res = measure(torch, ngr, wl, B, mode, args, dev)
+                res = measure(torch, ngr, wl, B, mode, args, dev,
+                              profile=(wl, mode) == ("transformer", "eval_no_grad") and B == top[wl])
             except Exception as e:  # one point's failure is its row; the others go on
                 out.failed(torch, var, "batch", B, "peak_allocated", "bytes", what, e)
             b.release(torch)

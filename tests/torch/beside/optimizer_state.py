@@ -70,16 +70,16 @@ def state_bytes(opt):
     return n
 
 
-def measure(torch, H, o, args, dev):
+def measure(torch, H, o, args, dev, profile=False):
     """One optimizer at one width: P, step 1's peak, the timed steps'
     (time, peak, reserved, allocated after), the persistent state's bytes,
-    the record."""
+    the record (with the idle share where profile: the verdict row's)."""
     ref = b.reference_module("mlp_reference")
     flags = ("--layers %d --in %d --width %d --out %d --batch %d --optimizer %s --precision fp32 --accum 1"
              % (args.layers, H, H, H, args.batch, o))
     cfg = ref.Cfg(flags, 1)
     rec = b.record(torch, (ref.__name__, tuple(sorted(vars(cfg).items()))), lambda: ref.Training(torch, cfg, dev),
-                   max(args.warmup, 2), args.repeats, CLAIM,
+                   max(args.warmup, 2), args.repeats, CLAIM, profile=profile,
                    extra=lambda tr: (sum(p.numel() for p in tr.model.parameters()), state_bytes(tr.opt)))
     P, state = rec["extra"]
     w = rec["warm"]
@@ -109,7 +109,7 @@ def main(argv=None):
                 continue
             res = None
             try:
-                res = measure(torch, H, o, args, dev)
+                res = measure(torch, H, o, args, dev, profile=(H, o) == (widest, "adam"))
             except Exception as e:  # one point's failure is its row; the others go on
                 out.failed(torch, o, "width", H, "peak_allocated", "bytes", what, e)
             if res is None:
