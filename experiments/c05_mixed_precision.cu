@@ -5,25 +5,20 @@
  * nn.Transformer(d_model=512, batch_first=True) on (B, 100, 512)
  * (common/workload/transformer/tfm.h): peak allocated, reserved, live bytes per
  * category at the peak, step time, and on a GPU the cuBLAS GEMM throughput
- * behind the MLP's step time (the forward GEMM of one layer, measured alone). */
+ * behind the MLP's step time (the forward GEMM of one layer alone: support/gemm_rig.h). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <cublas_v2.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime_api.h>
-
 #include "alloc/alloc_model.h"
 #include "band.h"
-#include "check_cuda.h"
-#include "event_timer.h"
+#include "check.h"
 #include "experiment.h"
 #include "stats.h"
 #include "verdict.h"
+#include "support/gemm_rig.h"
 #include "support/steady.h"
 #include "workload/core/wl_handle.h"
 #include "workload/transformer/tfm.h"
@@ -96,11 +91,6 @@ static const mc_experiment EXP = {
 #define SPD_LO 1.5
 #define SPD_HI 3.0
 #define PROF_MIN_MS 0.05 /* a kind's time changed by less: not listed */
-#define GEMM_TARGET_FLOP 5e10   /* per timed sample: ~1 ms of fp32 GEMM on an H100 */
-#define GEMM_MAX_ITERS 1000
-#define GEMM_CHECKS 16          /* sampled entries checked against the host */
-#define SEED_W 0xC05000000001ull
-#define SEED_X 0xC05000000002ull
 #define NP 3                    /* fp32, fp16, bf16 */
 #define NB 5
 
@@ -125,129 +115,6 @@ static const shape SHAPES[NSHAPE] = {
     {"transformer", true, 0, 0, {8, 16, SEED_BATCH, 64, 128}, {SEED_BATCH}, 1,
      "nn.Transformer(d_model=512, batch_first=True), seq 100"},
 };
-
-/* ============================================================== GEMM throughput */
-
-/* Element i of a seeded stream: k/64 for k in [-64, 64), exact in fp32, fp16
- * and bf16, so fp32 accumulation of up to 4096 products is exact. */
-__host__ __device__ static inline float seeded(uint64_t seed, uint64_t i)
-{
-    uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (float)((int)(z >> 57) - 64) / 64.0f;
-}
-
-static __global__ void fill_kernel(void *p, int prec, size_t n, uint64_t seed)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        float v = seeded(seed, i);
-        if (prec == MC_WL_FP32) ((float *)p)[i] = v;
-        else if (prec == MC_WL_FP16) ((__half *)p)[i] = __float2half(v);
-        else ((__nv_bfloat16 *)p)[i] = __float2bfloat16(v);
-    }
-}
-
-static cudaDataType_t dtype_of(int prec)
-{
-    return prec == MC_WL_FP32 ? CUDA_R_32F : prec == MC_WL_FP16 ? CUDA_R_16F : CUDA_R_16BF;
-}
-
-static double read_entry(const void *c, int prec, size_t idx)
-{
-    if (prec == MC_WL_FP32) {
-        float v;
-        CHECK_CUDA(cudaMemcpy(&v, (const float *)c + idx, sizeof v, cudaMemcpyDeviceToHost));
-        return v;
-    }
-    if (prec == MC_WL_FP16) {
-        __half v;
-        CHECK_CUDA(cudaMemcpy(&v, (const __half *)c + idx, sizeof v, cudaMemcpyDeviceToHost));
-        return __half2float(v);
-    }
-    __nv_bfloat16 v;
-    CHECK_CUDA(cudaMemcpy(&v, (const __nv_bfloat16 *)c + idx, sizeof v, cudaMemcpyDeviceToHost));
-    return __bfloat162float(v);
-}
-
-typedef struct {
-    cublasHandle_t h;
-    cudaStream_t stream;
-    mc_event_timer et;
-    void *W, *X, *C;   /* H x H, H x Bmax, H x Bmax elements, 4 bytes each at most */
-} gemm_rig;
-
-/* C (H x B, column-major) = W^T X: PyTorch's Linear forward, out^T = W x^T. */
-static void gemm(gemm_rig *g, int prec, int H, int64_t B)
-{
-    const float one = 1.0f, zero = 0.0f;
-    cudaDataType_t t = dtype_of(prec);
-    CHECK_CUBLAS(cublasGemmEx(g->h, CUBLAS_OP_T, CUBLAS_OP_N, H, (int)B, H, &one, g->W, t, H, g->X,
-                              t, H, &zero, g->C, t, H, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-}
-
-/* FLOP/s of the layer GEMM, reps samples; 0 samples and a verify failure on a wrong result. */
-static mc_stats gemm_rate(mc_run *run, gemm_rig *g, int prec, int H, int64_t B)
-{
-    const size_t nw = (size_t)H * H, nx = (size_t)H * (size_t)B;
-    fill_kernel<<<1024, 256, 0, g->stream>>>(g->W, prec, nw, SEED_W);
-    CHECK_LAUNCH();
-    fill_kernel<<<1024, 256, 0, g->stream>>>(g->X, prec, nx, SEED_X);
-    CHECK_LAUNCH();
-    CHECK_CUDA(cudaMemsetAsync(g->C, 0xFF, nx * (prec == MC_WL_FP32 ? 4 : 2), g->stream)); /* NaN */
-    const double flop = 2.0 * H * (double)H * (double)B;
-    int iters = (int)ceil(GEMM_TARGET_FLOP / flop);
-    iters = iters < 1 ? 1 : iters > GEMM_MAX_ITERS ? GEMM_MAX_ITERS : iters;
-    const int reps = run->opt.repeats;
-    double *x = (double *)mc_xmalloc((size_t)reps * sizeof *x);
-    gemm(g, prec, H, B); /* warm-up: heuristics, kernel load */
-    /* The iters GEMMs as one CUDA graph, launched with one call: a GEMM at
-     * B=2048, H=1024 takes ~10 us, about what cublasGemmEx takes on the
-     * host, so launched one by one the events also timed the host's launch
-     * gaps: on one H200, fp16 read 424 TFLOP/s on one lease and 310 on
-     * another whose host ran slower. In a graph the GPU runs them back to
-     * back, whatever the host's speed. */
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    CHECK_CUDA(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < iters; i++) gemm(g, prec, H, B);
-    CHECK_CUDA(cudaStreamEndCapture(g->stream, &graph));
-    CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-    CHECK_CUDA(cudaGraphLaunch(exec, g->stream)); /* warm-up: the graph's upload */
-    for (int r = 0; r < reps; r++) {
-        mc_event_timer_start(&g->et);
-        CHECK_CUDA(cudaGraphLaunch(exec, g->stream));
-        mc_event_timer_stop(&g->et);
-        x[r] = flop * iters / mc_event_timer_elapsed_s(&g->et);
-    }
-    CHECK_CUDA(cudaGraphExecDestroy(exec));
-    CHECK_CUDA(cudaGraphDestroy(graph));
-    mc_stats s = mc_stats_of(x, (size_t)reps);
-    free(x);
-    /* Sampled entries against the host (double; exact inputs, so the only error is the
-     * output's rounding: 2^-24 fp32, 2^-11 fp16, 2^-8 bf16, relative). */
-    const double tol = prec == MC_WL_FP32 ? 1e-6 : prec == MC_WL_FP16 ? 1e-3 : 8e-3;
-    uint64_t z = 88172645463325252ull;
-    for (int k = 0; k < GEMM_CHECKS; k++) {
-        z ^= z << 13; z ^= z >> 7; z ^= z << 17;
-        int i = k == 0 ? 0 : (int)(z % (uint64_t)H);
-        int64_t j = k == 0 ? B - 1 : (int64_t)((z >> 20) % (uint64_t)B);
-        double ref = 0.0;
-        for (int kk = 0; kk < H; kk++)
-            ref += (double)seeded(SEED_W, (uint64_t)kk + (uint64_t)i * H) *
-                   seeded(SEED_X, (uint64_t)kk + (uint64_t)j * H);
-        double got = read_entry(g->C, prec, (size_t)i + (size_t)j * H);
-        if (!(fabs(got - ref) <= tol * fabs(ref) + 1e-6)) {
-            mc_verify_failed(run, "gemm", "%s H=%d B=%lld C(%d,%lld) = %.8g, reference %.8g",
-                             mc_wl_precision_name((mc_wl_precision)prec), H, (long long)B, i,
-                             (long long)j, got, ref);
-            break;
-        }
-    }
-    return s;
-}
 
 /* ============================================================== one training point */
 
@@ -377,20 +244,10 @@ int main(int argc, char **argv)
         tally *t = &tl[sh->tfm];
         const int nb = q ? sh->nquick : NB, warm = sh->tfm ? warm_tfm : warm_mlp;
         const int64_t *Bs = q ? sh->quick : sh->batch;
-        gemm_rig g;
+        mc_gemm_rig g;
         memset(&g, 0, sizeof g);
         const bool rig = gpu && !sh->tfm;   /* the GEMM alone: the MLP's layer */
-        if (rig) {
-            size_t bmax = (size_t)Bs[nb - 1], H = (size_t)sh->width;
-            CHECK_CUDA(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking));
-            CHECK_CUBLAS(cublasCreate(&g.h));
-            CHECK_CUBLAS(cublasSetStream(g.h, g.stream));
-            CHECK_CUBLAS(cublasSetMathMode(g.h, CUBLAS_DEFAULT_MATH)); /* no TF32, as PyTorch */
-            mc_event_timer_init(&g.et, g.stream);
-            CHECK_CUDA(cudaMalloc(&g.W, 4 * H * H));
-            CHECK_CUDA(cudaMalloc(&g.X, 4 * H * bmax));
-            CHECK_CUDA(cudaMalloc(&g.C, 4 * H * bmax));
-        }
+        if (rig) mc_gemm_rig_create(&g, sh->width, Bs[nb - 1]);
         double mlo[NP] = {INFINITY, INFINITY, INFINITY}, mhi[NP] = {-INFINITY, -INFINITY, -INFINITY};
         double slo[NP] = {INFINITY, INFINITY, INFINITY}, shi[NP] = {-INFINITY, -INFINITY, -INFINITY};
         double glo[NP] = {INFINITY, INFINITY, INFINITY}, ghi[NP] = {-INFINITY, -INFINITY, -INFINITY};
@@ -414,7 +271,7 @@ int main(int argc, char **argv)
                 char var[48];
                 snprintf(var, sizeof var, "%s_%s", sh->name, PN[p]);
                 if (rig) {
-                    gr[p] = gemm_rate(&run, &g, p, sh->width, B);
+                    gr[p] = mc_gemm_rig_rate(&run, &g, p, sh->width, B);
                     mc_emit(&run, var, "batch", b, "gemm_flop_rate", "FLOP/s", gr[p], "ok",
                             "one layer's forward GEMM alone, repeated in one CUDA graph, CUDA events");
                 }
@@ -573,15 +430,7 @@ int main(int argc, char **argv)
                     (long long)Bs[nb - 1]);
             }
         }
-        if (rig) {
-            CHECK_CUDA(cudaStreamSynchronize(g.stream));
-            CHECK_CUDA(cudaFree(g.W));
-            CHECK_CUDA(cudaFree(g.X));
-            CHECK_CUDA(cudaFree(g.C));
-            mc_event_timer_destroy(&g.et);
-            CHECK_CUBLAS(cublasDestroy(g.h));
-            CHECK_CUDA(cudaStreamDestroy(g.stream));
-        }
+        if (rig) mc_gemm_rig_destroy(&g);
     }
 
     /* Seed 000's own code: its model and input, fp32 against autocast + GradScaler. */
