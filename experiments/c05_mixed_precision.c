@@ -1,4 +1,4 @@
-/* c05_mixed_precision.cu: C05. The suite's training workloads in fp32 and in
+/* c05_mixed_precision.c: C05. The suite's training workloads in fp32 and in
  * mixed precision (fp16 with GradScaler, bf16; autocast compute over fp32
  * master weights) over batch size: the MLP (common/workload/mlp/mlp.h) at a
  * weight-bound and an activation-bound shape, and seed 000's own model,
