@@ -319,4 +319,12 @@ deps:
 clean:
 	rm -rf build
 
+# An object or dependency file whose source is gone (removed, or renamed
+# between .cu and .c, as c05_mixed_precision) is deleted before make reads
+# the others: its .d names the old source as a prerequisite, so make stopped
+# on it ("No rule to make target ...cu"), and a stale .cu.o left alone
+# would be taken for the new object. build/obj/DIR/NAME.c.o (or .cu.o, .c.d,
+# .cu.d) is DIR/NAME.c's.
+$(shell find build -path '*/obj/*' \( -name '*.c.o' -o -name '*.cu.o' -o -name '*.c.d' -o -name '*.cu.d' \) 2>/dev/null | \
+        while read -r f; do s=$${f#*/obj/}; s=$${s%.[od]}; [ -e "$$s" ] || rm -f "$$f"; done)
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -134,6 +134,26 @@ check_that "make test's build after it compiles no CUDA object" $(grep -q "nvcc 
 check "... and links the plain build's" grep -qF "$u/obj/common/gate.cu.o" <<<"$out"
 check_that "... and none of its own" $(grep -qF "$u/san/obj/common/gate.cu.o" <<<"$out"; echo $((!$?)))
 
+# An object and dependency file whose source is gone (a .cu renamed .c, as
+# c05_mixed_precision in b9a968d): make deletes them before reading
+# the .d files, which named the old source and stopped make ("No rule to
+# make target experiments/c05_mixed_precision.cu"); those whose source is
+# there stay.
+mkdir -p build/obj/experiments build/san/obj/experiments
+printf 'build/obj/experiments/c99_gone.cu.o : experiments/c99_gone.cu\n' > build/obj/experiments/c99_gone.cu.d
+: > build/obj/experiments/c99_gone.cu.o
+: > build/san/obj/experiments/c99_gone.c.o
+: > build/obj/experiments/c01_del_empty_cache.c.d.keep
+kept=$(ls build/obj/common/*.c.o 2>/dev/null | head -1)
+out=$(make --no-print-directory -n help 2>&1); rc=$?
+check_eq "make with the objects of a source that is gone: exit 0, no missing-source stop" \
+    "$rc:$(grep -c 'No rule to make target' <<<"$out")" 0:0
+check_eq "... their .o and .d deleted" \
+    "$(ls build/obj/experiments/c99_gone.cu.d build/obj/experiments/c99_gone.cu.o build/san/obj/experiments/c99_gone.c.o 2>/dev/null | wc -l)" 0
+check "... the others kept (an object whose source is there; a file of another name)" \
+    bash -c "{ [ -z '$kept' ] || [ -e '$kept' ]; } && [ -e build/obj/experiments/c01_del_empty_cache.c.d.keep ]"
+rm -f build/obj/experiments/c01_del_empty_cache.c.d.keep
+
 # Programs are not linked with cuBLAS: it is loaded at the first call.
 build=${1:-build/san}
 linked=""
