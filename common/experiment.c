@@ -42,7 +42,7 @@ void mc_print_help(const mc_experiment *e, const char *argv0, FILE *fp)
     fprintf(fp, "  --list         print this experiment's descriptor as one tab-separated line:\n"
                 "                 claim, key, title, seed claim, method, verdict rule, mode\n"
                 "                 (gpu, model-only or host; this one: %s) and what the\n"
-                "                 verdict rule reads (own-memory, memory or time; this one: %s)\n"
+                "                 verdict rule reads (memory or time; this one: %s)\n"
                 "  --help         this text\n\n",
             mc_experiment_mode(e), mc_experiment_rule_reads(e));
     fprintf(fp, "Output: CSV (" MC_CSV_HEADER ").\n");
@@ -62,8 +62,7 @@ const char *mc_experiment_mode(const mc_experiment *e)
 
 const char *mc_experiment_rule_reads(const mc_experiment *e)
 {
-    if (!(e->flags & MC_EXP_RULE_MEMORY)) return "time";
-    return e->flags & MC_EXP_OWN_MEMORY ? "own-memory" : "memory";
+    return e->flags & MC_EXP_RULE_MEMORY ? "memory" : "time";
 }
 
 void mc_print_list(const mc_experiment *e, FILE *fp)

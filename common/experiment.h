@@ -29,15 +29,10 @@ enum {
     MC_EXP_MODEL_ONLY = 1u << 0, /* accepts --model-only (host allocator backend) */
     MC_EXP_NO_GPU = 1u << 1,     /* needs no GPU: mc_run_begin neither opens one nor waives
                                     for want of one; the run is the same with or without */
-    MC_EXP_RULE_MEMORY = 1u << 2, /* its verdict rule reads memory figures only (bytes, OOMs),
+    MC_EXP_RULE_MEMORY = 1u << 2 /* its verdict rule reads memory figures only (bytes, OOMs),
                                     no time: scripts/run-all may run it beside the experiments
                                     that need no GPU (its times, context only, may then read
                                     a little higher) */
-    MC_EXP_OWN_MEMORY = 1u << 3  /* with MC_EXP_RULE_MEMORY: every memory figure it takes is
-                                    its own process's (the allocator model's counters), none
-                                    device-wide (no cudaMemGetInfo, NVML or nvidia-smi), so
-                                    scripts/run-all may also run it beside others of its kind
-                                    on the same GPU, where the GPU has room for them all */
 };
 
 typedef struct {
@@ -127,10 +122,8 @@ void mc_print_help(const mc_experiment *exp, const char *argv0, FILE *fp);
  * --model-only on the allocator model without one), "gpu" (a GPU, else
  * waived). */
 const char *mc_experiment_mode(const mc_experiment *exp);
-/* What its verdict rule reads, from its flags: "own-memory" (MC_EXP_RULE_MEMORY
- * and MC_EXP_OWN_MEMORY: memory figures of its own process only), "memory"
- * (MC_EXP_RULE_MEMORY: memory figures, some device-wide) or "time" (some
- * figure of the rule is a time or a rate). */
+/* What its verdict rule reads, from its flags: "memory" (MC_EXP_RULE_MEMORY)
+ * or "time" (some figure of the rule is a time or a rate). */
 const char *mc_experiment_rule_reads(const mc_experiment *exp);
 /* Prints the descriptor as one line: claim, key, title, seed_claim, method,
  * verdict_rule, mode (mc_experiment_mode), rule reads

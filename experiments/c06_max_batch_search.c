@@ -75,8 +75,7 @@ static const mc_experiment EXP = {
                     "method found the same maximum in fewer trials; holds-partly if the prediction "
                     "(exact: it fits and its successor does not) or halving found it in fewer "
                     "trials, or the search took more trials than that bound.",
-    /* the rule reads memory only, all of it this process's (the allocator model's counters) */
-    .flags = MC_EXP_MODEL_ONLY | MC_EXP_RULE_MEMORY | MC_EXP_OWN_MEMORY,
+    .flags = MC_EXP_MODEL_ONLY | MC_EXP_RULE_MEMORY, /* the rule reads memory only */
     .default_repeats = 1,
     .default_warmup = 1,
     .extra = EXTRA,

@@ -52,8 +52,7 @@ static const mc_experiment EXP = {
                     "r_k >= 0.99 for every k > 1 at every point of both (the peak does not fall); "
                     "holds-partly otherwise. Where the Transformer cannot run (its GPU step is "
                     "missing: a failed row says why), the verdict rests on the MLP alone and says so.",
-    /* the rule reads memory only, all of it this process's (the allocator model's counters) */
-    .flags = MC_EXP_MODEL_ONLY | MC_EXP_RULE_MEMORY | MC_EXP_OWN_MEMORY,
+    .flags = MC_EXP_MODEL_ONLY | MC_EXP_RULE_MEMORY, /* the rule reads memory only */
     .default_repeats = 3,
     .default_warmup = 1,
     .extra = NULL,

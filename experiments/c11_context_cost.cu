@@ -56,9 +56,7 @@ static const mc_experiment EXP = {
                     "holds if 700 MiB <= M <= 1300 MiB; holds-partly if M >= 100 MiB and LAZY "
                     "after the first SGEMM, EAGER after context or EAGER after the first SGEMM "
                     "lands in 700-1300 MiB; does-not-hold otherwise.",
-    /* the rule reads memory.used only (device-wide: run-all runs it alone on the GPU, beside
-     * C26 on the host); the start-up times are context, not in the rule */
-    .flags = MC_EXP_RULE_MEMORY,
+    .flags = 0,
     .default_repeats = 3, /* the memory figures repeat to the byte, so the stopping rule
                              (MIN_REPEATS) usually ends at 2; EAGER children take ~2 s each */
     .default_warmup = 1,

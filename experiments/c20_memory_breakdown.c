@@ -44,8 +44,7 @@ static const mc_experiment EXP = {
                     "holds-partly if share > 0.5 at some batch of some shape (the note gives B* per "
                     "shape); does-not-hold if share <= 0.5 everywhere; inconclusive if a run is out "
                     "of memory below the largest batch.",
-    /* the rule reads memory only, all of it this process's (the allocator model's counters) */
-    .flags = MC_EXP_MODEL_ONLY | MC_EXP_RULE_MEMORY | MC_EXP_OWN_MEMORY,
+    .flags = MC_EXP_MODEL_ONLY | MC_EXP_RULE_MEMORY, /* the rule reads memory only */
     .default_repeats = 2,
     .default_warmup = 0,
     .extra = NULL,

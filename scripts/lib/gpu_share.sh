@@ -134,36 +134,20 @@ gpu_share_begin() {
     gs_watch=$!
 }
 
-# gpu_share_end: after it: gpu_share_stop, then gpu_share_record for it.
+# gpu_share_end: after it: logs/gpu_share.tsv, and where another process
+# was seen (or the run started beside one), the gpu_shared row in its CSV;
+# sets gs_said to " [GPU shared: ...]" for the console line, else "".
 gpu_share_end() {
-    if gpu_share_stop; then gpu_share_record; fi
-}
-
-# gpu_share_stop: the watcher stopped; what it saw (gs_before, gs_during)
-# and the clocks now (gs_state_end) kept for gpu_share_record. Returns 1
-# where nothing was watched.
-gpu_share_stop() {
     gs_said=""
-    gs_recorded=""
-    [ -n "$gs_watch" ] || return 1
+    [ -n "$gs_watch" ] || return 0
     kill "$gs_watch" 2>/dev/null
     wait "$gs_watch" 2>/dev/null
     gs_watch=""
-    gs_before=$(sort -u "$gs_dir/before" | paste -sd ';' | sed 's/;/; /g')
-    gs_during=$(sort -u "$gs_dir/during" | awk '{ k = $1 " " $2 } !seen[k]++' | paste -sd ';' | sed 's/;/; /g')
-    gs_state_end=$(gpu_share_state)
+    local before during state csv note
+    before=$(sort -u "$gs_dir/before" | paste -sd ';' | sed 's/;/; /g')
+    during=$(sort -u "$gs_dir/during" | awk '{ k = $1 " " $2 } !seen[k]++' | paste -sd ';' | sed 's/;/; /g')
+    state=$(gpu_share_state)
     rm -rf "$gs_dir"
-    gs_recorded=1
-}
-
-# gpu_share_record: for the experiment in run-all's key and id (one of
-# those gpu_share_stop watched): logs/gpu_share.tsv, and where another
-# process was seen (or the run started beside one), the gpu_shared row in
-# its CSV; sets gs_said to " [GPU shared: ...]" for the console line, else "".
-gpu_share_record() {
-    gs_said=""
-    [ -n "$gs_recorded" ] || return 0
-    local before=$gs_before during=$gs_during state=$gs_state_end csv note
     printf '%s\t%s\t%s\t%s\t%s\n' "$key" "${before:--}" "${during:--}" "${gs_state:--}" "${state:--}" >> "$run/logs/gpu_share.tsv"
     [ -z "$before$during$gs_start_busy" ] && return 0
     note="another process used the GPU while this experiment ran"

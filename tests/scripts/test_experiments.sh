@@ -111,19 +111,12 @@ test_one() {
     # What the rule reads decides whether run-all runs it beside C26: one
     # that says memory has no time or rate among its rule's figures.
     reads=$(printf '%s' "$list" | cut -f8)
-    case $reads in own-memory|memory|time) pass "$name --list says what its rule reads ($reads)" ;;
+    case $reads in memory|time) pass "$name --list says what its rule reads ($reads)" ;;
                    *) failure "$name --list says what its rule reads" "'$reads'" ;; esac
     check "$name --help says what its rule reads" grep -q "this one: $reads)" <<<"$help"
-    if [ "$reads" = memory ] || [ "$reads" = own-memory ]; then
+    if [ "$reads" = memory ]; then
         check "$name: a rule that reads memory names no time or rate" \
             bash -c '! printf "%s" "$1" | cut -f6 | grep -Eiq "speed-up|slowdown|GB/s|faster|latency|step time|overlap"' _ "$list"
-    fi
-    # own-memory: run-all runs it beside others of its kind on one GPU, so
-    # it takes no device-wide reading (cudaMemGetInfo, NVML, nvidia-smi).
-    if [ "$reads" = own-memory ]; then
-        src=$(ls "$here/../../experiments/$name".c* 2>/dev/null | head -1)
-        check "$name: own-memory, and its source reads nothing device-wide" \
-            bash -c '[ -f "$1" ] && ! grep -Eq "alloc_probe\.h|child\.h|nvml|nvidia-smi|cudaMemGetInfo" "$1"' _ "$src"
     fi
 
     # The parser itself is unit-tested (test_options); here each program is

@@ -222,7 +222,6 @@ case "$*" in
     *--query-compute-apps=*) cat "$FAKE_APPS" 2>/dev/null ;;
     *--query-gpu=utilization.gpu*) echo "${FAKE_UTIL:-0}" ;;
     *--query-gpu=index,clocks.sm*) echo "0, 1980, 0x0000000000000000" ;;
-    *--query-gpu=memory.free*) printf '%s\n' ${FAKE_FREE_MIB:-81920} ;;
 esac
 FAKE
 chmod +x "$tmp/nvidia-smi"
@@ -266,45 +265,6 @@ out=$(MEMCLAIMS_GPU_WAIT_S=x runall_shared --only C01 2>&1); rc=$?
 check_eq "MEMCLAIMS_GPU_WAIT_S not a number: exit 2" "$rc" 2
 kill "$other" 2>/dev/null; wait "$other" 2>/dev/null
 rm -f "$fake"/c04_watched
-
-# Those whose rule reads their own process's memory alone (own-memory) run
-# side by side after the others of phase 1, where every GPU has 48 GiB
-# free; else one at a time. Each fake logs its start and end.
-own_fake() { # NAME CLAIM
-    cat > "$fake/$1" <<FAKE
-#!/usr/bin/env bash
-[ "\$1" = --list ] && { printf '$2\t${1#c[0-9][0-9]_}\tfake\tseed says $2\tmethod\trule\tgpu\town-memory\n'; exit 0; }
-out=.; while [ \$# -gt 0 ]; do [ "\$1" = --out ] && out=\$2; shift; done
-echo "start $2" >> "\$OWN_LOG"; sleep 1.5; echo "end $2" >> "\$OWN_LOG"
-printf '%s\n%s\n' "claim,experiment,variant,param,param_value,metric,unit,n,median,min,max,mean,stdev,status,note" \
-    "$2,${1#c[0-9][0-9]_},,,,verdict,,0,,,,,,holds,fake figures" > "\$out/${1#c[0-9][0-9]_}.csv"
-FAKE
-    chmod +x "$fake/$1"
-}
-own_fake c06_own_a C06
-own_fake c07_own_b C07
-make_fake c15_dev_mem C15 0 holds '\tgpu\tmemory'
-: > "$apps"
-out=$(OWN_LOG=$tmp/own.log FAKE_FREE_MIB="81920 50000" runall_shared --only C15,C06,C07 2>&1); rc=$?
-owned=$share/$(readlink "$share/latest")
-check_eq "own-memory ones on a GPU with room: exit 0, after the one that reads device-wide memory, side by side" \
-    "$rc:$(grep -o '^\[[0-9]/3\] C[0-9]*' <<<"$out" | tr '\n' ' ')$(tr '\n' ' ' < "$tmp/own.log")" \
-    "0:[1/3] C15 [2/3] C06 [3/3] C07 start C06 start C07 end C06 end C07 "
-check "... one line says so, with the memory free" \
-    grep -q '^C06 own_a, C07 own_b: side by side (their rules read their own process.s memory alone; the GPU has 50000 MiB free)$' <<<"$out"
-check_eq "... each console line gives its own time (about 1.5 s) and its verdict" \
-    "$(grep -Ec '^\[[23]/3\] C0[67] own_[ab] \.\.\. 1\.[5-9] s holds$' <<<"$out")" 2
-check_eq "... runs.tsv and logs/gpu_share.tsv have each" \
-    "$(cut -f1,2 "$owned/runs.tsv" | tr '\t\n' ': '):$(cut -f1 "$owned/logs/gpu_share.tsv" | tr '\n' ' ')" \
-    "dev_mem:ran own_a:ran own_b:ran :dev_mem own_a own_b "
-: > "$tmp/own.log"
-out=$(OWN_LOG=$tmp/own.log FAKE_FREE_MIB="81920 40000" runall_shared --only C06,C07 2>&1); rc=$?
-check_eq "a GPU with less than 48 GiB free: one at a time, no such line" \
-    "$rc:$(tr '\n' ' ' < "$tmp/own.log"):$(grep -c 'side by side' <<<"$out")" "0:start C06 end C06 start C07 end C07 :0"
-: > "$tmp/own.log"
-out=$(OWN_LOG=$tmp/own.log "$root/scripts/run-all" --no-pytorch --build "$fake" --results "$share" --only C06,C07 2>&1); rc=$?
-check_eq "no nvidia-smi to say: one at a time" "$rc:$(tr '\n' ' ' < "$tmp/own.log")" "0:start C06 end C06 start C07 end C07 "
-rm -f "$fake"/c06_own_a "$fake"/c07_own_b "$fake"/c15_dev_mem
 
 out=$("$root/scripts/run-all" --no-pytorch --build "$fake" --results "$results" --bogus 2>&1); rc=$?
 check_eq "run-all refuses an unknown option with exit 2" "$rc" 2
