@@ -447,6 +447,15 @@ print(a["again"], c["again"], c["by"], d["again"], d["extra"], d["by"], e["again
        grep -v ': idle share: [0-9]* GPU activities, profile read in \|: built in [0-9.]* s, [0-9]* steps in ')" \
     "False True C05 False 42 C09 True 42"
 
+# Seed 000's Transformer at sequence 64 x batch 100 is one training for C07
+# (k=1), C08 (plain) and C23 (keep): in one process C23's keep reuses C07's
+# record (its idle share included), since keep asks for no hook bytes.
+check_eq "C23's keep at batch 100 after C07 in one process: C07's record, not made again" \
+    "$(cd "$beside" && PYTHONPATH=$stub:. python3 -c '
+import grad_accumulation, activation_offload
+for m in (grad_accumulation, activation_offload):
+    m.main(["--quick"])' 2>/dev/null | grep -c '^C23,activation_offload,pytorch:transformer_keep,batch,100,step_time,.*measured once in this run, for C07 (the same training)')" 1
+
 # Between points, cuBLAS's workspaces go too (PyTorch keeps one a stream for
 # the process's life), so a point starts with what the suite's fresh model
 # has; a torch without the call (older, or not CUDA's) is left as it is.
