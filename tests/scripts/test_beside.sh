@@ -419,6 +419,19 @@ PYTHONPATH=$stub python3 "$beside/run_many.py" --run "$plain" --out "$tmp/many" 
 check_eq "run_many.py with an unknown key: exit 2" "$rc" 2
 STUB_NO_CUDA=1 PYTHONPATH=$stub python3 "$beside/run_many.py" --run "$plain" --out "$tmp/many" > /dev/null 2>"$tmp/err"; rc=$?
 check_eq "run_many.py without CUDA: exit 77, one line" "$rc:$(wc -l < "$tmp/err")" 77:1
+# Its last key done, it ends at once, past the interpreter's exit handlers
+# (Inductor's joins its idle compile pool after C25's torch.compile: 4.3 s
+# on the H200), with every key's rows complete.
+mkdir -p "$tmp/slowexit" "$tmp/many2"
+printf 'import atexit\natexit.register(lambda: open("%s", "w").write("ran"))\n' "$tmp/slowexit/ran" \
+    > "$tmp/slowexit/sitecustomize.py"
+PYTHONPATH=$tmp/slowexit:$stub python3 "$beside/run_many.py" --run "$plain" --out "$tmp/many2" > /dev/null 2>&1; rc=$?
+check_eq "run_many.py ends without the interpreter's exit handlers: exit 0, none ran, every key's rows as many" \
+    "$rc $([ -e "$tmp/slowexit/ran" ] && echo ran || echo none) $(for k in sync_vs_async_timing mixed_precision checkpointing; do
+        [ "$(wc -l < "$tmp/many/$k.rows")" = "$(wc -l < "$tmp/many2/$k.rows")" ] && echo same; done | tr '\n' ' ')" \
+    "0 none same same same "
+check_eq "... C25's counterpart, which leaves the pool, is the last key of its order" \
+    "$(cd "$beside" && python3 -c 'import run_many as m; print(m.ORDER[-1])')" compile_fusion
 
 # torch.compile's caches: kept under the user's cache folder, where the
 # next run finds them; a folder the user named stands.
