@@ -460,6 +460,28 @@ print(a["again"], c["again"], c["by"], d["again"], d["extra"], d["by"], e["again
        grep -v ': idle share: [0-9]* GPU activities, profile read in \|: built in [0-9.]* s, [0-9]* steps in ')" \
     "False True C05 False 42 C09 True 42"
 
+# A model made on the host (--build host, as the seeds build theirs) is made
+# once an architecture in the counterparts' process and deep-copied for the
+# builds after it (transformer_reference's HOST_MODELS); each build moves a
+# model of its own; a batch or precision of its own shares it; the
+# reference script run alone makes every one.
+check_eq "counterparts: seed 000's host-made Transformer made once for three builds, each a model of its own" \
+    "$(PYTHONPATH=$stub:$beside python3 -c '
+import torch, beside as b
+made = []
+real = torch.nn.Transformer
+torch.nn.Transformer = lambda *a, **k: made.append(1) or real(*a, **k)
+ref = b.reference_module("transformer_reference")
+dev = torch.device("cuda", 0)
+flags = "--arch transformer --d-model 256 --seq 64 --batch %d --optimizer adam --precision %s --build host"
+t = [ref.Training(torch, ref.Cfg(flags % (B, p), 1), dev) for B, p in ((100, "fp32"), (100, "fp32"), (25, "fp16"))]
+d = ref.Cfg(flags.replace("host", "device") % (100, "fp32"), 1)
+ref.Training(torch, d, dev)
+print(len(made), len({id(x.model) for x in t}), len({id(p) for x in t for p in x.model.parameters()}) == 3 * len(t[0].model.params))')" \
+    "2 3 True"
+check_eq "... transformer_reference.py by itself keeps none" \
+    "$(cd tests/torch && PYTHONPATH=$stub python3 -c 'import transformer_reference as r; print(r.HOST_MODELS)')" None
+
 # Seed 000's Transformer at sequence 64 x batch 100 is one training for C07
 # (k=1), C08 (plain) and C23 (keep): in one process C23's keep reuses C07's
 # record (its idle share included), since keep asks for no hook bytes.

@@ -71,6 +71,7 @@ library and torch only.
 """
 import argparse
 import contextlib
+import copy
 import os
 import statistics
 import subprocess
@@ -221,6 +222,21 @@ def env_meta():
 
 # ---------------------------------------------------------------- the training step
 
+# Models made on the host (--build host), by architecture, kept for the
+# builds after the first: each such build is a deep copy of the first one's
+# host model, then model.cuda(dev) as before, so the device sees the same
+# requests in the same order and only the weights' values repeat. None
+# (this script's runs, a process per configuration): every build makes its
+# own. PyTorch's counterparts beside the suite (tests/torch/beside) build
+# seed 000's two Transformers ~25 times in one process, and making one on
+# the host (the layers' init, then nn.Transformer's xavier_uniform_ of every
+# matrix, on the CPU) took 6.4 s of the H200's PyTorch part at 5b44de1
+# (sampled); a deep copy takes a tenth of that.
+HOST_MODELS = None
+HOST_MODEL_KEY = ("arch", "d_model", "heads", "enc", "dec", "ff", "dropout", "activation", "batch_first",
+                  "norm_first")
+
+
 class Training:
     """A configuration's model (with its causal mask), optimizer, GradScaler
     and training step, as the module docstring says; shared with
@@ -239,13 +255,20 @@ class Training:
         common = dict(dropout=cfg.dropout, activation=cfg.activation, batch_first=cfg.batch_first,
                       norm_first=cfg.norm_first, device=dev if cfg.build == "device" else None)
         self.mask = None
-        if cfg.arch == "transformer":
-            model = nn.Transformer(d_model=cfg.d_model, nhead=cfg.heads, num_encoder_layers=cfg.enc,
-                                   num_decoder_layers=cfg.dec, dim_feedforward=cfg.ff, **common)
-        else:
+
+        def make():
+            if cfg.arch == "transformer":
+                return nn.Transformer(d_model=cfg.d_model, nhead=cfg.heads, num_encoder_layers=cfg.enc,
+                                      num_decoder_layers=cfg.dec, dim_feedforward=cfg.ff, **common)
             layer = nn.TransformerEncoderLayer(cfg.d_model, cfg.heads, dim_feedforward=cfg.ff, **common)
-            model = nn.TransformerEncoder(layer, cfg.enc, enable_nested_tensor=False)
-            del layer
+            return nn.TransformerEncoder(layer, cfg.enc, enable_nested_tensor=False)
+        if cfg.build == "host" and HOST_MODELS is not None:
+            key = tuple(getattr(cfg, k) for k in HOST_MODEL_KEY)
+            if key not in HOST_MODELS:
+                HOST_MODELS[key] = make()
+            model = copy.deepcopy(HOST_MODELS[key])
+        else:
+            model = make()
         if cfg.build == "host":
             model = model.cuda(dev)  # Module._apply: each parameter moved, children first
         if cfg.arch != "transformer":

@@ -6,12 +6,17 @@ import sys
 
 
 def reference_module(name):
-    """tests/torch/NAME.py (mlp_reference, transformer_reference), imported."""
+    """tests/torch/NAME.py (mlp_reference, transformer_reference), imported;
+    transformer_reference's models made on the host are kept for reuse
+    (its HOST_MODELS: the counterparts build the same few ~25 times)."""
     here = os.path.dirname(os.path.abspath(__file__))
     parent = os.path.dirname(here)
     if parent not in sys.path:
         sys.path.insert(1, parent)
-    return __import__(name)
+    mod = __import__(name)
+    if getattr(mod, "HOST_MODELS", False) is None:
+        mod.HOST_MODELS = {}
+    return mod
 
 
 def reason(e):
