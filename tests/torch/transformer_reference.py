@@ -222,7 +222,7 @@ def env_meta():
 
 # ---------------------------------------------------------------- the training step
 
-# Models made on the host (--build host), by architecture, kept for the
+# Models made on the host (--build host), by what make() is given, kept for the
 # builds after the first: each such build is a deep copy of the first one's
 # host model, then model.cuda(dev) as before, so the device sees the same
 # requests in the same order and only the weights' values repeat. None
@@ -233,8 +233,6 @@ def env_meta():
 # matrix, on the CPU) took 6.4 s of the H200's PyTorch part at 5b44de1
 # (sampled); a deep copy takes a tenth of that.
 HOST_MODELS = None
-HOST_MODEL_KEY = ("arch", "d_model", "heads", "enc", "dec", "ff", "dropout", "activation", "batch_first",
-                  "norm_first")
 
 
 class Training:
@@ -263,7 +261,7 @@ class Training:
             layer = nn.TransformerEncoderLayer(cfg.d_model, cfg.heads, dim_feedforward=cfg.ff, **common)
             return nn.TransformerEncoder(layer, cfg.enc, enable_nested_tensor=False)
         if cfg.build == "host" and HOST_MODELS is not None:
-            key = tuple(getattr(cfg, k) for k in HOST_MODEL_KEY)
+            key = (cfg.arch, cfg.d_model, cfg.heads, cfg.enc, cfg.dec, cfg.ff, tuple(sorted(common.items())))
             if key not in HOST_MODELS:
                 HOST_MODELS[key] = make()
             model = copy.deepcopy(HOST_MODELS[key])
