@@ -212,6 +212,30 @@ done
 check_eq "  ... and writes no run folder for it" "$(ls "$tmp/modes" | grep -vc latest)" 2
 rm -f "$fake"/c03_mode
 
+# One that needs no GPU runs in the background beside those whose rule reads
+# memory: runs.tsv gives its own seconds, not the time until the memory
+# ones had ended; an interrupted run-all stops it too.
+make_fake c03_hostbg C03 1 holds '\thost'
+make_fake c04_memfg C04 3 holds '\tgpu\tmemory'
+out=$("$root/scripts/run-all" --no-pytorch --build "$fake" --results "$tmp/bg" --only C03,C04 2>&1); rc=$?
+bgrun=$tmp/bg/$(readlink "$tmp/bg/latest")
+check_eq "a fake that needs no GPU beside a 3 s memory one: run-all exits 0" "$rc" 0
+check "  ... its console line comes after the memory one's" \
+    bash -c "grep -n '^\[[12]/2\]' <<<'$out' | tr '\n' ' ' | grep -q 'C04 memfg.*C03 hostbg'"
+check "  ... and runs.tsv gives its own time (1 s), not the 3 s until run-all came to it" \
+    awk -F'\t' '$1 == "hostbg" { ok = ($4 >= 0.9 && $4 < 2.5) } END { exit !ok }' "$bgrun/runs.tsv"
+check_eq "  ... leaving no temporary file" "$(ls -A "$bgrun" | grep -c tmp)" 0
+make_fake c03_hostbg C03 30 holds '\thost'
+"$root/scripts/run-all" --no-pytorch --build "$fake" --results "$tmp/bg2" --only C03,C04 >/dev/null 2>&1 &
+runner=$!
+for _ in $(seq 100); do ls "$tmp"/bg2/*/.hostbg.csv.tmp.* >/dev/null 2>&1 && break; sleep 0.1; done
+kill -TERM "$runner"
+wait "$runner"; rc=$?
+check_eq "run-all interrupted while one runs in the background: exit 130" "$rc" 130
+check "  ... and the background experiment has stopped" bash -c "! pgrep -f '[c]03_hostbg --out' >/dev/null"
+check "  ... marked interrupted in runs.tsv" grep -q '^hostbg	interrupted	130' "$tmp/bg2/$(readlink "$tmp/bg2/latest")/runs.tsv"
+rm -f "$fake"/c03_hostbg "$fake"/c04_memfg
+
 # ---------------------------------------------------------- another process on the GPU
 # A stand-in nvidia-smi (NVIDIA_SMI): the compute processes are the lines of
 # $FAKE_APPS ("pid, name, MiB"), utilization $FAKE_UTIL (default 0).
