@@ -138,4 +138,13 @@ block3=$(MEMCLAIMS_SPEED_ROOT=$tmp/fast "$root/scripts/readme" --block transform
 check "slower nowhere: the line under the table says at most PyTorch's in each" \
     grep -q "^the suite's step takes at most PyTorch eager's time in each of the 2 configurations measured\.$" <<< "$block3"
 check "slower nowhere: no 'slower' count" bash -c '! grep -q "is slower than PyTorch eager in" <<< "$1"' _ "$block3"
+# The longest experiments are those run one at a time: one that needed no
+# GPU (mode host) ran beside them and made the run no longer.
+cp -r "$root/results/reference-h100" "$tmp/rt"
+awk -F'\t' -v OFS='\t' '$1 == "mmap_dataset" { $4 = "99.0" } $1 == "lazy_init" { $4 = "98.0" } { print }' \
+    "$root/results/reference-h100/runs.tsv" > "$tmp/rt/runs.tsv"
+block=$(MEMCLAIMS_REFERENCE=$tmp/rt "$root/scripts/readme" --block runtime)
+check "the runtime block lists the longest of those run one at a time, from runs.tsv" \
+    grep -q 'longest experiments, of those run one at a time: C12 98.0 s, ' <<< "$block"
+check "... not the one that ran in the background (C26, mode host)" bash -c '! grep -q "C26" <<< "$1"' _ "$block"
 summary
