@@ -147,4 +147,14 @@ block=$(MEMCLAIMS_REFERENCE=$tmp/rt "$root/scripts/readme" --block runtime)
 check "the runtime block lists the longest of those run one at a time, from runs.tsv" \
     grep -q 'longest experiments, of those run one at a time: C12 98.0 s, ' <<< "$block"
 check "... not the one that ran in the background (C26, mode host)" bash -c '! grep -q "C26" <<< "$1"' _ "$block"
+# The H200's time is the second of two runs; the first (caches cold) is
+# named where its logs/run-all-first.tsv is, and only there.
+cp -r "$root/results/reference-h200" "$tmp/h200"
+printf 'total_seconds\t177.7\n' > "$tmp/h200/logs/run-all-first.tsv"
+block=$(MEMCLAIMS_OTHER=$tmp/h200 "$root/scripts/readme" --block runtime)
+check "the runtime block names the H200's first, cold run from logs/run-all-first.tsv" \
+    grep -q 's on the H200, a second run there: the first on that fresh machine, caches cold, took 177.7 s)' <<< "$block"
+rm "$tmp/h200/logs/run-all-first.tsv"
+block=$(MEMCLAIMS_OTHER=$tmp/h200 "$root/scripts/readme" --block runtime)
+check "... and says nothing of a first run without it" bash -c '! grep -q "first on that fresh machine" <<< "$1"' _ "$block"
 summary
