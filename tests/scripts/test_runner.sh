@@ -118,6 +118,36 @@ if command -v gnuplot >/dev/null; then
 else
     echo "SKIP: gnuplot not installed: charts not drawn (make deps)"
 fi
+# Side by side, printed in order: a stand-in gnuplot (GNUPLOT) whose
+# activation_offload chart waits for block_rounding's to have started (one
+# at a time it would wait 5 s and fail) and whose checkpointing chart fails.
+cat > "$tmp/gnuplot-standin" <<'STANDIN'
+#!/usr/bin/env bash
+case $3 in
+    */activation_offload.gp)
+        for _ in $(seq 50); do [ -e "$PLOT_FLAG" ] && break; sleep 0.1; done
+        [ -e "$PLOT_FLAG" ] || exit 1 ;;
+    */block_rounding.gp) touch "$PLOT_FLAG" ;;
+    */checkpointing.gp) echo "stand-in failure" >&2; exit 1 ;;
+esac
+printf '\x89PNG\r\n' > out.png
+STANDIN
+chmod +x "$tmp/gnuplot-standin"
+prun=$tmp/plot-side-by-side
+mkdir -p "$prun"
+cp "$fixtures"/*.csv "$prun"/
+out=$(PLOT_FLAG=$tmp/plot.flag MEMCLAIMS_PLOT_JOBS=4 GNUPLOT=$tmp/gnuplot-standin "$root/scripts/plot" "$prun" 2>&1); rc=$?
+check_eq "plot with one chart failing exits 1" "$rc" 1
+check "... draws the charts side by side (activation_offload's waited for block_rounding's)" test -s "$prun/activation_offload.png"
+check "... says which failed" grep -q "^plot: gnuplot failed for checkpointing: stand-in failure" <<<"$out"
+got=$(awk '/\.png$/ { n = split($2, p, "/"); k = p[n]; sub(/\.png$/, "", k); print k; next }
+           /gnuplot failed for/ { k = $5; sub(/:$/, "", k); print k }' <<<"$out")
+want=$(for c in "$prun"/*.csv; do k=$(basename "$c" .csv); grep -qx "$k" <<<"$got" && echo "$k"; done)
+check_eq "... its lines in the keys' order" "$got" "$want"
+check "... one line a chart (every fixture with a plots/<key>.gp)" test "$(wc -l <<<"$got")" -ge 20
+check_eq "... and no temporary file left" "$(find "$prun" -name '*.tmp*' | wc -l)" 0
+out=$(MEMCLAIMS_PLOT_JOBS=0 GNUPLOT=$tmp/gnuplot-standin "$root/scripts/plot" "$prun" 2>&1); rc=$?
+check_eq "MEMCLAIMS_PLOT_JOBS=0: exit 2, one line" "$rc:$(wc -l <<<"$out")" "2:1"
 
 # ---------------------------------------------------------- fake experiments
 fake=$tmp/fake-build
