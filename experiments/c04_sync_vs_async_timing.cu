@@ -17,6 +17,7 @@
 #include "event_timer.h"
 #include "experiment.h"
 #include "gate.h"
+#include "seeded_stream.h"
 #include "stats.h"
 
 static const mc_experiment EXP = {
@@ -66,11 +67,7 @@ static const mc_experiment EXP = {
  * float, the same on host and device. */
 __host__ __device__ static inline float seeded_unit(uint64_t seed, uint64_t i)
 {
-    uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ULL;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    z ^= z >> 31;
-    return (float)(z >> 40) * (1.0f / 8388608.0f) - 1.0f;
+    return (float)(mc_seeded_bits(seed, i) >> 40) * (1.0f / 8388608.0f) - 1.0f;
 }
 
 static __global__ void fill_kernel(float *x, size_t n, uint64_t seed)

@@ -13,6 +13,7 @@
 #include "check.h"
 #include "check_cuda.h"
 #include "gemm_rig.h"
+#include "seeded_stream.h"
 #include "workload/core/wl_types.h"
 
 #define GEMM_TARGET_FLOP 5e10   /* per timed sample: ~1 ms of fp32 GEMM on an H100 */
@@ -25,11 +26,7 @@
  * and bf16, so fp32 accumulation of up to 4096 products is exact. */
 __host__ __device__ static inline float seeded(uint64_t seed, uint64_t i)
 {
-    uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (float)((int)(z >> 57) - 64) / 64.0f;
+    return (float)((int)(mc_seeded_bits(seed, i) >> 57) - 64) / 64.0f;
 }
 
 static __global__ void fill_kernel(void *p, int prec, size_t n, uint64_t seed)
